@@ -1,0 +1,161 @@
+"""Per-category breakdowns computed from one run's logged samples (never by re-running the model).
+
+lm-eval's ``--log_samples`` writes each doc with its per-item metric values; a breakdown groups
+those values by fields of the doc (an item listed under several categories counts in each) and
+reports mean, stderr and count per category, as JSON and as a Markdown table.
+Each benchmark registers its breakdown dimensions in ``BREAKDOWNS`` (task-name prefix -> spec).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from medeval_metrics.stats import mean_and_stderr
+
+Categories = Callable[[dict[str, Any]], list[str]]
+
+
+@dataclass(frozen=True)
+class BreakdownSpec:
+    metrics: tuple[str, ...]
+    dimensions: dict[str, Categories]
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def doc_field(name: str) -> Categories:
+    return lambda doc: _as_list(doc.get(name))
+
+
+def crossed(first: Categories, second: Categories) -> Categories:
+    return lambda doc: [f"{a} x {b}" for a, b in product(first(doc), second(doc))]
+
+
+_emsqa_level, _emsqa_area = doc_field("level"), doc_field("category")
+BREAKDOWNS: dict[str, BreakdownSpec] = {
+    "emsqa": BreakdownSpec(
+        metrics=("acc", "f1", "unparseable"),
+        dimensions={
+            "level": _emsqa_level,
+            "subject_area": _emsqa_area,
+            "level x subject_area": crossed(_emsqa_level, _emsqa_area),
+        },
+    ),
+}
+
+
+def spec_for_task(task: str) -> BreakdownSpec | None:
+    matches = [prefix for prefix in BREAKDOWNS if task == prefix or task.startswith(prefix + "_")]
+    return BREAKDOWNS[max(matches, key=len)] if matches else None
+
+
+def compute_breakdown(samples: Iterable[dict[str, Any]], spec: BreakdownSpec) -> dict[str, Any]:
+    """``{filter: {dimension: {category: {metric: {value, stderr, n}}}}}`` from logged samples."""
+    grouped: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = {}
+    for sample in samples:
+        doc = sample.get("doc", {})
+        filter_name = sample.get("filter", "none")
+        for dimension, categories in spec.dimensions.items():
+            for category in categories(doc):
+                bucket = grouped.setdefault(filter_name, {}).setdefault(dimension, {}).setdefault(category, {})
+                for metric in spec.metrics:
+                    if isinstance(sample.get(metric), (int, float)):
+                        bucket.setdefault(metric, []).append(float(sample[metric]))
+    out: dict[str, Any] = {}
+    for filter_name, dims in grouped.items():
+        for dimension, cats in dims.items():
+            for category in sorted(cats):
+                for metric, values in cats[category].items():
+                    value, stderr = mean_and_stderr(values)
+                    out.setdefault(filter_name, {}).setdefault(dimension, {}).setdefault(category, {})[metric] = {
+                        "value": value,
+                        "stderr": stderr,
+                        "n": len(values),
+                    }
+    return out
+
+
+def breakdown_markdown(task: str, breakdown: dict[str, Any]) -> str:
+    parts = []
+    for filter_name, dims in breakdown.items():
+        for dimension, cats in dims.items():
+            metrics = sorted({m for cat in cats.values() for m in cat})
+            header = f"| {dimension} | n | " + " | ".join(metrics) + " |"
+            lines = [f"**{task}** by {dimension} (filter `{filter_name}`)", "", header, "|" + "---|" * (len(metrics) + 2)]
+            for category, values in cats.items():
+                n = max(v["n"] for v in values.values())
+                cells = [f"{values[m]['value']:.4f} ± {values[m]['stderr']:.4f}" if m in values else "" for m in metrics]
+                lines.append(f"| {category} | {n} | " + " | ".join(cells) + " |")
+            parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def find_sample_files(output_dir: Path) -> dict[str, Path]:
+    """Newest ``samples_<task>_<date>.jsonl`` per task under an lm-eval output folder."""
+    newest: dict[str, Path] = {}
+    for path in sorted(Path(output_dir).rglob("samples_*.jsonl")):
+        task = path.name[len("samples_"):].rsplit("_", 1)[0]
+        if task not in newest or path.stat().st_mtime >= newest[task].stat().st_mtime:
+            newest[task] = path
+    return newest
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def breakdowns_for_output(output_dir: Path) -> dict[str, dict[str, Any]]:
+    result = {}
+    for task, path in find_sample_files(output_dir).items():
+        spec = spec_for_task(task)
+        if spec is not None:
+            result[task] = compute_breakdown(read_samples(path), spec)
+    return result
+
+
+def write_breakdowns(output_dir: Path, destination: Path | None = None) -> tuple[Path, Path, str] | None:
+    """Write breakdown JSON and Markdown next to the run's results; returns their paths and the text."""
+    all_breakdowns = breakdowns_for_output(output_dir)
+    if not all_breakdowns:
+        return None
+    destination = Path(destination or output_dir)
+    destination.mkdir(parents=True, exist_ok=True)
+    json_path = destination / "medeval_breakdowns.json"
+    md_path = destination / "medeval_breakdowns.md"
+    json_path.write_text(json.dumps(all_breakdowns, indent=2, sort_keys=True), encoding="utf-8")
+    text = "\n\n".join(breakdown_markdown(task, b) for task, b in sorted(all_breakdowns.items()))
+    md_path.write_text(text + "\n", encoding="utf-8")
+    return json_path, md_path, text
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from medeval_metrics.data import MedevalDataError
+
+    written = write_breakdowns(Path(args.output_dir), Path(args.destination) if args.destination else None)
+    if written is None:
+        raise MedevalDataError(
+            f"{args.output_dir}: no logged samples of a medeval task found. Run lm-eval with "
+            "`--output_path DIR --log_samples` and pass that DIR."
+        )
+    json_path, md_path, text = written
+    print(text)
+    print(f"\nwritten: {json_path} and {md_path}")
+    return 0
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("breakdown", help="per-category scores from a run's logged samples (--log_samples)")
+    p.add_argument("output_dir", help="the folder given to lm-eval's --output_path")
+    p.add_argument("--destination", help="where to write medeval_breakdowns.{json,md} (default: output_dir)")
+    p.set_defaults(func=_cmd)

@@ -1,0 +1,137 @@
+"""The ``medeval`` command.
+
+``medeval run ...`` is ``lm_eval run ...`` with the pack's tasks added to the task index; every
+other flag passes through unchanged. The other subcommands list the pack, print its tasks folder,
+opt in to flag-free ``lm_eval --tasks emsqa_public``, and post-process runs.
+Feature modules add their own subcommands through ``register_cli(subparsers)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Callable, Sequence
+
+# Modules that contribute subcommands; each is imported only to build the parser, so they keep
+# their heavy imports inside the command functions.
+_SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "medeval_metrics.lm_eval_link",
+    "medeval_metrics.breakdown",
+)
+
+
+def _add_pack_tasks_to_lm_eval() -> None:
+    """Make every TaskManager built in this process also index the pack's tasks folder.
+
+    Patching in-process (rather than appending ``--include_path``) keeps the user's own
+    ``--include_path`` working alongside the pack's.
+    """
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+
+    if getattr(TaskManager.__init__, "_medeval_patched", False):
+        return
+    original_init = TaskManager.__init__
+    pack = tasks_path()
+
+    def init_with_pack(self, *args, include_path=None, **kwargs):
+        paths = [] if include_path is None else (
+            list(include_path) if isinstance(include_path, (list, tuple)) else [include_path]
+        )
+        if pack not in [str(p) for p in paths]:
+            paths.append(pack)
+        original_init(self, *args, include_path=paths, **kwargs)
+
+    init_with_pack._medeval_patched = True  # type: ignore[attr-defined]
+    TaskManager.__init__ = init_with_pack  # type: ignore[method-assign]
+
+
+def run_lm_eval(argv: Sequence[str]) -> int:
+    """Run lm-eval's CLI in this process with the pack's tasks indexed; returns an exit code."""
+    from medeval_metrics.data import MedevalDataError
+
+    argv = list(argv)
+    if "medeval-scripted" in argv:
+        importlib.import_module("medeval_metrics.testing.scripted")
+    _add_pack_tasks_to_lm_eval()
+    from lm_eval.__main__ import cli_evaluate
+
+    saved_argv = sys.argv
+    sys.argv = ["lm-eval", "run", *argv]
+    try:
+        cli_evaluate()
+    except MedevalDataError as exc:
+        print(f"medeval: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # argparse and lm-eval exit this way
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved_argv
+    return 0
+
+
+def _cmd_tasks_path(args: argparse.Namespace) -> int:
+    from medeval_metrics import tasks_path
+
+    print(tasks_path())
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from medeval_metrics.manifest import load_manifest, tasks_table
+
+    print(tasks_table(load_manifest(), markdown=args.markdown))
+    return 0
+
+
+def _cmd_make_tiny_model(args: argparse.Namespace) -> int:
+    from medeval_metrics.testing.tiny_model import build_tiny_model
+
+    print(build_tiny_model(args.output_dir))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="medeval",
+        description="Medical QA task pack for lm-evaluation-harness (EMSQA, MedicationQA, emrQA).",
+        epilog="`medeval run ARGS` runs `lm_eval run ARGS` with the pack's tasks available.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("run", help="run lm-eval with the pack's tasks (all flags pass through to lm-eval)")
+    p = sub.add_parser("tasks-path", help="print the pack's tasks folder, for lm_eval --include_path")
+    p.set_defaults(func=_cmd_tasks_path)
+    p = sub.add_parser("list", help="list the pack's tasks with sample counts and data sources")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.set_defaults(func=_cmd_list)
+    p = sub.add_parser("make-tiny-model", help="build a tiny random-weight model for offline smoke runs")
+    p.add_argument("output_dir")
+    p.set_defaults(func=_cmd_make_tiny_model)
+    for module_name in _SUBCOMMAND_MODULES:
+        register: Callable[[argparse._SubParsersAction], None] = importlib.import_module(module_name).register_cli
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "run":
+        return run_lm_eval(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    from medeval_metrics.data import MedevalDataError
+
+    try:
+        return int(args.func(args) or 0)
+    except MedevalDataError as exc:
+        print(f"medeval: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Task YAMLs of the medeval pack (installed as ``medeval_metrics.tasks``); no code lives here."""
