@@ -1,0 +1,33 @@
+"""Run every benchmark section (scripts/bench_*.py) in one process and print their ratios.
+
+Each section module defines ``run() -> list[str]`` returning printable result lines; timings are
+measured within one run so the printed ratios compare like with like on the same (noisy) machine.
+Usage: python scripts/benchmark.py [section ...]   (e.g. `emsqa`, `medicationqa`, `emrqa`)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(selected: list[str]) -> int:
+    sections = sorted(HERE.glob("bench_*.py"))
+    for path in sections:
+        name = path.stem[len("bench_"):]
+        if selected and name not in selected:
+            continue
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        print(f"== {name}", flush=True)
+        for line in module.run():
+            print(f"   {line}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
