@@ -48,27 +48,58 @@ def _add_pack_tasks_to_lm_eval() -> None:
     TaskManager.__init__ = init_with_pack  # type: ignore[method-assign]
 
 
+def _secrets_in_model_args(argv: Sequence[str]) -> list[str]:
+    """Values of secret-named keys (``api_key=...``, ``auth_token=...``) in ``--model_args``.
+
+    Keys belong in environment variables, but a value given here must still never be printed.
+    """
+    from medeval_metrics.redact import _SECRET_KEY_NAME
+
+    values = []
+    for index, arg in enumerate(argv):
+        if arg == "--model_args" and index + 1 < len(argv):
+            text = argv[index + 1]
+        elif arg.startswith("--model_args="):
+            text = arg.split("=", 1)[1]
+        else:
+            continue
+        for pair in text.split(","):
+            key, sep, value = pair.partition("=")
+            if sep and _SECRET_KEY_NAME.match(key.strip()):
+                values.append(value.strip())
+    return values
+
+
 def run_lm_eval(argv: Sequence[str]) -> int:
-    """Run lm-eval's CLI in this process with the pack's tasks indexed; returns an exit code."""
+    """Run lm-eval's CLI in this process with the pack's tasks indexed; returns an exit code.
+
+    Credential redaction is on for the whole run, and this process's stdout/stderr pass through
+    it too (lm-eval ``print``s its model_args summary).
+    """
+    from medeval_metrics import redact
     from medeval_metrics.data import MedevalDataError
 
     argv = list(argv)
+    redact.install(extra_secrets=_secrets_in_model_args(argv))
     if "medeval-scripted" in argv:
         importlib.import_module("medeval_metrics.testing.scripted")
     _add_pack_tasks_to_lm_eval()
     from lm_eval.__main__ import cli_evaluate
+    import lm_eval.loggers.evaluation_tracker  # noqa: F401  (loaded now so install() patches its writer)
 
-    saved_argv = sys.argv
+    redact.install()
+    saved_argv, saved_stdout, saved_stderr = sys.argv, sys.stdout, sys.stderr
     sys.argv = ["lm-eval", "run", *argv]
+    sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     try:
         cli_evaluate()
     except MedevalDataError as exc:
-        print(f"medeval: error: {exc}", file=sys.stderr)
+        print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # argparse and lm-eval exit this way
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
-        sys.argv = saved_argv
+        sys.argv, sys.stdout, sys.stderr = saved_argv, saved_stdout, saved_stderr
     return 0
 
 
@@ -129,7 +160,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MedevalDataError as exc:
-        print(f"medeval: error: {exc}", file=sys.stderr)
+        from medeval_metrics.redact import redact_text
+
+        print(f"medeval: error: {redact_text(exc)}", file=sys.stderr)
         return 2
 
 

@@ -1,0 +1,97 @@
+"""Canary keys through real retried API failures: an evaluated API model (lm-eval's
+``openai-chat-completions``) against a loopback server that answers 429 and 500 before succeeding.
+
+Plain ``lm_eval`` is the control: it prints the key (and writes a key given in --model_args into
+the results JSON), which shows the check below can fail. ``medeval run`` must leave no trace of
+either key in stdout, stderr (lm-eval's log), the results JSON or the sample logs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from medeval_metrics.testing.fake_api import FakeChatServer
+from tests.conftest import find_results, run_cli, run_lm_eval_cli
+
+ENV_KEY_CANARY = "canary-env-9f8e7d6c5b4a3210"
+ARG_KEY_CANARY = "canary-arg-1a2b3c4d5e6f7788"
+FAILURES = {1: 429, 2: 500}  # arrival order -> status; lm-eval retries each
+ANSWERS = {"q0": "A", "q1": "B", "q2": "C", "q3": "D", "q4": "A", "q5": "B"}
+SERVER_SAYS = {**ANSWERS, "q5": "C"}  # one wrong answer: exact_match 5/6
+
+
+def _write_task(folder: Path) -> Path:
+    docs = folder / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in ANSWERS.items()))
+    tasks = folder / "tasks"
+    tasks.mkdir()
+    (tasks / "leak_probe.yaml").write_text(
+        "task: leak_probe\n"
+        "dataset_path: json\n"
+        f"dataset_kwargs: {{data_files: {{test: {docs}}}}}\n"
+        "test_split: test\n"
+        "output_type: generate_until\n"
+        'doc_to_text: "Item {{question}}. Answer:"\n'
+        "doc_to_target: answer\n"
+        'generation_kwargs: {until: ["\\n"], max_gen_toks: 4, do_sample: false}\n'
+        "metric_list:\n"
+        "  - {metric: exact_match, aggregation: mean, higher_is_better: true}\n"
+        "metadata: {version: 1.0}\n"
+    )
+    return tasks
+
+
+def _answer(messages: list[dict]) -> str:
+    text = " ".join(str(m.get("content", "")) for m in messages)
+    return next((a for q, a in SERVER_SAYS.items() if f"Item {q}." in text), "?")
+
+
+def _run(kind: str, tasks: Path, out: Path, cwd: Path) -> tuple[str, list[int], dict]:
+    with FakeChatServer(answer=_answer, fail=FAILURES, max_requests=40) as server:
+        args = [
+            "--model", "openai-chat-completions",
+            "--model_args",
+            f"model=fake-gpt,base_url={server.chat_url},num_concurrent=2,max_retries=3,auth_token={ARG_KEY_CANARY}",
+            "--include_path", str(tasks), "--tasks", "leak_probe", "--apply_chat_template",
+            "--output_path", str(out), "--log_samples",
+        ]
+        env = {"OPENAI_API_KEY": ENV_KEY_CANARY}
+        runner = run_lm_eval_cli if kind == "plain" else run_cli
+        result = runner(args if kind == "plain" else ["run", *args], cwd=cwd, env=env, timeout=300)
+        statuses = server.statuses
+        auth_headers = {r["headers"].get("Authorization") for r in server.requests}
+    assert result.returncode == 0, result.stderr[-3000:]
+    # the key really was sent, and the failures really were retried
+    assert auth_headers == {f"Bearer {ENV_KEY_CANARY}"}
+    assert statuses.count(429) == 1 and statuses.count(500) == 1
+    assert statuses.count(200) == len(ANSWERS)
+    files = {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()}
+    return result.stdout + result.stderr, statuses, files
+
+
+@pytest.mark.e2e
+def test_api_key_never_printed_or_written_through_retried_failures(tmp_path):
+    tasks = _write_task(tmp_path)
+
+    # Control: plain lm-eval leaks both keys (if this stops holding, lm-eval was fixed upstream).
+    console, _, files = _run("plain", tasks, tmp_path / "out-plain", tmp_path)
+    assert ENV_KEY_CANARY in console, "control: plain lm-eval no longer logs the key on retried errors"
+    assert "ClientResponseError" in console
+    results_text = next(text for name, text in files.items() if "results_" in name)
+    assert ARG_KEY_CANARY in results_text, "control: lm-eval no longer copies model_args into the results JSON"
+
+    # Protected: the same run through `medeval run`.
+    out = tmp_path / "out-medeval"
+    console, statuses, files = _run("medeval", tasks, out, tmp_path)
+    assert "ClientResponseError" in console and "Authorization': 'Bearer [REDACTED:OPENAI_API_KEY]'" in console
+    assert ENV_KEY_CANARY not in console and ARG_KEY_CANARY not in console
+    assert any(name.endswith(".jsonl") for name in files) and any("results_" in name for name in files)
+    for name, text in files.items():
+        assert ENV_KEY_CANARY not in text and ARG_KEY_CANARY not in text, f"key written to {name}"
+    results, samples = find_results(out)
+    assert results["results"]["leak_probe"]["exact_match,none"] == pytest.approx(5 / 6)
+    assert results["config"]["model_args"]["auth_token"] == "[REDACTED]"
+    assert sorted(s["filtered_resps"][0] for s in samples["leak_probe"]) == sorted(SERVER_SAYS.values())
