@@ -38,12 +38,14 @@ from typing import Any, Iterable
 __all__ = [
     "DOCUMENTED_SECRET_ENV_VARS",
     "REDACTED",
+    "RedactingStream",
     "install",
     "installed",
     "redact_obj",
     "redact_text",
     "register_secret",
     "secret_env_var_names",
+    "wrap_console_streams",
 ]
 
 REDACTED = "[REDACTED]"
@@ -314,6 +316,10 @@ def install(extra_secrets: Iterable[str] = ()) -> None:
     """
     for value in extra_secrets:
         register_secret(value)
+    if _running_lm_eval_cli():
+        # The lm_eval command prints its model_args summary and progress bars straight to the
+        # console; in that process (and only there) the console streams are redacted as well.
+        wrap_console_streams()
     tracker_module = sys.modules.get("lm_eval.loggers.evaluation_tracker")
     if tracker_module is not None and hasattr(tracker_module, "EvaluationTracker"):
         _patch_evaluation_tracker(tracker_module.EvaluationTracker)
@@ -326,6 +332,26 @@ def install(extra_secrets: Iterable[str] = ()) -> None:
             sys.excepthook = _make_excepthook(sys.excepthook)
         if not _is_ours(threading.excepthook):
             threading.excepthook = _make_threading_excepthook(threading.excepthook)
+
+
+def _running_lm_eval_cli() -> bool:
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name in ("lm_eval", "lm_eval.__main__"):
+        return True
+    return os.path.basename(sys.argv[0] if sys.argv else "") in ("lm_eval", "lm-eval")
+
+
+def wrap_console_streams() -> None:
+    """Redact everything written to ``sys.stdout``/``sys.stderr`` from now on (idempotent).
+
+    For command-line processes only (``medeval run``, the ``lm_eval`` command): a library must
+    not swap a host application's streams.
+    """
+    if not isinstance(sys.stdout, RedactingStream) and sys.stdout is not None:
+        sys.stdout = RedactingStream(sys.stdout)
+    if not isinstance(sys.stderr, RedactingStream) and sys.stderr is not None:
+        sys.stderr = RedactingStream(sys.stderr)
 
 
 class RedactingStream:

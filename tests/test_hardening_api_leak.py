@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from medeval_metrics.testing.fake_api import FakeChatServer
-from tests.conftest import find_results, run_cli, run_lm_eval_cli
+from conftest import FIXTURES, find_results, run_cli, run_lm_eval_cli
 
 ENV_KEY_CANARY = "canary-env-9f8e7d6c5b4a3210"
 ARG_KEY_CANARY = "canary-arg-1a2b3c4d5e6f7788"
@@ -95,3 +95,60 @@ def test_api_key_never_printed_or_written_through_retried_failures(tmp_path):
     assert results["results"]["leak_probe"]["exact_match,none"] == pytest.approx(5 / 6)
     assert results["config"]["model_args"]["auth_token"] == "[REDACTED]"
     assert sorted(s["filtered_resps"][0] for s in samples["leak_probe"]) == sorted(SERVER_SAYS.values())
+
+
+EMSQA_ITEMS = json.loads((FIXTURES / "emsqa_synthetic.json").read_text())
+
+
+def _emsqa_gold(item: dict) -> list[str]:
+    return [item["answer"]] if isinstance(item["answer"], str) else sorted(item["answer"])
+
+
+@pytest.mark.e2e
+def test_plain_lm_eval_with_a_pack_task_is_protected(tmp_path, monkeypatch):
+    """Plain ``lm_eval --include_path <pack>``: building a pack task (its loader) turns redaction on
+    before the first request, so the retried failures print no key; a key named in
+    MEDEVAL_SECRET_ENV_VARS and one in --model_args are kept out of the console and files too."""
+
+    def answer(messages: list[dict]) -> str:
+        text = " ".join(str(m.get("content", "")) for m in messages)
+        # the last question in the prompt is the one asked (earlier ones would be few-shot)
+        item = max(EMSQA_ITEMS, key=lambda it: text.rfind(it["question"]))
+        return json.dumps(_emsqa_gold(item))
+
+    from medeval_metrics import tasks_path
+
+    out = tmp_path / "out"
+    with FakeChatServer(answer=answer, fail={1: 500, 2: 429}, max_requests=60) as server:
+        result = run_lm_eval_cli(
+            [
+                "--model", "openai-chat-completions",
+                "--model_args",
+                f"model=fake-gpt,base_url={server.chat_url},num_concurrent=2,max_retries=3,api_key={ARG_KEY_CANARY}",
+                "--include_path", tasks_path(), "--tasks", "emsqa_private", "--apply_chat_template",
+                "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
+                "--output_path", str(out), "--log_samples",
+            ],
+            cwd=tmp_path,
+            env={"OPENAI_API_KEY": ENV_KEY_CANARY, "MEDEVAL_SECRET_ENV_VARS": "GATEWAY_CREDENTIAL",
+                 "GATEWAY_CREDENTIAL": "gw-canary-5566778899"},
+            timeout=300,
+        )
+        statuses = server.statuses
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert statuses[:2] == [500, 429] and statuses.count(200) == len(EMSQA_ITEMS)
+    console = result.stdout + result.stderr
+    assert "ClientResponseError" in console and "Bearer [REDACTED:OPENAI_API_KEY]" in console
+    files = {str(p): p.read_text() for p in out.rglob("*") if p.is_file()}
+    for where, text in {"console": console, **files}.items():
+        for canary in (ENV_KEY_CANARY, "gw-canary-5566778899"):
+            assert canary not in text, f"{canary} in {where}"
+    # A key in --model_args: plain lm_eval logs its model arguments while building the model,
+    # before any pack code runs (documented; `medeval run` covers that line too, see above). Every
+    # later line and every file is clean.
+    first_pack_line = console.index("Building contexts for emsqa_private")
+    assert ARG_KEY_CANARY not in console[first_pack_line:]
+    for where, text in files.items():
+        assert ARG_KEY_CANARY not in text, f"--model_args key in {where}"
+    results, _ = find_results(out)
+    assert results["results"]["emsqa_private"]["acc,extract_answer"] == 1.0
