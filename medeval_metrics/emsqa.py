@@ -13,7 +13,7 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from medeval_metrics.data import DataSource, MedevalDataError, download_hub_file, read_json_records
 
@@ -329,18 +329,22 @@ def extract_answer(text: str, valid_letters: Sequence[str]) -> list[str] | None:
         if kept or (allow_empty and not raw):
             candidates.append((end, priority, kept))
 
-    for match in _ANSWER_FIELD.finditer(body):
-        inner = match.group(1)
-        consider(match.end(), 5, _letters_of(inner), allow_empty=inner.startswith("[") and not _ANY_LETTER.search(inner))
-    for match in _JSON_LIST.finditer(body):
-        content = match.group(1) or ""
-        consider(match.end(), 4, _letters_of(content), allow_empty=not content.strip())
-    for match in _BOXED.finditer(body):
-        consider(match.end(), 3, _letters_of(match.group(1)))
-    for match in _PHRASE.finditer(body):
-        consider(match.end(), 2, _letters_of(match.group(1)))
-    for match in _BOLD.finditer(body):
-        consider(match.end(), 1, _letters_of(match.group(1)))
+    def consider_last(pattern: re.Pattern[str], priority: int, allow_empty: Callable[[str], bool]) -> None:
+        # Only the last usable match of a pattern can win (its matches end at increasing
+        # positions), so read letters from the end backwards: a 1 MB output with 90,000 JSON
+        # lists costs one findall, not 90,000.
+        for match in reversed(list(pattern.finditer(body))):
+            inner = match.group(1) or ""
+            found = len(candidates)
+            consider(match.end(), priority, _letters_of(inner), allow_empty=allow_empty(inner))
+            if len(candidates) > found:
+                return
+
+    consider_last(_ANSWER_FIELD, 5, lambda inner: inner.startswith("[") and not _ANY_LETTER.search(inner))
+    consider_last(_JSON_LIST, 4, lambda inner: not inner.strip())
+    consider_last(_BOXED, 3, lambda inner: False)
+    consider_last(_PHRASE, 2, lambda inner: False)
+    consider_last(_BOLD, 1, lambda inner: False)
     if not candidates:
         stripped = body.strip()
         whole = _WHOLE.match(stripped) if len(stripped) <= 40 else None

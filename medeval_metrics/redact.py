@@ -62,6 +62,7 @@ DOCUMENTED_SECRET_ENV_VARS: tuple[str, ...] = (
 # Comma-separated names of further variables whose values are secrets.
 SECRET_ENV_VARS_LIST = "MEDEVAL_SECRET_ENV_VARS"
 _SECRET_NAME_SUFFIXES = ("_API_KEY", "_TOKEN", "_KEY", "_SECRET")
+_SUFFIXES_RAW = tuple(suffix.encode() for suffix in _SECRET_NAME_SUFFIXES)
 # Shorter values ("1", "true", "none") are settings, not keys; redacting them would shred output.
 MIN_SECRET_LENGTH = 8
 
@@ -100,6 +101,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), REDACTED),
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), REDACTED),
 )
+# Text without any of these cannot match _PATTERNS: one cheap scan skips the seven.
+_TRIGGER = re.compile(r"(?i)authoriz|bearer|api[-_]?key|apikey|token|secret|passw|sk-|hf_|gh[pousr]_|_key")
 # Dict keys whose string values are secrets (model_args/metadata dicts in a results JSON).
 _SECRET_KEY_NAME = re.compile(
     r"(?i)^(?:(?:x-)?api[-_]?key|apikey|auth[-_]?token|access[-_]?token|refresh[-_]?token|client[-_]?secret"
@@ -132,10 +135,25 @@ def register_secret(value: str | None) -> None:
             _registered_secrets.add(value)
 
 
+def _secret_env_names_present() -> list[str]:
+    """Like secret_env_var_names(), limited to variables that are set; cheap enough to run per log
+    record (CPython keeps the environment as bytes: names are matched before decoding)."""
+    listed = os.environ.get(SECRET_ENV_VARS_LIST, "")
+    wanted = set(DOCUMENTED_SECRET_ENV_VARS) | {n.strip() for n in listed.split(",") if n.strip()}
+    raw_names = list(getattr(os.environ, "_data", None) or ())
+    if raw_names and isinstance(raw_names[0], bytes):
+        wanted_raw = {os.fsencode(name) for name in wanted}
+        return [os.fsdecode(n) for n in raw_names if n.upper().endswith(_SUFFIXES_RAW) or n in wanted_raw]
+    return [n for n in os.environ if n.upper().endswith(_SECRET_NAME_SUFFIXES) or n in wanted]
+
+
 def _secret_values() -> tuple[tuple[str, str], ...]:
-    environ = os.environ
-    pairs = {(value, f"[REDACTED:{name}]") for name in secret_env_var_names(environ)
-             if len(value := environ.get(name, "").strip()) >= MIN_SECRET_LENGTH}
+    # Read afresh on every call, so a key exported after install() is covered from its first use.
+    pairs = set()
+    for name in _secret_env_names_present():
+        value = os.environ.get(name, "").strip()
+        if len(value) >= MIN_SECRET_LENGTH:
+            pairs.add((value, f"[REDACTED:{name}]"))
     pairs.update((value, REDACTED) for value in _registered_secrets)
     # Longest first, so a key that contains another key is removed whole.
     return tuple(sorted(pairs, key=lambda pair: (-len(pair[0]), pair)))
@@ -165,7 +183,7 @@ def redact_text(text: Any, *, patterns: bool = True) -> str:
     pattern, labels = _values_pattern()
     if pattern is not None:
         text = pattern.sub(lambda match: labels[match.group(0)], text)
-    if patterns:
+    if patterns and _TRIGGER.search(text):
         for regex, replacement in _PATTERNS:
             text = regex.sub(replacement, text)
     return text
