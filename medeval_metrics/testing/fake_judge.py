@@ -101,6 +101,7 @@ class FakeJudgeServer:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             queue = self.script.get((model, question))
             step = queue.pop(0) if queue else {}
+            released = False
             self.requests.append({"model": model, "question": question, "authorization": handler.headers.get("Authorization"),
                                   "turns": len(messages), "step": step})
         try:
@@ -120,6 +121,10 @@ class FakeJudgeServer:
                 })
                 status, headers = 200, {}
             data = payload.encode("utf-8")
+            # done before replying: a client cannot send its next request until it has this reply
+            with self.lock:
+                self.in_flight -= 1
+                released = True
             try:
                 handler.send_response(status)
                 handler.send_header("Content-Type", "application/json")
@@ -131,8 +136,9 @@ class FakeJudgeServer:
             except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                 pass
         finally:
-            with self.lock:
-                self.in_flight -= 1
+            if not released:
+                with self.lock:
+                    self.in_flight -= 1
 
 
 def main() -> None:
