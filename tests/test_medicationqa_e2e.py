@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
-from tests.conftest import REPO_ROOT, find_results, run_cli
+from conftest import REPO_ROOT, find_results, run_cli
 
 CANARY = "sk-canary-e2e-0000-leak-check"
 JUDGE_METRICS = ("judge_accuracy", "judge_completeness", "judge_clarity", "judge_panel_score", "judge_reward",
