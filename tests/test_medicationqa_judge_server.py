@@ -223,3 +223,14 @@ def test_panel_from_env_inline_json_or_yaml_file(tmp_path, monkeypatch):
     monkeypatch.setenv("MEDEVAL_JUDGES", '{"judges": [')
     with pytest.raises(MedevalDataError, match="not valid JSON"):
         load_panel()
+
+
+def test_local_hf_model_as_judge_goes_through_generate_until(tiny_model):
+    # the tiny random model cannot write a verdict: every item is unscored, with the reason, after the re-ask
+    panel = panel_from_obj({"judges": [{"name": "tiny", "backend": "hf", "model": str(tiny_model), "max_tokens": 6,
+                                        "model_args": {"device": "cpu", "batch_size": 2}}], "cache": None}, "t")
+    out = PanelRunner(panel, RUBRIC).judge(items(2), progress=False)
+    for row in out:
+        assert row["tiny"]["scores"] is None
+        assert row["tiny"]["unscored_reason"].startswith("unusable verdict after 2 ask(s): ")
+        assert row["tiny"]["requests"] == 2

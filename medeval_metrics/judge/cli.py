@@ -73,6 +73,17 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True) -> list[di
         per_item = [module.process_results(doc, [record]) for doc, record in zip(docs, records)]
         summary = summarize(per_item)
 
+        from medeval_metrics.breakdown import breakdown_markdown, compute_breakdown, spec_for_task
+
+        breakdown_spec = spec_for_task(task)
+        breakdown = (
+            compute_breakdown(
+                [{"doc": doc, "filter": filter_name, **metrics} for doc, metrics in zip(docs, per_item)], breakdown_spec
+            )
+            if breakdown_spec
+            else {}
+        )
+
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S.%f")
         folder = samples_path.parent
         verdicts_path = folder / f"judged_{task}_{stamp}.jsonl"
@@ -99,10 +110,12 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True) -> list[di
             "rubric_version": module.RUBRIC.version,
             "judges": [] if panel is None else [{"name": j.name, **j.identity(), "api_key_env": j.api_key_env} for j in panel.judges],
             "judge_scores_computed": panel is not None,
+            "breakdown": breakdown,
         }
         out_path = folder / (f"{results_path.stem}_judged.json" if results_path else f"results_{stamp}_judged.json")
         out_path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-        written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path, "results": out_path})
+        written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path,
+                        "results": out_path, "breakdown": breakdown_markdown(task, breakdown) if breakdown else ""})
     return written
 
 
@@ -124,6 +137,8 @@ def _cmd(args: argparse.Namespace) -> int:
         panel = replace(panel, concurrency=args.concurrency)
     for entry in judge_output(Path(args.output_dir), panel, progress=not args.quiet):
         print(_table(entry["task"], entry["summary"]))
+        if entry["breakdown"] and args.breakdown:
+            print("\n" + entry["breakdown"])
         if panel is None:
             print(f"\nmedeval judge: {NO_JUDGE_MESSAGE}")
         print(f"\nwritten: {entry['verdicts']} and {entry['results']}")
@@ -136,4 +151,5 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--judges", help="judges file (JSON/YAML) or inline JSON; default: $MEDEVAL_JUDGES")
     p.add_argument("--concurrency", type=int, help="override the panel's concurrency")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--breakdown", action="store_true", help="also print the per-category breakdown tables")
     p.set_defaults(func=_cmd)

@@ -241,7 +241,7 @@ class PanelRunner:
         open_jobs = list(range(len(jobs)))
         errors: dict[int, str] = {}
         replies: dict[int, str | None] = {}
-        for _ask in range(self.panel.max_reasks + 1):
+        for ask in range(self.panel.max_reasks + 1):
             if not open_jobs:
                 break
             try:
@@ -256,7 +256,7 @@ class PanelRunner:
                 replies[j] = reply
                 if parsed.ok:
                     out[j] = (_verdict(judge.name, self.rubric, scores=parsed.scores, reasons=parsed.reasons,
-                                       requests=1, reply=(reply or "")[:_REPLY_KEEP]), True)
+                                       requests=ask + 1, reply=(reply or "")[:_REPLY_KEEP]), True)
                 else:
                     errors[j] = parsed.error or "unusable"
                     conversations[j] = [*conversations[j], {"role": "assistant", "content": reply or ""},
@@ -265,6 +265,7 @@ class PanelRunner:
             open_jobs = still_open
         for j in open_jobs:
             out[j] = (_verdict(judge.name, self.rubric, reply=(replies.get(j) or "")[:_REPLY_KEEP],
+                               requests=self.panel.max_reasks + 1,
                                unscored_reason=f"unusable verdict after {self.panel.max_reasks + 1} ask(s): {errors[j]}"), True)
         return out  # type: ignore[return-value]
 
