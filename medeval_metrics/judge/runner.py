@@ -281,7 +281,7 @@ class PanelRunner:
                 key = cache_key(judge.identity(), self.rubric.version, messages)
                 hit = self.cache.get(key) if self.cache else None
                 if hit is not None:
-                    results[index][judge.name] = {**hit, "cached": True, "requests": 0}
+                    results[index][judge.name] = {**hit, "judge": judge.name, "cached": True, "requests": 0}
                 elif self.clients[judge.name].is_api:
                     api_jobs.append((index, judge, item, messages, key))
                 else:
