@@ -162,6 +162,9 @@ def load_medicationqa(**metadata: Any):
     """lm-eval ``custom_dataset``: all rows as the ``test`` split (a ``datasets.DatasetDict``)."""
     import datasets
 
+    from medeval_metrics.judge.config import configure_from_metadata
+
+    configure_from_metadata(metadata)  # a bad judges config fails here, before any generation
     rows = load_rows(metadata)
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -160,3 +161,52 @@ def test_task_without_judges_runs_and_says_so(tmp_path, monkeypatch, caplog):
     assert task["rougeL,scored"] == pytest.approx(0.25)
     assert isinstance(task["rougeL_stderr,scored"], float)
     assert "judge scores were NOT computed" in caplog.text
+
+
+def _evaluate(tmp_path, metadata, model=None, limit=3):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
+                          metadata={"medicationqa_path": str(_data_file(tmp_path)), **metadata})
+    model = model or ScriptedLM({"default": "Take it with food."})
+    return lm_eval.simple_evaluate(model=model, tasks=["medicationqa"], task_manager=manager, limit=limit), model
+
+
+def test_judges_file_from_metadata(tmp_path, monkeypatch):
+    from medeval_metrics.judge import config
+
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    monkeypatch.setattr(config, "_runtime_panel", None)
+    monkeypatch.setenv("E2E_JUDGE_KEY", CANARY)
+    with FakeJudgeServer() as server:
+        judges_file = tmp_path / "judges.json"
+        judges_file.write_text(_judges(server, tmp_path / "cache.sqlite"))
+        results, _ = _evaluate(tmp_path, {"medeval_judges": str(judges_file)})
+        assert server.count() == 6
+    task = results["results"]["medicationqa"]
+    assert task["judge_computed,scored"] == 1.0 and "judge_success_b,scored" in task
+    assert results["configs"]["medicationqa"]["metadata"]["medeval_judges"] == str(judges_file)
+    assert CANARY not in json.dumps(results, default=str)
+
+
+def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
+    from medeval_metrics.data import MedevalDataError
+    from medeval_metrics.judge import config
+
+    monkeypatch.setattr(config, "_runtime_panel", None)
+    monkeypatch.delenv("E2E_JUDGE_KEY", raising=False)
+    unused_port = SimpleNamespace(url="http://127.0.0.1:9/v1/chat/completions")  # never contacted
+    monkeypatch.setenv("MEDEVAL_JUDGES", _judges(unused_port, tmp_path / "c.sqlite"))
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    model = ScriptedLM({"default": "x"})
+    with pytest.raises(MedevalDataError, match="E2E_JUDGE_KEY"):
+        _evaluate(tmp_path, {}, model=model)
+    assert model.requests_seen == []
+    with pytest.raises(MedevalDataError, match="unknown field"):
+        _evaluate(tmp_path, {"medeval_judges": {"judges": [{"backend": "hf", "model": "m", "colour": "red"}]}}, model=model)
+    assert model.requests_seen == []

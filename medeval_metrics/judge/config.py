@@ -1,10 +1,16 @@
 """Judge panel configuration: which judges, how hard to try, where to cache.
 
-One source of truth, the environment variable ``MEDEVAL_JUDGES``, holding either inline JSON or
-the path of a JSON/YAML judges file. (lm-eval filters never see ``--metadata`` and lm-eval copies
-``--metadata`` into the results JSON, so the environment is the one channel that reaches the judge
-filter, the ``medeval judge`` command and data-parallel ranks alike.) ``medeval judge --judges FILE``
-takes the same file. Shape::
+The panel is inline JSON or the path of a JSON/YAML judges file, given as
+
+1. ``--metadata '{"medeval_judges": "/path/judges.yaml"}'`` on the lm-eval/medeval command line: the
+   task's data loader (which, unlike a filter, receives ``--metadata``) validates it before any
+   generation and hands it to the judge filter of the same process;
+2. the environment variable ``MEDEVAL_JUDGES`` (reaches the filter, ``medeval judge`` and
+   data-parallel ranks alike);
+3. ``medeval judge --judges FILE`` for judging afterwards.
+
+The command line wins over the environment. lm-eval copies ``--metadata`` into the results JSON,
+which is why a judges config may name key variables but never hold a key. Shape::
 
     {"judges": [
         {"name": "gpt4o", "backend": "openai-chat-completions", "model": "gpt-4o",
@@ -30,6 +36,7 @@ from typing import Any
 from medeval_metrics.data import MedevalDataError
 
 ENV_VAR = "MEDEVAL_JUDGES"
+METADATA_KEY = "medeval_judges"
 DEFAULT_CACHE = "~/.cache/medeval/judge_cache.sqlite"
 _SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "authorization"}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
@@ -140,9 +147,38 @@ def panel_from_obj(obj: Any, where: str) -> PanelConfig:
     return panel
 
 
-def load_panel(value: str | None = None) -> PanelConfig | None:
-    """The panel from ``value`` (inline JSON or a file path) or ``$MEDEVAL_JUDGES``; None if unset."""
-    where = "judges config"
+# set by a task's data loader from --metadata, read by the judge filter later in the same process
+_runtime_panel: PanelConfig | None = None
+
+
+def check_keys_present(panel: PanelConfig) -> None:
+    missing = [f"{j.name}: {j.api_key_env}" for j in panel.judges if j.api_key_env and not os.environ.get(j.api_key_env)]
+    if missing:
+        raise MedevalDataError(
+            f"judge API key variable(s) not set ({', '.join(missing)}). Export them before the run; keys never go "
+            "into the judges config or --metadata."
+        )
+
+
+def configure_from_metadata(metadata: dict[str, Any]) -> PanelConfig | None:
+    """Called by a task's data loader (before generation): validate the panel now, not after hours of
+    generation, and remember a --metadata panel for the judge filter. Returns the panel in effect."""
+    global _runtime_panel
+    value = metadata.get(METADATA_KEY)
+    if value is not None and not isinstance(value, str):
+        value = json.dumps(value)  # --metadata gave the config inline, already parsed
+    _runtime_panel = load_panel(value, where=f"--metadata {METADATA_KEY}") if value else None
+    panel = _runtime_panel or load_panel()
+    if panel is not None:
+        check_keys_present(panel)
+    return panel
+
+
+def load_panel(value: str | None = None, where: str = "judges config") -> PanelConfig | None:
+    """The panel from ``value`` (inline JSON or a file path), else the one given by ``--metadata`` to
+    this process's task loader, else ``$MEDEVAL_JUDGES``; None if none is set."""
+    if value is None and _runtime_panel is not None:
+        return _runtime_panel
     if value is None:
         value = os.environ.get(ENV_VAR)
         where = ENV_VAR
