@@ -210,3 +210,21 @@ def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
     with pytest.raises(MedevalDataError, match="unknown field"):
         _evaluate(tmp_path, {"medeval_judges": {"judges": [{"backend": "hf", "model": "m", "colour": "red"}]}}, model=model)
     assert model.requests_seen == []
+
+
+def test_chat_template_prompt(tmp_path, monkeypatch):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
+                          metadata={"medicationqa_path": str(_data_file(tmp_path))})
+    model = ScriptedLM({"default": "Take it with food."})
+    lm_eval.simple_evaluate(model=model, tasks=["medicationqa"], task_manager=manager, limit=2, apply_chat_template=True)
+    prompt, gen_kwargs = model.requests_seen[0].args
+    assert prompt.startswith("<|user|>\nAnswer the following question about a medication")
+    assert prompt.endswith(f"Question: {ROWS[0]['question']}\nAnswer:\n<|assistant|>\n")
+    assert gen_kwargs["max_gen_toks"] == 512 and gen_kwargs["do_sample"] is False

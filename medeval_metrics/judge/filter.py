@@ -2,9 +2,11 @@
 
 lm-eval hands a Filter all of a task's responses at once, which is what lets the panel run
 concurrently (a ``process_results`` hook sees one document at a time). Filters do not receive the
-task's metadata, so the panel comes from ``$MEDEVAL_JUDGES`` (see ``judge.config``). Without it,
-the filter passes the answers through with ``verdicts: None`` and logs plainly that no judge scores
-were computed. YAML::
+task's metadata, so the panel is the one the task's data loader took from ``--metadata
+medeval_judges``, else ``$MEDEVAL_JUDGES`` (see ``judge.config``). Without either, the filter passes
+the answers through with ``verdicts: None`` and logs plainly that no judge scores were computed.
+lm-eval applies filters under ``--predict_only`` too: leave the panel unset there and judge later
+with ``medeval judge``. YAML::
 
     filter_list:
       - name: judge
