@@ -72,6 +72,7 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
         # a full panel always scores all dimensions, so the MedARC reward is the HELM score / 5
         assert task["judge_reward,scored"] == pytest.approx(task["judge_panel_score,scored"] / 5)
         assert len(samples["medicationqa"]) == 10
+        assert "**medicationqa** by question_type" in run.stdout  # breakdown printed after the run
 
         judged = run_cli(["judge", str(out), "--quiet"], cwd=tmp_path, env=env)
         assert judged.returncode == 0, judged.stderr[-3000:]
