@@ -157,3 +157,28 @@ def test_process_results_without_judges_reports_overlap_only():
     assert out["judge_computed"] == 0.0
     assert out["rougeL"] == pytest.approx(2 / 3)
     assert not any(k.startswith("judge_") and k != "judge_computed" for k in out)
+
+
+def test_hub_mirror_is_the_default_source(monkeypatch):
+    import datasets
+
+    calls = []
+
+    def fake_load_dataset(path, split=None, **kwargs):
+        calls.append((path, split))
+        return [dict(zip(HEADER, row)) for row in ROWS]  # the mirror keeps the spreadsheet's column names
+
+    monkeypatch.delenv("MEDEVAL_MEDICATIONQA_PATH", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    rows = mqa.load_rows({})
+    assert calls == [("truehealth/medicationqa", "train")]
+    assert [r["question_type"] for r in rows] == ["Dose", "Side effects"]
+
+    def unreachable(path, split=None, **kwargs):
+        raise ConnectionError("no route")
+
+    monkeypatch.setattr(datasets, "load_dataset", unreachable)
+    with pytest.raises(MedevalDataError, match=r"loading the Hub dataset truehealth/medicationqa failed \(ConnectionError\)"):
+        mqa.load_rows({})
