@@ -70,6 +70,7 @@ def run() -> list[str]:
     lines.append(f"one request at a time: {sequential_s:.1f} s (extrapolated from {server.count() - before} requests at "
                  f"{per_request * 1000:.0f} ms each) -> concurrent is {sequential_s / concurrent_s:.1f}x faster")
     lines.append(f"immediate re-run: {rerun_requests} requests (must be 0), {rerun_s:.2f} s")
+    lines.append(f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client)")
     return lines
 
 
