@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout'
 
 ONE_MB = 1_000_000
 SEEDS = ["**A, ", '["a", "b"] ', "answers are a, ", "A and ", "(a) ", '"answer": [', "<think>", "\\boxed{",
-         "é中😀\x00", "The answer is (B). "]
+         "é中😀\x00", "The answer is (B). ",
+         "{", '{"', '{"a": ', '{"a": 1} ']
 
 
 def _one_mb(seed: str) -> str:

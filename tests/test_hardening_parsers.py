@@ -54,6 +54,26 @@ def emsqa_scores(value: Any) -> bool:
 _EMSQA_DOC = {"letters": ["a", "b", "c", "d"], "gold": ["a", "c"]}
 
 
+def judge_verdict(value: Any) -> bool:
+    """A ParsedVerdict: integer scores on the rubric's scale for every dimension, or an error."""
+    from medeval_metrics.medicationqa import RUBRIC
+
+    if value.scores is None:
+        return isinstance(value.error, str) and value.error != ""
+    return (
+        value.error is None
+        and set(value.scores) == set(RUBRIC.dimensions)
+        and all(type(v) is int and RUBRIC.scale_min <= v <= RUBRIC.scale_max for v in value.scores.values())
+        and all(isinstance(r, str) for r in value.reasons.values())
+    )
+
+
+def _parse_verdict(reply: str) -> Any:
+    from medeval_metrics.medicationqa import RUBRIC
+
+    return RUBRIC.parse(reply, "the judged answer")
+
+
 @dataclass(frozen=True)
 class ParserSpec:
     name: str
@@ -74,7 +94,8 @@ PARSERS = [
     ),
     ParserSpec("emsqa.process_results(raw)", lambda s: emsqa.process_results(_EMSQA_DOC, [s]), emsqa_scores),
     ParserSpec("redact.redact_text", redact_text, is_str),
-    # MedicationQA judge verdicts, emrQA logical forms and evidence spans: add one line each here.
+    ParserSpec("judge.Rubric.parse (MedicationQA)", _parse_verdict, judge_verdict),
+    # emrQA logical forms and evidence spans: add one line each here.
 ]
 PARSER_IDS = [p.name for p in PARSERS]
 
@@ -140,8 +161,10 @@ def test_parser_handles_one_megabyte_outputs(parser: ParserSpec, seed: str) -> N
     assert parser.returns_documented_type(result)
 
 
-# Hand-picked 1 MB inputs that once took exponential or quadratic time in emsqa's regexes.
-PATHOLOGICAL = ["**A, ", '["a", "b"] ', "answers are a, ", "A and ", "(a) ", '"answer": [', "<think>", "é中😀\x00"]
+# Hand-picked 1 MB inputs that once took exponential or quadratic time (emsqa's regexes, the
+# judge's <think> stripping and JSON scanning) or raised (RecursionError on deep nesting).
+PATHOLOGICAL = ["**A, ", '["a", "b"] ', "answers are a, ", "A and ", "(a) ", '"answer": [', "<think>", "é中😀\x00",
+                "{", '{"', '{"a": ', '{"a": 1} ']
 
 
 @pytest.mark.parametrize("parser", PARSERS, ids=PARSER_IDS)
@@ -180,3 +203,26 @@ def test_emsqa_a_trailing_json_answer_wins_over_earlier_text(letters: list[str],
     """Whatever came before, a final JSON list of valid letters is the answer."""
     reply = f"{noise}\nFinal: {json.dumps(letters)}"
     assert emsqa.extract_answer(reply, "abcdef") == sorted(letters)
+
+
+# --- properties specific to the judge verdict parser ----------------------------------------------
+
+
+def _verdict_scores():
+    from medeval_metrics.medicationqa import RUBRIC
+
+    return st.fixed_dictionaries({d: st.integers(RUBRIC.scale_min, RUBRIC.scale_max) for d in RUBRIC.dimensions})
+
+
+@SETTINGS
+@given(scores=_verdict_scores(), noise=model_output)
+def test_judge_a_valid_verdict_after_any_chatter_is_read(scores: dict[str, int], noise: str) -> None:
+    """Preamble text of any kind (without braces or think tags, which have their own rules) never
+    hides a well-formed verdict for the judged answer that ends the reply."""
+    from medeval_metrics.judge.rubric import answer_id
+
+    noise = _NO_THINK.sub("", re.sub(r"[{}]", "", noise)).replace("<", "")
+    verdict = {"answer_id": answer_id("the judged answer"),
+               **{dim: {"score": score, "reason": "because"} for dim, score in scores.items()}}
+    parsed = _parse_verdict(f"{noise}\n{json.dumps(verdict)}")
+    assert parsed.scores == scores and parsed.error is None

@@ -15,8 +15,32 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_UNCLOSED_THINK = re.compile(r"<think>.*\Z", re.DOTALL | re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+# A JSON object starts with "{" then a key or "}": other braces are not tried (1 MB of "{" took 190 s).
+_OBJECT_START = re.compile(r"\{\s*[\"}]")
+# A verdict is a few hundred characters; a longer reply is read from its end (the last verdict
+# wins anyway). Bounds the cost of failed decodes, each of which is linear in its offset.
+MAX_REPLY_CHARS = 32_768
+
+
+def _strip_think(text: str) -> str:
+    """Drop closed ``<think>...</think>`` blocks, then everything from an unclosed ``<think>`` on.
+
+    A scan with find-next rather than a lazy regex: ``<think>.*?</think>`` retries from every
+    unclosed ``<think>`` to the end of the text (quadratic: 1 MB of them took minutes).
+    """
+    kept, position = [], 0
+    while True:
+        opening = _THINK_OPEN.search(text, position)
+        if opening is None:
+            kept.append(text[position:])
+            return "".join(kept)
+        kept.append(text[position:opening.start()])
+        closing = _THINK_CLOSE.search(text, opening.end())
+        if closing is None:
+            return "".join(kept)
+        position = closing.end()
 
 
 @dataclass(frozen=True)
@@ -41,12 +65,13 @@ def _json_objects(text: str) -> list[Any]:
     decoder = json.JSONDecoder()
     found, position = [], 0
     while True:
-        start = text.find("{", position)
-        if start < 0:
+        match = _OBJECT_START.search(text, position)
+        if match is None:
             return found
+        start = match.start()
         try:
             value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # deep nesting raises RecursionError
             position = start + 1
             continue
         found.append(value)
@@ -124,7 +149,7 @@ class Rubric:
         """The last valid verdict in ``reply`` (``<think>`` blocks ignored), or the reason there is none."""
         if reply is None or not str(reply).strip():
             return ParsedVerdict(None, error="empty reply")
-        text = _UNCLOSED_THINK.sub("", _THINK_BLOCK.sub("", str(reply)))
+        text = _strip_think(str(reply))[-MAX_REPLY_CHARS:]
         objects = _json_objects(text)
         if not objects:
             return ParsedVerdict(None, error="no JSON object in reply (truncated or not JSON)")

@@ -131,6 +131,9 @@ class JudgeClient:
                 )
             if not is_api:
                 raise MedevalDataError(f"judge {c.name}: api_key_env only applies to API backends, not {c.backend}.")
+            from medeval_metrics.redact import register_secret
+
+            register_secret(key)  # redacted even when api_key_env has a name no rule recognises
             # set on the instance after construction, so the key never passes through lm-eval's model args
             lm._header = {**(getattr(lm, "_header", None) or {}), "Authorization": f"Bearer {key}"}
             lm.__dict__.pop("header", None)
