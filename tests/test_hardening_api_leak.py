@@ -152,3 +152,46 @@ def test_plain_lm_eval_with_a_pack_task_is_protected(tmp_path, monkeypatch):
         assert ARG_KEY_CANARY not in text, f"--model_args key in {where}"
     results, _ = find_results(out)
     assert results["results"]["emsqa_private"]["acc,extract_answer"] == 1.0
+
+
+@pytest.mark.e2e
+def test_keys_of_evaluated_api_model_and_judge_leave_no_trace(tmp_path):
+    """The issue's acceptance run: MedicationQA with an API model under evaluation and an API judge,
+    both behind servers that answer 429 and 500 first; a canary key for each (the judge's in a
+    variable whose name no rule recognises, so only the judge's registration protects it)."""
+    from medeval_metrics.testing.fake_judge import FakeJudgeServer
+
+    rows = [{"question": f"can i take drug{i} with food", "focus_drug": f"drug{i}", "question_type": "Usage",
+             "answer": f"Drug{i} can be taken with food.", "section_title": "How to use", "url": f"https://example.org/{i}"}
+            for i in range(4)]
+    data = tmp_path / "medicationqa.json"
+    data.write_text(json.dumps(rows))
+    judge_canary = "judge-canary-4455667788"
+    cache, out = tmp_path / "verdicts.sqlite", tmp_path / "out"
+    judge_script = {("judge-a", rows[0]["question"]): [{"status": 429, "headers": {"Retry-After": "0"}}, {"status": 500}]}
+    with FakeJudgeServer(script=judge_script) as judge, FakeChatServer(answer="Take it with food.", fail=FAILURES) as model:
+        judges = {"judges": [{"name": "a", "backend": "local-chat-completions", "model": "judge-a", "base_url": judge.url,
+                              "api_key_env": "PANEL_CREDENTIAL"}],
+                  "cache": str(cache), "backoff_base": 0.01}
+        result = run_cli(
+            ["run", "--tasks", "medicationqa", "--model", "openai-chat-completions",
+             "--model_args", f"model=fake-gpt,base_url={model.chat_url},num_concurrent=2,max_retries=3",
+             "--apply_chat_template", "--output_path", str(out), "--log_samples"],
+            cwd=tmp_path,
+            env={"OPENAI_API_KEY": ENV_KEY_CANARY, "PANEL_CREDENTIAL": judge_canary, "MEDEVAL_JUDGES": json.dumps(judges),
+                 "MEDEVAL_MEDICATIONQA_PATH": str(data)},
+            timeout=300,
+        )
+        model_statuses = model.statuses
+        judge_auth = {r["authorization"] for r in judge.requests}
+        judge_requests = judge.count()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert model_statuses.count(429) == 1 and model_statuses.count(500) == 1 and model_statuses.count(200) == len(rows)
+    assert judge_auth == {f"Bearer {judge_canary}"} and judge_requests == len(rows) + 2  # 429 and 500 retried
+    results, _ = find_results(out)
+    assert results["results"]["medicationqa"]["judge_computed,scored"] == 1.0
+    everything = result.stdout + result.stderr + "\n".join(
+        p.read_bytes().decode("utf-8", "replace") for p in [*out.rglob("*"), cache] if p.is_file()
+    )
+    assert ENV_KEY_CANARY not in everything and judge_canary not in everything
+    assert "[REDACTED:OPENAI_API_KEY]" in everything  # the model's retried failures were logged, redacted
