@@ -146,8 +146,10 @@ def test_plain_lm_eval_with_a_pack_task_is_protected(tmp_path, monkeypatch):
     # A key in --model_args: plain lm_eval logs its model arguments while building the model,
     # before any pack code runs (documented; `medeval run` covers that line too, see above). Every
     # later line and every file is clean.
-    first_pack_line = console.index("Building contexts for emsqa_private")
-    assert ARG_KEY_CANARY not in console[first_pack_line:]
+    first_pack_line = result.stderr.index("Building contexts for emsqa_private")
+    assert ARG_KEY_CANARY not in result.stderr[first_pack_line:]
+    assert "'api_key': '[REDACTED]'" in result.stdout  # lm-eval's closing model_args summary, redacted
+    assert ARG_KEY_CANARY not in result.stdout
     for where, text in files.items():
         assert ARG_KEY_CANARY not in text, f"--model_args key in {where}"
     results, _ = find_results(out)
