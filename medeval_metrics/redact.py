@@ -270,8 +270,12 @@ def _make_excepthook(previous: Any) -> Any:
         clean = redact_text(text)
         if clean == text:
             return previous(exc_type, exc_value, exc_traceback)
-        sys.stderr.write(clean)
-        sys.stderr.flush()
+        # Never fall back to the unredacted default: if stderr is unusable, print nothing.
+        try:
+            sys.stderr.write(clean)
+            sys.stderr.flush()
+        except Exception:
+            pass
 
     redacting_excepthook._medeval_redacting = True  # type: ignore[attr-defined]
     return redacting_excepthook
@@ -286,8 +290,11 @@ def _make_threading_excepthook(previous: Any) -> Any:
         if clean == text:
             return previous(args)
         name = args.thread.name if args.thread is not None else threading.get_ident()
-        sys.stderr.write(f"Exception in thread {name}:\n{clean}")
-        sys.stderr.flush()
+        try:
+            sys.stderr.write(f"Exception in thread {name}:\n{clean}")
+            sys.stderr.flush()
+        except Exception:
+            pass
 
     redacting_threading_excepthook._medeval_redacting = True  # type: ignore[attr-defined]
     return redacting_threading_excepthook
