@@ -100,12 +100,20 @@ class Run:
                 if system else "none"
             ),
             "generation settings (command line)": redact(_format_gen_kwargs(gen_kwargs)) if gen_kwargs else "task defaults",
-            "limit": "none (full test sets)" if config.get("limit") in (None, "None") else f"{config['limit']} (partial run: not comparable with full runs)",
+            "limit": _limit_text(config.get("limit")),
             "lm-eval version": str(results.get("lm_eval_version", "?")),
             "transformers version": str(results.get("transformers_version", "?")),
             "date": self.date,
         }
         return settings
+
+
+def _limit_text(limit: Any) -> str:
+    if limit in (None, "None"):
+        return "none (full test sets)"
+    if isinstance(limit, float) and limit.is_integer() and limit >= 1:
+        limit = int(limit)  # lm-eval stores --limit 6 as 6.0; below 1 it is a fraction
+    return f"{limit} (partial run: not comparable with full runs)"
 
 
 def _shorten(text: Any, limit: int = 80) -> str:
