@@ -128,6 +128,8 @@ def update_card(card_path: Path, model_name: str, results: list, section_markdow
     card_path = Path(card_path)
     text = card_path.read_text(encoding="utf-8") if card_path.exists() else ""
     header, body = _split_header(text)
+    if header is None:
+        body = "\n\n" + body.lstrip("\n")  # a blank line between the new header and the card's text
     try:
         metadata = yaml.safe_load(header) if header else {}
     except yaml.YAMLError as exc:
