@@ -91,7 +91,7 @@ def test_section_is_replaced_where_the_owner_moved_it(tmp_path):
     card.write_text(f"# Model\n\nintro\n\n{CARD_START}\nold numbers\n{CARD_END}\n\n## After\n\nkept\n")
     update_card(card, "m", [emsqa_result(0.4)], "new numbers")
     body = card.read_text().split("---\n", 2)[2]
-    assert body == f"\n\n# Model\n\nintro\n\n{CARD_START}\nnew numbers\n{CARD_END}\n\n## After\n\nkept\n"
+    assert body == f"\n# Model\n\nintro\n\n{CARD_START}\nnew numbers\n{CARD_END}\n\n## After\n\nkept\n"
 
 
 def test_a_card_without_header_or_file_gets_one(tmp_path):
