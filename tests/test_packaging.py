@@ -160,3 +160,12 @@ def test_import_is_cheap():
     code = "import sys, medeval_metrics; print(sorted(m for m in ('torch','datasets','lm_eval','transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_readme_task_table_is_generated_from_the_manifest():
+    from medeval_metrics.manifest import tasks_table
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    start, end = "<!-- medeval:tasks-table:start -->\n", "<!-- medeval:tasks-table:end -->"
+    table = readme[readme.index(start) + len(start): readme.index(end)].strip()
+    assert table == tasks_table(load_manifest(), markdown=True), "regenerate with `medeval list --markdown`"
