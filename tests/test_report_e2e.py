@@ -93,6 +93,7 @@ def test_model_index_parses_with_huggingface_hub(report_a, tmp_path):
         "multiple-choice", "emsqa_private", "medeval/emsqa_private", "test", "extract_answer"
     )
     assert acc.source_url.startswith("https://")
+    assert acc.dataset_args == {"num_few_shot": 0}
     card = ModelCard.load(readme)
     assert len(card.data.eval_results) == 2
 
@@ -237,7 +238,11 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data):
     assert proc.returncode == 0, proc.stderr[-3000:]
     card = tmp_path / "README.md"
     card.write_text("# tiny\n")
-    report = run_cli(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card)], cwd=tmp_path)
+    # a partial run (--limit) is not published on a card unless asked for
+    refused = run_cli(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card)], cwd=tmp_path)
+    assert refused.returncode == 2 and "--include-partial-runs" in refused.stderr
+    assert card.read_text() == "# tiny\n" and not (tmp_path / "r" / "model_index.yaml").exists()
+    report = run_cli(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card), "--include-partial-runs"], cwd=tmp_path)
     assert report.returncode == 0, report.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     acc = results["results"]["emsqa_public"]["acc,extract_answer"]
@@ -251,5 +256,6 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data):
     assert "max_gen_toks=8" in section and "trust_remote_code" not in section
     index = yaml.safe_load(card.read_text().split("---\n")[1])["model-index"][0]
     assert index["results"][0]["dataset"]["type"] == "Xueren/EMS-MCQA"
+    assert index["results"][0]["dataset"]["args"] == {"num_few_shot": 1}
     assert index["results"][0]["metrics"][0]["value"] == pytest.approx(acc, abs=1e-6)
     assert card.read_text().endswith("<!-- medeval:results:end -->\n") and "\n# tiny\n" in card.read_text()

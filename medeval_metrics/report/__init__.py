@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ def build_report(
     model: str | None = None,
     source_name: str | None = None,
     source_url: str | None = None,
+    include_partial_runs: bool = False,
 ) -> dict[str, Any]:
     """Write the report files (see the module docstring); returns the contents of ``report.json``."""
     from medeval_metrics import __version__
@@ -83,12 +85,17 @@ def build_report(
         (output / name).write_text(text, encoding="utf-8")
         written.append(name)
 
-    # model-index, per model
+    # model-index, per model; runs with --limit stay out of card metadata unless asked for
     models: dict[str, list] = {}
     for run in runs:
         models.setdefault(run.model_name, []).append(run)
-    index_files = {}
-    for model_name, model_runs in models.items():
+    publishable = {m: [r for r in rs if include_partial_runs or not r.partial] for m, rs in models.items()}
+    index_files, notes = {}, []
+    for model_name, model_runs in publishable.items():
+        if not model_runs:
+            notes.append(f"{model_name}: no model-index written: every run used --limit (partial test sets); "
+                         "pass --include-partial-runs to publish them anyway")
+            continue
         name = "model_index.yaml" if len(models) == 1 else f"model_index_{_slug(model_name)}.yaml"
         write(name, model_card.model_index_yaml(model_name, model_card.runs_eval_results(model_runs, **source)))
         index_files[model_name] = name
@@ -166,13 +173,18 @@ def build_report(
     card_model = _card_model(models, model)
     card_section = "\n".join(
         ["## Medical QA evaluation (medeval)", "", intro, ""]
-        + [sections[run.label].replace("### ", "#### ", 1) + "\n" for run in models[card_model]]
+        + [sections[run.label].replace("### ", "#### ", 1) + "\n" for run in (publishable[card_model] or models[card_model])]
     ).rstrip() + "\n"
     write("card_section.md", card_section)
     card_changed = None
     if update_card is not None:
+        if not publishable[card_model]:
+            raise MedevalDataError(
+                f"{card_model}: every run used --limit, so its scores cover part of the test sets; the card was "
+                "not changed. Run on the full sets, or pass --include-partial-runs to publish partial scores."
+            )
         card_changed = model_card.update_card(
-            Path(update_card), card_model, model_card.runs_eval_results(models[card_model], **source), card_section
+            Path(update_card), card_model, model_card.runs_eval_results(publishable[card_model], **source), card_section
         )
 
     report = {
@@ -184,6 +196,7 @@ def build_report(
         "figures": figure_files,
         "written": sorted(written),
         "card_updated": card_changed,
+        "notes": notes,
     }
     (output / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return report
@@ -230,8 +243,10 @@ def _cmd(args: argparse.Namespace) -> int:
     report = build_report(
         args.folders, Path(args.output), figures=not args.no_figures,
         update_card=Path(args.update_card) if args.update_card else None, model=args.model,
-        source_name=args.source_name, source_url=args.source_url,
+        source_name=args.source_name, source_url=args.source_url, include_partial_runs=args.include_partial_runs,
     )
+    for note in report["notes"]:
+        print(f"medeval report: note: {note}", file=sys.stderr)
     print((Path(args.output) / "card_section.md").read_text(encoding="utf-8"))
     print(f"medeval report: wrote {len(report['written'])} files to {args.output}")
     if args.update_card:
@@ -245,6 +260,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, help="folder to write the report into")
     p.add_argument("--update-card", metavar="README.md", help="merge the results into this model card in place")
     p.add_argument("--model", help="with runs of several models: the one whose card is written/updated")
+    p.add_argument("--include-partial-runs", action="store_true",
+                   help="also put runs made with --limit into the model-index (left out by default: not comparable)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures (no matplotlib needed)")
     p.add_argument("--source-name", help=f"model-index source name (default: {'lm-evaluation-harness with medeval-metrics'})")
     p.add_argument("--source-url", help="model-index source URL (default: the lm-evaluation-harness repository)")

@@ -55,6 +55,8 @@ def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, s
                 dataset_type=dataset_type,
                 dataset_name=dataset_name,
                 dataset_split=split,
+                # the Hub's convention for few-shot counts (as on the Open LLM Leaderboard cards)
+                dataset_args={"num_few_shot": row.n_shot} if isinstance(row.n_shot, int) else None,
                 metric_type=info.hub_type,
                 metric_name=info.label,
                 metric_config=None if row.filter == "none" else row.filter,

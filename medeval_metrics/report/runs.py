@@ -58,6 +58,7 @@ class Run:
     results: dict[str, Any]
     sample_paths: dict[str, Path] = field(default_factory=dict)
     label: str = ""
+    _samples_cache: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     @property
     def model_name(self) -> str:
@@ -65,6 +66,11 @@ class Run:
         args = parse_model_args(self.results.get("config", {}).get("model_args"))
         name = args.get("pretrained") or args.get("model") or self.results.get("model_name") or "unknown-model"
         return redact(name)
+
+    @property
+    def partial(self) -> bool:
+        """Run with ``--limit``: its scores cover part of the test set and are not comparable."""
+        return self.results.get("config", {}).get("limit") not in (None, "None")
 
     @property
     def date(self) -> str:
@@ -77,9 +83,11 @@ class Run:
         path = self.sample_paths.get(task)
         if path is None:
             return []
-        from medeval_metrics.breakdown import read_samples
+        if task not in self._samples_cache:
+            from medeval_metrics.breakdown import read_samples
 
-        return read_samples(path)
+            self._samples_cache[task] = read_samples(path)
+        return self._samples_cache[task]
 
     def settings(self) -> dict[str, str]:
         """The settings that change scores, as printable strings (never raw model_args or metadata)."""
