@@ -190,3 +190,33 @@ def test_figures_clip_confidence_intervals_to_the_scale():
     # 0.9 +- 1.96*0.1 would pass 1.0: the upper arm stops at 1.0
     below, above = _clipped_ci(0.9, 0.1, 0.0, 1.0)
     assert below == pytest.approx(0.196, abs=1e-3) and above == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    "sample, expected",
+    [
+        ({"judge_scores": {"j1": {"accuracy": 4, "clarity": None}}}, {"j1": {"accuracy": 4.0, "clarity": None}}),
+        ({"judge_scores": '{"j1": {"accuracy": 5}}'}, {"j1": {"accuracy": 5.0}}),
+        ({"judge_scores": "not json"}, None),
+        ({"judge_scores": {"j1": {"accuracy": True}}}, {"j1": {"accuracy": None}}),  # a bool is not a score
+        # the judge filter's record as lm-eval logs it (str() of a dict); an unscored judge gets None per dimension
+        ({"filtered_resps": [str({"answer": "Take it with food.", "judges": ["j1", "j2"], "verdicts": {
+            "j1": {"judge": "j1", "scores": {"accuracy": 4, "clarity": 5}, "reasons": "it's fine"},
+            "j2": {"judge": "j2", "scores": None, "error": "timeout"}}})]},
+         {"j1": {"accuracy": 4.0, "clarity": 5.0}, "j2": {"accuracy": None, "clarity": None}}),
+        ({"filtered_resps": [str({"answer": "x", "verdicts": None, "judges": None})]}, None),
+        ({"filtered_resps": ["['a', 'c']"]}, None),
+    ],
+)
+def test_judge_scores_of_a_logged_sample(sample, expected):
+    from medeval_metrics.report.judges import judge_scores_of
+
+    assert judge_scores_of(sample) == expected
+
+
+def test_judge_summary_counts_unscored_apart():
+    from medeval_metrics.report.judges import collect_judge_scores, summarise
+
+    samples = [{"judge_scores": {"j": {"accuracy": s}}} for s in (5, 3, None, 4)]
+    summary = summarise(collect_judge_scores(samples))
+    assert summary == {"j": {"accuracy": {"value": 4.0, "stderr": pytest.approx(1 / 3**0.5), "n": 3, "missing": 1}}}

@@ -221,20 +221,22 @@ def _comparison_figures(runs, output: Path, fig, tables) -> list[str]:
     """One comparison figure per benchmark: its primary metric per task, one bar per run."""
     from medeval_metrics.report.metric_info import metric_info
 
-    per_benchmark: dict[str, dict[str, dict[str, Any]]] = {}
+    # one figure per (benchmark, primary metric): tasks whose headline metric differs get their own
+    per_figure: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for run in runs:
         for row in tables.score_rows(run):
             task = tables.pack_tasks()[row.task]
             if row.metric != tables.primary_metric(row.benchmark, task["metrics"]):
                 continue
-            per_benchmark.setdefault(row.benchmark, {}).setdefault(row.task, {})[run.label] = {
+            per_figure.setdefault((row.benchmark, row.metric), {}).setdefault(row.task, {})[run.label] = {
                 "value": row.value, "stderr": row.stderr or 0.0, "n": row.samples,
             }
     names = []
-    for benchmark, series in sorted(per_benchmark.items()):
+    for (benchmark, metric), series in sorted(per_figure.items()):
+        info = metric_info(benchmark, metric)
         primary = tables.primary_metric(benchmark, [])
-        name = f"comparison__{_slug(benchmark)}.png"
-        fig.comparison_figure(output / name, f"{benchmark}: comparison of runs", metric_info(benchmark, primary).label or primary, series)
+        name = f"comparison__{_slug(benchmark)}.png" if metric == primary else f"comparison__{_slug(benchmark)}__{_slug(metric)}.png"
+        fig.comparison_figure(output / name, f"{benchmark}: comparison of runs", info.label, series, info.scale)
         names.append(name)
     return names
 

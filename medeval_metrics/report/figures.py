@@ -98,7 +98,10 @@ def judge_distribution_figure(path: Path, title: str, collected: dict[str, dict[
     return _save(fig, path)
 
 
-def comparison_figure(path: Path, title: str, metric_label: str, series: dict[str, dict[str, dict[str, float]]]) -> Path:
+def comparison_figure(
+    path: Path, title: str, metric_label: str, series: dict[str, dict[str, dict[str, float]]],
+    scale: tuple[float, float] = (0.0, 1.0),
+) -> Path:
     """Grouped horizontal bars: ``series[task][run label] = {value, stderr, n}``, 95% CIs."""
     plt = _pyplot()
     tasks = list(series)
@@ -115,10 +118,10 @@ def comparison_figure(path: Path, title: str, metric_label: str, series: dict[st
                 continue
             positions.append(len(tasks) - 1 - i + (len(labels) - 1 - j) * bar)
             values.append(cell["value"])
-            errors.append(_clipped_ci(cell["value"], cell["stderr"], 0.0, 1.0))
+            errors.append(_clipped_ci(cell["value"], cell["stderr"], *scale))
         ax.barh(positions, values, height=bar, xerr=list(zip(*errors)) if errors else None, capsize=2, label=label)
     ax.set_yticks([len(tasks) - 1 - i + bar * (len(labels) - 1) / 2 for i in range(len(tasks))], tasks, fontsize=8)
-    ax.set_xlim(0, 1)
+    ax.set_xlim(*scale)
     ax.set_xlabel(f"{metric_label} (bars: 95% CI)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="lower right")

@@ -9,10 +9,15 @@ holding one. A judged task gets it there by returning ``judge_scores`` from ``pr
 (listed in ``metric_list`` with an aggregation of its own, e.g. a panel-agreement statistic), which
 lm-eval logs per sample. ``null`` means the judge gave no usable score; it is counted apart, never
 as a score.
+
+Also read, where ``judge_scores`` is absent: the judge filter's record as lm-eval logs it in
+``filtered_resps[0]`` (a Python ``repr`` of ``{"answer", "verdicts": {judge: {"scores": {dimension:
+score} or None, ...}}, "judges"}``, which is what MedicationQA's JudgeFilter emits).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any, Iterable
 
@@ -21,9 +26,34 @@ from medeval_metrics.stats import mean_and_stderr
 JUDGE_FIELD = "judge_scores"
 
 
+def _from_filter_record(sample: dict[str, Any]) -> dict[str, Any] | None:
+    """``{judge: {dimension: score}}`` from a logged judge-filter record, if the sample holds one."""
+    responses = sample.get("filtered_resps")
+    first = responses[0] if isinstance(responses, list) and responses else responses
+    if isinstance(first, str):
+        if not (first.startswith("{") and "verdicts" in first):
+            return None
+        try:
+            first = ast.literal_eval(first)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if not isinstance(first, dict) or not isinstance(first.get("verdicts"), dict):
+        return None
+    verdicts = first["verdicts"]
+    dimensions = sorted({d for v in verdicts.values() if isinstance(v, dict) and isinstance(v.get("scores"), dict)
+                         for d in v["scores"]})
+    out = {}
+    for judge, verdict in verdicts.items():
+        scores = verdict.get("scores") if isinstance(verdict, dict) else None
+        out[judge] = {d: (scores or {}).get(d) for d in dimensions}
+    return out
+
+
 def judge_scores_of(sample: dict[str, Any]) -> dict[str, dict[str, float | None]] | None:
-    """The ``judge_scores`` of one logged sample, or None if it has none (or a malformed one)."""
+    """The judge scores of one logged sample, or None if it has none (or a malformed one)."""
     value = sample.get(JUDGE_FIELD)
+    if value is None:
+        value = _from_filter_record(sample)
     if isinstance(value, str):
         try:
             value = json.loads(value)

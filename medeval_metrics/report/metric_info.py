@@ -1,7 +1,9 @@
 """How each benchmark's metrics are named and published (one small table per benchmark).
 
 A benchmark that is not listed still reports: its metrics keep their lm-eval names and go into the
-model-index under those names. Adding a benchmark is one ``BenchmarkReporting`` entry.
+model-index under those names. For a listed benchmark, only its listed metrics with
+``in_model_index`` go into the model-index (other metrics, e.g. per-judge success rates, are
+shown in the tables only). Adding a benchmark is one ``BenchmarkReporting`` entry.
 """
 
 from __future__ import annotations
@@ -36,6 +38,43 @@ REPORTING: dict[str, BenchmarkReporting] = {
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
         },
     ),
+    # Metric names as on the medicationqa branch (judge scores on a 1-5 scale).
+    "medicationqa": BenchmarkReporting(
+        display_name="MedicationQA",
+        task_type="question-answering",
+        primary_metric="judge_panel_score",
+        metrics={
+            "judge_panel_score": MetricInfo("LLM-judge panel score (1-5)", "llm_judge_panel_score", scale=(1.0, 5.0)),
+            "judge_accuracy": MetricInfo("LLM-judge accuracy (1-5)", "llm_judge_accuracy", scale=(1.0, 5.0)),
+            "judge_completeness": MetricInfo("LLM-judge completeness (1-5)", "llm_judge_completeness", scale=(1.0, 5.0)),
+            "judge_clarity": MetricInfo("LLM-judge clarity (1-5)", "llm_judge_clarity", scale=(1.0, 5.0)),
+            "judge_reward": MetricInfo("LLM-judge reward (0-1)", "llm_judge_reward"),
+            "rougeL": MetricInfo("ROUGE-L", "rouge"),
+            "bleu": MetricInfo("BLEU", "bleu"),
+            "judge_computed": MetricInfo("Items judged", "judge_computed", in_model_index=False),
+            "judge_unscored_rate": MetricInfo("Unscored judge verdicts", "judge_unscored_rate", in_model_index=False),
+            "judge_agreement": MetricInfo("Judge agreement (Krippendorff's alpha)", "krippendorff_alpha",
+                                          in_model_index=False, scale=(-1.0, 1.0)),
+        },
+    ),
+    # Metric names as on the emrqa branch; the primary metric falls back to a task's first metric
+    # where a task does not report relaxed EM (classification: acc; logical forms: lf_acc).
+    "emrqa": BenchmarkReporting(
+        display_name="emrQA",
+        task_type="question-answering",
+        primary_metric="relaxed_em",
+        metrics={
+            "relaxed_em": MetricInfo("Relaxed exact match", "exact_match"),
+            "strict_em": MetricInfo("Strict exact match", "exact_match_strict"),
+            "f1": MetricInfo("Token F1", "f1"),
+            "acc": MetricInfo("Accuracy", "accuracy"),
+            "macro_f1": MetricInfo("Macro F1", "f1"),
+            "lf_acc": MetricInfo("Logical-form accuracy", "accuracy"),
+            "template_acc": MetricInfo("Logical-form template accuracy", "accuracy"),
+            "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
+            "prompt_too_long": MetricInfo("Prompt too long rate", "prompt_too_long_rate", in_model_index=False),
+        },
+    ),
 }
 
 _DEFAULT = BenchmarkReporting(display_name="", task_type="question-answering", primary_metric="")
@@ -46,4 +85,7 @@ def reporting_for(benchmark: str) -> BenchmarkReporting:
 
 
 def metric_info(benchmark: str, metric: str) -> MetricInfo:
-    return reporting_for(benchmark).metrics.get(metric, MetricInfo(metric, metric))
+    listed = REPORTING.get(benchmark)
+    if listed is None:
+        return MetricInfo(metric, metric)
+    return listed.metrics.get(metric, MetricInfo(metric, metric, in_model_index=False))

@@ -30,10 +30,12 @@ def _dataset_of(task: str) -> tuple[str, str, str | None]:
     manifest = load_manifest()
     entry = next(t for t in manifest["tasks"] if t["task"] == task)
     benchmark = manifest["benchmarks"][entry["benchmark"]]
-    hub = benchmark["sources"][entry["source"]].get("hub")
+    source = benchmark["sources"][entry["source"]]
+    hub = source.get("hub")
     display = reporting_for(entry["benchmark"]).display_name or entry["benchmark"]
     if hub:
-        return hub, f"{display} ({task})", entry.get("split")
+        # the split as the Hub copy names it (MedicationQA's whole set is its Hub "train" split)
+        return hub, f"{display} ({task})", source.get("hub_split") or entry.get("split")
     # A set with no public copy (e.g. EMSQA's private set): name it so it cannot pass for a Hub dataset.
     return f"medeval/{entry['source'].removesuffix('_path')}", f"{display} ({task}, the evaluator's own copy)", entry.get("split")
 
