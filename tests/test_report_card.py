@@ -220,3 +220,16 @@ def test_judge_summary_counts_unscored_apart():
     samples = [{"judge_scores": {"j": {"accuracy": s}}} for s in (5, 3, None, 4)]
     summary = summarise(collect_judge_scores(samples))
     assert summary == {"j": {"accuracy": {"value": 4.0, "stderr": pytest.approx(1 / 3**0.5), "n": 3, "missing": 1}}}
+
+
+def test_run_labels_are_unique(tmp_path):
+    from medeval_metrics.report.runs import Run, _label_runs
+
+    def run(name, date):
+        return Run(tmp_path / f"results_{date}.json", {"results": {}, "config": {"model_args": f"pretrained={name}"}})
+
+    runs = [run("/models/a", "2026-01-01T00-00-00.1"), run("org/b", "2026-01-02T00-00-00.1"),
+            run("org/b", "2026-01-03T00-00-00.1"), run("org/b", "2026-01-03T00-00-00.1")]
+    _label_runs(runs)
+    assert [r.label for r in runs] == ["a", "org/b (2026-01-02T00-00-00)", "org/b (2026-01-03T00-00-00)",
+                                       "org/b (2026-01-03T00-00-00) #2"]

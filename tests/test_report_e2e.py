@@ -167,7 +167,7 @@ def test_comparison_of_two_models(runs, tmp_path):
     index_b = yaml.safe_load((tmp_path / "model_index_scripted-b.yaml").read_text())["model-index"]
     assert [m["value"] for m in index_b[0]["results"][0]["metrics"]] == [1.0, 1.0]
     with Image.open(tmp_path / "comparison__emsqa.png") as image:
-        assert image.format == "PNG" and image.size == figure_size(2)
+        assert image.format == "PNG" and image.size == figure_size(2, legend_rows=2)
 
 
 def test_judge_scores_in_samples_give_a_table_and_a_distribution_figure(runs, tmp_path):

@@ -219,7 +219,7 @@ def _card_model(models: dict[str, list], chosen: str | None) -> str:
 
 def _comparison_figures(runs, output: Path, fig, tables) -> list[str]:
     """One comparison figure per benchmark: its primary metric per task, one bar per run."""
-    from medeval_metrics.report.metric_info import metric_info
+    from medeval_metrics.report.metric_info import metric_info, reporting_for
 
     # one figure per (benchmark, primary metric): tasks whose headline metric differs get their own
     per_figure: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
@@ -236,7 +236,8 @@ def _comparison_figures(runs, output: Path, fig, tables) -> list[str]:
         info = metric_info(benchmark, metric)
         primary = tables.primary_metric(benchmark, [])
         name = f"comparison__{_slug(benchmark)}.png" if metric == primary else f"comparison__{_slug(benchmark)}__{_slug(metric)}.png"
-        fig.comparison_figure(output / name, f"{benchmark}: comparison of runs", info.label, series, info.scale)
+        display = reporting_for(benchmark).display_name or benchmark
+        fig.comparison_figure(output / name, f"{display}: comparison of runs", info.label, series, info.scale)
         names.append(name)
     return names
 

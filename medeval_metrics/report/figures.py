@@ -16,6 +16,7 @@ DPI = 100
 WIDTH_IN = 8.0
 BAR_IN = 0.32  # height per bar
 BASE_IN = 1.6  # title, axis and margins
+LEGEND_ROW_IN = 0.25  # one legend entry below the axes
 
 
 class MissingReportExtra(RuntimeError):
@@ -35,9 +36,10 @@ def _pyplot():
     return plt
 
 
-def figure_size(n_bars: int, n_panels: int = 1) -> tuple[int, int]:
-    """(width, height) in pixels of a figure with ``n_bars`` bars per panel and ``n_panels`` panels."""
-    height_in = n_panels * (BASE_IN + BAR_IN * max(n_bars, 1))
+def figure_size(n_bars: int, n_panels: int = 1, legend_rows: int = 0) -> tuple[int, int]:
+    """(width, height) in pixels of a figure with ``n_bars`` bars per panel, ``n_panels`` panels and
+    a legend of ``legend_rows`` entries below the axes."""
+    height_in = n_panels * (BASE_IN + BAR_IN * max(n_bars, 1)) + LEGEND_ROW_IN * legend_rows
     return round(WIDTH_IN * DPI), round(height_in * DPI)
 
 
@@ -93,6 +95,7 @@ def judge_distribution_figure(path: Path, title: str, collected: dict[str, dict[
         ax.set_xticks([i + bar * (len(judges) - 1) / 2 for i in range(len(labels))], labels)
         ax.set_title(f"{title}: {dimension}", fontsize=10)
         ax.set_ylabel("items")
+        ax.yaxis.get_major_locator().set_params(integer=True)
     axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
     return _save(fig, path)
@@ -107,7 +110,8 @@ def comparison_figure(
     tasks = list(series)
     labels = sorted({label for per_run in series.values() for label in per_run})
     n_bars = len(tasks) * len(labels)
-    width, height = figure_size(n_bars)
+    width, height = figure_size(n_bars, legend_rows=len(labels))
+    legend_in = LEGEND_ROW_IN * len(labels)
     fig, ax = plt.subplots(figsize=(width / DPI, height / DPI), dpi=DPI)
     bar = 0.8 / max(len(labels), 1)
     for j, label in enumerate(labels):
@@ -124,6 +128,8 @@ def comparison_figure(
     ax.set_xlim(*scale)
     ax.set_xlabel(f"{metric_label} (bars: 95% CI)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.subplots_adjust(left=0.3, right=0.97, bottom=BASE_IN * 0.45 / (height / DPI), top=1 - BASE_IN * 0.3 / (height / DPI))
+    # the legend sits below the x axis label, in the space figure_size reserved for it
+    fig.legend(fontsize=8, loc="lower center", ncol=1, frameon=False)
+    fig.subplots_adjust(left=0.3, right=0.97, bottom=(BASE_IN * 0.45 + legend_in) / (height / DPI),
+                        top=1 - BASE_IN * 0.3 / (height / DPI))
     return _save(fig, path)

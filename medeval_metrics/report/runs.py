@@ -185,5 +185,8 @@ def _short_name(model_name: str) -> str:
 def _label_runs(runs: list[Run]) -> None:
     """Short unique labels: the model name, with the run date added where a model has several runs."""
     names = [_short_name(run.model_name) for run in runs]
+    seen: dict[str, int] = {}
     for run, name in zip(runs, names):
-        run.label = name if names.count(name) == 1 else f"{name} ({run.date[:19]})"
+        label = name if names.count(name) == 1 else f"{name} ({run.date[:19]})"
+        seen[label] = seen.get(label, 0) + 1
+        run.label = label if seen[label] == 1 else f"{label} #{seen[label]}"  # same model, same date: copies
