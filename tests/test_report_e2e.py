@@ -259,3 +259,16 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data):
     assert index["results"][0]["dataset"]["args"] == {"num_few_shot": 1}
     assert index["results"][0]["metrics"][0]["value"] == pytest.approx(acc, abs=1e-6)
     assert card.read_text().endswith("<!-- medeval:results:end -->\n") and "\n# tiny\n" in card.read_text()
+
+
+def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
+    from medeval_metrics.report import build_report
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(next(runs[1].rglob("results_*.json")), run)
+    report = build_report([run], tmp_path / "r")
+    assert sorted(report["written"]) == ["card_section.md", "model_index.yaml", "results.md"]
+    assert "| `emsqa_private` | 1 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |" in (
+        tmp_path / "r" / "results.md").read_text()
+    assert report["figures"] == [] and not (tmp_path / "r" / "breakdowns.json").exists()

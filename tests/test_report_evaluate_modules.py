@@ -120,3 +120,26 @@ def test_wheel_ships_the_report_and_the_evaluate_modules(tmp_path):
     metadata = next(n for n in names if n.endswith("METADATA"))
     text = zipfile.ZipFile(next(tmp_path.glob("medeval_metrics-*.whl"))).read(metadata).decode()
     assert "Provides-Extra: report" in text and "matplotlib" in text
+
+
+def test_the_pattern_for_a_metric_with_an_extra_input_column(tmp_path, no_network):
+    """What an emrQA logical-form module looks like: a third column reaches the per-item scorer."""
+    import evaluate
+
+    folder = tmp_path / "lf_demo"
+    folder.mkdir()
+    (folder / "lf_demo.py").write_text(
+        "import datasets\n"
+        "import medeval_metrics.evaluate_modules.base as base\n\n\n"
+        "class LfDemo(base.PerItemMeanMetric):\n"
+        "    result_key = 'lf_acc'\n"
+        "    features = datasets.Features({'predictions': datasets.Value('string'), 'references': datasets.Value('string'),\n"
+        "                                  'templates': datasets.Value('string')})\n"
+        "    per_item = staticmethod(lambda p, r, templates: float(p.strip() == r and templates.startswith('MedicationEvent')))\n"
+    )
+    metric = evaluate.load(str(folder))
+    assert type(metric).__name__ == "LfDemo"
+    result = metric.compute(predictions=["MedicationEvent(x)", "MedicationEvent(y)", "LabEvent(z) "],
+                            references=["MedicationEvent(x)", "MedicationEvent(x)", "LabEvent(z)"],
+                            templates=["MedicationEvent(|m|)", "MedicationEvent(|m|)", "LabEvent(|l|)"])
+    assert result["lf_acc"] == pytest.approx(1 / 3)

@@ -20,7 +20,12 @@ LETTER_SETS = datasets.Features(
 
 class PerItemMeanMetric(evaluate.Metric):
     """``{result_key: mean, result_key + "_stderr": stderr}`` of ``per_item(prediction, reference)``,
-    the same mean (and the same stderr formula) as lm-eval's ``mean`` aggregation."""
+    the same mean (and the same stderr formula) as lm-eval's ``mean`` aggregation.
+
+    Columns in ``features`` beyond predictions and references (e.g. a logical-form template, or a
+    clinical note for evidence scoring) reach ``per_item`` as keyword arguments, item by item.
+    Errors never quote the inputs (emrQA inputs hold patient notes).
+    """
 
     result_key: str = "score"
     description: str = ""
@@ -29,7 +34,7 @@ class PerItemMeanMetric(evaluate.Metric):
     features: datasets.Features = LETTER_SETS
 
     @staticmethod
-    def per_item(prediction: Any, reference: Any) -> float:  # overridden by each module
+    def per_item(prediction: Any, reference: Any, **columns: Any) -> float:  # overridden by each module
         raise NotImplementedError
 
     def _info(self) -> evaluate.MetricInfo:
@@ -41,10 +46,13 @@ class PerItemMeanMetric(evaluate.Metric):
             reference_urls=[],
         )
 
-    def _compute(self, predictions: list[Any], references: list[Any]) -> dict[str, float]:
+    def _compute(self, predictions: list[Any], references: list[Any], **columns: list[Any]) -> dict[str, float]:
         if not predictions:
             raise ValueError(f"{self.name}: no predictions to score.")
-        scores = [float(self.per_item(p, r)) for p, r in zip(predictions, references)]
+        scores = [
+            float(self.per_item(p, r, **{name: values[i] for name, values in columns.items()}))
+            for i, (p, r) in enumerate(zip(predictions, references))
+        ]
         value, stderr = mean_and_stderr(scores)
         return {self.result_key: value, f"{self.result_key}_stderr": stderr}
 
