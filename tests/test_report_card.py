@@ -233,3 +233,15 @@ def test_run_labels_are_unique(tmp_path):
     _label_runs(runs)
     assert [r.label for r in runs] == ["a", "org/b (2026-01-02T00-00-00)", "org/b (2026-01-03T00-00-00)",
                                        "org/b (2026-01-03T00-00-00) #2"]
+
+
+def test_figures_show_at_most_the_largest_categories():
+    from medeval_metrics.report import MAX_FIGURE_CATEGORIES, _figure_categories
+
+    few = {f"c{i}": {"value": 0.5, "stderr": 0.1, "n": i + 1} for i in range(3)}
+    assert _figure_categories(few) == (few, "")
+    many = {f"t{i:03d}": {"value": 0.5, "stderr": 0.1, "n": i} for i in range(100)}
+    shown, note = _figure_categories(many)
+    assert len(shown) == MAX_FIGURE_CATEGORIES == 40
+    assert set(shown) == {f"t{i:03d}" for i in range(60, 100)}
+    assert note == " (40 largest of 100)"

@@ -37,11 +37,22 @@ def _breakdowns(run) -> dict[str, Any]:
     from medeval_metrics.breakdown import compute_breakdown, spec_for_task
 
     out = {}
-    for task, path in sorted(run.sample_paths.items()):
+    for task in sorted(run.sample_paths):
         spec = spec_for_task(task)
         if spec is not None:
             out[task] = compute_breakdown(run.samples(task), spec)
     return out
+
+
+MAX_FIGURE_CATEGORIES = 40  # beyond this a bar chart is unreadable: the largest categories are shown
+
+
+def _figure_categories(values: dict[str, dict[str, float]]) -> tuple[dict[str, dict[str, float]], str]:
+    """The categories to plot (all, or the MAX_FIGURE_CATEGORIES with most items) and a title note."""
+    if len(values) <= MAX_FIGURE_CATEGORIES:
+        return values, ""
+    largest = sorted(values, key=lambda c: (-values[c]["n"], c))[:MAX_FIGURE_CATEGORIES]
+    return {c: values[c] for c in sorted(largest)}, f" ({MAX_FIGURE_CATEGORIES} largest of {len(values)})"
 
 
 def _figure_dimensions(breakdown: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -153,12 +164,12 @@ def build_report(
                 primary = tables.primary_metric(benchmark, tables.pack_tasks()[task]["metrics"])
                 info = metric_info(benchmark, primary)
                 for filter_name, dimension, cats in _figure_dimensions(breakdown):
-                    values = {c: m[primary] for c, m in cats.items() if primary in m}
+                    values, note = _figure_categories({c: m[primary] for c, m in cats.items() if primary in m})
                     if not values:
                         continue
                     suffix = "" if filter_name in ("none", *_only_filter(breakdown)) else f"__{_slug(filter_name)}"
                     name = folder / f"{task}__{_slug(dimension)}{suffix}.png"
-                    fig.category_scores_figure(output / name, f"{run.label}: {task} by {dimension}", info.label,
+                    fig.category_scores_figure(output / name, f"{run.label}: {task} by {dimension}{note}", info.label,
                                                values, info.scale)
                     figure_files.append(name.as_posix())
             for task, collected in judge_collected.get(run.label, {}).items():
