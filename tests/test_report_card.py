@@ -245,3 +245,16 @@ def test_figures_show_at_most_the_largest_categories():
     assert len(shown) == MAX_FIGURE_CATEGORIES == 40
     assert set(shown) == {f"t{i:03d}" for i in range(60, 100)}
     assert note == " (40 largest of 100)"
+
+
+def test_pack_version_of_the_run_is_shown_where_recorded(tmp_path):
+    from medeval_metrics.report.runs import Run
+    from medeval_metrics.report.tables import run_section
+
+    results = {"results": {"emsqa_public": {"acc,extract_answer": 0.5, "acc_stderr,extract_answer": 0.1}},
+               "configs": {"emsqa_public": {"metadata": {"version": 1, "pack_version": "0.1.0"}}}, "config": {}}
+    text = run_section(Run(tmp_path / "results_2026-01-01T00-00-00.json", results, label="m"), "0.2.0")
+    assert "| medeval-metrics version (run) | 0.1.0 |" in text and "| medeval-metrics version (report) | 0.2.0 |" in text
+    del results["configs"]["emsqa_public"]["metadata"]["pack_version"]
+    text = run_section(Run(tmp_path / "results_2026-01-01T00-00-00.json", results, label="m"), "0.2.0")
+    assert "version (run)" not in text

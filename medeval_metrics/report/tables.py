@@ -102,13 +102,25 @@ def settings_table(settings: dict[str, str]) -> str:
 
 def run_section(run: Run, pack_version: str, heading: str = "###") -> str:
     rows = score_rows(run)
-    settings = {**run.settings(), "medeval-metrics version (report)": pack_version}
+    settings = {**run.settings(), **_pack_versions(run, [r.task for r in rows]), "medeval-metrics version (report)": pack_version}
     parts = [f"{heading} {run.label}", "", results_table(rows) if rows else "_No medeval task in this run._", "",
              "Settings that change scores:", "", settings_table(settings)]
     generation = _task_generation_settings(run, [r.task for r in rows])
     if generation:
         parts += ["", "Generation settings per task (task YAML, after command-line overrides):", "", generation]
     return "\n".join(parts)
+
+
+def _pack_versions(run: Run, tasks: list[str]) -> dict[str, str]:
+    """The pack version the run used, where its task configs record one (``metadata.pack_version``)."""
+    from medeval_metrics.report.runs import redact
+
+    versions = sorted({
+        str(run.results.get("configs", {}).get(task, {}).get("metadata", {}).get("pack_version"))
+        for task in tasks
+        if run.results.get("configs", {}).get(task, {}).get("metadata", {}).get("pack_version")
+    })
+    return {"medeval-metrics version (run)": redact(", ".join(versions))} if versions else {}
 
 
 def _task_generation_settings(run: Run, tasks: list[str]) -> str:
