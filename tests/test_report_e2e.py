@@ -272,3 +272,19 @@ def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
     assert "| `emsqa_private` | 1 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |" in (
         tmp_path / "r" / "results.md").read_text()
     assert report["figures"] == [] and not (tmp_path / "r" / "breakdowns.json").exists()
+
+
+def test_output_path_given_as_a_json_name(runs, tmp_path):
+    """`--output_path out/run.json` makes lm-eval write out/run_<date>.json and samples beside it;
+    the report takes the same path."""
+    from medeval_metrics.report import build_report
+    from medeval_metrics.report.runs import load_runs
+
+    results = next(runs[0].rglob("results_*.json"))
+    date = results.stem[len("results_"):]
+    shutil.copy(results, tmp_path / f"run_{date}.json")
+    shutil.copy(next(runs[0].rglob("samples_*.jsonl")), tmp_path)
+    (loaded,) = load_runs([tmp_path / "run.json"])
+    assert loaded.date == date and set(loaded.sample_paths) == {"emsqa_private"}
+    report = build_report([tmp_path / f"run_{date}.json"], tmp_path / "r", figures=False)
+    assert "breakdowns.json" in report["written"]

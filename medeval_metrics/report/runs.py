@@ -74,7 +74,8 @@ class Run:
 
     @property
     def date(self) -> str:
-        return self.results_path.stem[len("results_"):]
+        # results_<date>.json, or <stem>_<date>.json for --output_path <stem>.json; dates hold no "_"
+        return self.results_path.stem.rsplit("_", 1)[-1]
 
     def tasks(self) -> list[str]:
         return sorted(self.results.get("results", {}))
@@ -137,7 +138,7 @@ def _format_gen_kwargs(gen_kwargs: Any) -> str:
 
 def _samples_for(results_path: Path, tasks: list[str]) -> dict[str, Path]:
     """``samples_<task>_<date>.jsonl`` written by the same run (same date suffix, same folder)."""
-    date = results_path.stem[len("results_"):]
+    date = results_path.stem.rsplit("_", 1)[-1]
     found = {}
     for task in tasks:
         path = results_path.parent / f"samples_{task}_{date}.jsonl"
@@ -151,12 +152,17 @@ def load_runs(folders: list[Path]) -> list[Run]:
     runs = []
     for folder in folders:
         folder = Path(folder)
-        if folder.is_file() and folder.name.startswith("results_") and folder.suffix == ".json":
+        if folder.is_file() and folder.suffix == ".json":
             paths = [folder]
+        elif folder.suffix == ".json" and not folder.exists():
+            # the same --output_path given to lm-eval as a .json name: it wrote <stem>_<date>.json files
+            paths = sorted(folder.parent.glob(f"{folder.stem}_*.json")) if folder.parent.is_dir() else []
         elif folder.is_dir():
             paths = sorted(folder.rglob("results_*.json"))
         else:
             raise MedevalDataError(f"{folder} does not exist. Pass the folder given to lm-eval's --output_path.")
+        if not paths and folder.suffix == ".json":
+            raise MedevalDataError(f"{folder}: no {folder.stem}_<date>.json next to it. Pass what was given to lm-eval's --output_path.")
         if not paths:
             raise MedevalDataError(
                 f"{folder}: no results_*.json found. Pass the folder given to lm-eval's --output_path "
