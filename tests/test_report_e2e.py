@@ -288,3 +288,16 @@ def test_output_path_given_as_a_json_name(runs, tmp_path):
     assert loaded.date == date and set(loaded.sample_paths) == {"emsqa_private"}
     report = build_report([tmp_path / f"run_{date}.json"], tmp_path / "r", figures=False)
     assert "breakdowns.json" in report["written"]
+
+
+def test_without_matplotlib_the_cli_says_which_extra_to_install(runs, tmp_path):
+    blocker = tmp_path / "blocker" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('matplotlib is not installed')\n")
+    env = {"PYTHONPATH": str(tmp_path / "blocker")}
+    proc = run_cli(["report", str(runs[0]), "--output", str(tmp_path / "r")], cwd=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "medeval-metrics[report]" in proc.stderr and "--no-figures" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "r").exists()  # nothing half-written
+    proc = run_cli(["report", str(runs[0]), "--output", str(tmp_path / "r"), "--no-figures"], cwd=tmp_path, env=env)
+    assert proc.returncode == 0 and (tmp_path / "r" / "model_index.yaml").is_file()

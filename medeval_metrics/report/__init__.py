@@ -79,6 +79,10 @@ def build_report(
     from medeval_metrics.report.metric_info import metric_info
     from medeval_metrics.report.runs import load_runs
 
+    if figures:  # fail before writing anything when the figures cannot be drawn
+        from medeval_metrics.report.figures import _pyplot
+
+        _pyplot()
     runs = load_runs([Path(f) for f in folders])
     if not any(tables.score_rows(run) for run in runs):
         raise MedevalDataError(
@@ -254,6 +258,21 @@ def _comparison_figures(runs, output: Path, fig, tables) -> list[str]:
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    from medeval_metrics.report.figures import MissingReportExtra
+
+    try:
+        report = _build_from_args(args)
+    except MissingReportExtra as exc:
+        print(f"medeval: error: {exc}", file=sys.stderr)
+        return 2
+    print((Path(args.output) / "card_section.md").read_text(encoding="utf-8"))
+    print(f"medeval report: wrote {len(report['written'])} files to {args.output}")
+    if args.update_card:
+        print(f"model card {args.update_card}: {'updated' if report['card_updated'] else 'already up to date'}")
+    return 0
+
+
+def _build_from_args(args: argparse.Namespace) -> dict[str, Any]:
     report = build_report(
         args.folders, Path(args.output), figures=not args.no_figures,
         update_card=Path(args.update_card) if args.update_card else None, model=args.model,
@@ -261,11 +280,7 @@ def _cmd(args: argparse.Namespace) -> int:
     )
     for note in report["notes"]:
         print(f"medeval report: note: {note}", file=sys.stderr)
-    print((Path(args.output) / "card_section.md").read_text(encoding="utf-8"))
-    print(f"medeval report: wrote {len(report['written'])} files to {args.output}")
-    if args.update_card:
-        print(f"model card {args.update_card}: {'updated' if report['card_updated'] else 'already up to date'}")
-    return 0
+    return report
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
