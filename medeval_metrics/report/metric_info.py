@@ -50,7 +50,7 @@ REPORTING: dict[str, BenchmarkReporting] = {
             "judge_clarity": MetricInfo("LLM-judge clarity (1-5)", "llm_judge_clarity", scale=(1.0, 5.0)),
             "judge_reward": MetricInfo("LLM-judge reward (0-1)", "llm_judge_reward"),
             "rougeL": MetricInfo("ROUGE-L", "rouge"),
-            "bleu": MetricInfo("BLEU", "bleu"),
+            "bleu": MetricInfo("BLEU (0-100)", "bleu", scale=(0.0, 100.0)),
             "judge_computed": MetricInfo("Items judged", "judge_computed", in_model_index=False),
             "judge_unscored_rate": MetricInfo("Unscored judge verdicts", "judge_unscored_rate", in_model_index=False),
             "judge_agreement": MetricInfo("Judge agreement (Krippendorff's alpha)", "krippendorff_alpha",
