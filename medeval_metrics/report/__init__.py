@@ -39,7 +39,10 @@ def _breakdowns(run) -> dict[str, Any]:
     out = {}
     for task in sorted(run.sample_paths):
         spec = spec_for_task(task)
-        if spec is not None:
+        rejudged = (run.results.get("medeval_judge", {}).get(task) or {}).get("breakdown")
+        if rejudged:  # `medeval judge` re-scored the samples: its breakdown has the new judge metrics
+            out[task] = rejudged
+        elif spec is not None:
             out[task] = compute_breakdown(run.samples(task), spec)
     return out
 
@@ -129,8 +132,8 @@ def build_report(
         breakdown = _breakdowns(run)
         if breakdown:
             all_breakdowns[run.label] = breakdown
-        for task in sorted(run.sample_paths):
-            collected = judge_mod.collect_judge_scores(run.samples(task))
+        for task in sorted(set(run.sample_paths) | set(run.results.get("medeval_judge", {}))):
+            collected = judge_mod.collect_judge_scores(run.judge_records(task) or run.samples(task))
             if collected:
                 judge_collected.setdefault(run.label, {})[task] = collected
                 judge_summaries.setdefault(run.label, {})[task] = judge_mod.summarise(collected)

@@ -12,7 +12,8 @@ as a score.
 
 Also read, where ``judge_scores`` is absent: the judge filter's record as lm-eval logs it in
 ``filtered_resps[0]`` (a Python ``repr`` of ``{"answer", "verdicts": {judge: {"scores": {dimension:
-score} or None, ...}}, "judges"}``, which is what MedicationQA's JudgeFilter emits).
+score} or None, ...}}, "judges"}``, which is what MedicationQA's JudgeFilter emits), and the
+records of ``judged_<task>_<time>.jsonl`` written by ``medeval judge`` (``verdicts`` at the top).
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ JUDGE_FIELD = "judge_scores"
 
 
 def _from_filter_record(sample: dict[str, Any]) -> dict[str, Any] | None:
-    """``{judge: {dimension: score}}`` from a logged judge-filter record, if the sample holds one."""
+    """``{judge: {dimension: score}}`` from a logged judge-filter record (or a ``medeval judge``
+    verdict record, which has ``verdicts`` at the top level), if the sample holds one."""
     responses = sample.get("filtered_resps")
     first = responses[0] if isinstance(responses, list) and responses else responses
+    if isinstance(sample.get("verdicts"), dict):
+        first = sample
     if isinstance(first, str):
         if not (first.startswith("{") and "verdicts" in first):
             return None

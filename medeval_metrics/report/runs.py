@@ -74,8 +74,22 @@ class Run:
 
     @property
     def date(self) -> str:
-        # results_<date>.json, or <stem>_<date>.json for --output_path <stem>.json; dates hold no "_"
-        return self.results_path.stem.rsplit("_", 1)[-1]
+        return _date_of(self.results_path)
+
+    @property
+    def rejudged(self) -> bool:
+        """A ``medeval judge`` re-scoring of the run (``results_<date>_judged.json``)."""
+        return self.results_path.stem.endswith(JUDGED_SUFFIX)
+
+    def judge_records(self, task: str) -> list[dict[str, Any]]:
+        """The verdict records ``medeval judge`` wrote for ``task`` (``judged_<task>_<time>.jsonl``), if any."""
+        stamp = (self.results.get("medeval_judge", {}).get(task) or {}).get("judged_at")
+        path = self.results_path.parent / f"judged_{task}_{stamp}.jsonl"
+        if not stamp or not path.is_file():
+            return []
+        from medeval_metrics.breakdown import read_samples
+
+        return read_samples(path)
 
     def tasks(self) -> list[str]:
         return sorted(self.results.get("results", {}))
@@ -136,9 +150,18 @@ def _format_gen_kwargs(gen_kwargs: Any) -> str:
     return str(gen_kwargs)
 
 
+JUDGED_SUFFIX = "_judged"
+
+
+def _date_of(results_path: Path) -> str:
+    """The run's date id: results_<date>.json, <stem>_<date>.json (for ``--output_path <stem>.json``)
+    or either with ``_judged`` (``medeval judge``); lm-eval's date ids hold no "_"."""
+    return results_path.stem.removesuffix(JUDGED_SUFFIX).rsplit("_", 1)[-1]
+
+
 def _samples_for(results_path: Path, tasks: list[str]) -> dict[str, Path]:
     """``samples_<task>_<date>.jsonl`` written by the same run (same date suffix, same folder)."""
-    date = results_path.stem.rsplit("_", 1)[-1]
+    date = _date_of(results_path)
     found = {}
     for task in tasks:
         path = results_path.parent / f"samples_{task}_{date}.jsonl"
@@ -168,6 +191,9 @@ def load_runs(folders: list[Path]) -> list[Run]:
                 f"{folder}: no results_*.json found. Pass the folder given to lm-eval's --output_path "
                 "(the run must have finished; lm-eval writes results at the end)."
             )
+        # a re-judged results file supersedes the run it re-scored
+        superseded = {p.with_name(p.stem.removesuffix(JUDGED_SUFFIX) + ".json") for p in paths if p.stem.endswith(JUDGED_SUFFIX)}
+        paths = [p for p in paths if p not in superseded]
         for path in paths:
             try:
                 results = json.loads(path.read_text(encoding="utf-8"))
