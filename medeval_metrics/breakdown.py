@@ -121,10 +121,13 @@ def breakdown_markdown(task: str, breakdown: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def find_sample_files(output_dir: Path) -> dict[str, Path]:
-    """Newest ``samples_<task>_<date>.jsonl`` per task under an lm-eval output folder."""
+def find_sample_files(output_dir: Path, since: float | None = None) -> dict[str, Path]:
+    """Newest ``samples_<task>_<date>.jsonl`` per task under an lm-eval output folder
+    (only files written after ``since``, a timestamp, when given)."""
     newest: dict[str, Path] = {}
     for path in sorted(Path(output_dir).rglob("samples_*.jsonl")):
+        if since is not None and path.stat().st_mtime < since:
+            continue
         task = path.name[len("samples_"):].rsplit("_", 1)[0]
         if task not in newest or path.stat().st_mtime >= newest[task].stat().st_mtime:
             newest[task] = path
@@ -135,21 +138,26 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def breakdowns_for_output(output_dir: Path) -> dict[str, dict[str, Any]]:
-    result = {}
-    for task, path in find_sample_files(output_dir).items():
+def breakdowns_for_output(output_dir: Path, since: float | None = None) -> tuple[dict[str, dict[str, Any]], list[Path]]:
+    """Breakdowns of every medeval task with logged samples, and the sample files they came from."""
+    result, used = {}, []
+    for task, path in find_sample_files(output_dir, since).items():
         spec = spec_for_task(task)
         if spec is not None:
             result[task] = compute_breakdown(read_samples(path), spec)
-    return result
+            used.append(path)
+    return result, used
 
 
-def write_breakdowns(output_dir: Path, destination: Path | None = None) -> tuple[Path, Path, str] | None:
-    """Write breakdown JSON and Markdown next to the run's results; returns their paths and the text."""
-    all_breakdowns = breakdowns_for_output(output_dir)
+def write_breakdowns(
+    output_dir: Path, destination: Path | None = None, since: float | None = None
+) -> tuple[Path, Path, str] | None:
+    """Write ``medeval_breakdowns.{json,md}`` (by default beside the newest samples file, i.e. next
+    to the run's results JSON); returns their paths and the Markdown text."""
+    all_breakdowns, used = breakdowns_for_output(output_dir, since)
     if not all_breakdowns:
         return None
-    destination = Path(destination or output_dir)
+    destination = Path(destination) if destination else max(used, key=lambda p: p.stat().st_mtime).parent
     destination.mkdir(parents=True, exist_ok=True)
     json_path = destination / "medeval_breakdowns.json"
     md_path = destination / "medeval_breakdowns.md"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from typing import Callable, Sequence
 
 # Modules that contribute subcommands; each is imported only to build the parser, so they keep
@@ -61,8 +62,10 @@ def run_lm_eval(argv: Sequence[str]) -> int:
 
     saved_argv = sys.argv
     sys.argv = ["lm-eval", "run", *argv]
+    started = time.time()
     try:
         cli_evaluate()
+        _print_breakdowns(argv, started)
     except MedevalDataError as exc:
         print(f"medeval: error: {exc}", file=sys.stderr)
         return 2
@@ -71,6 +74,31 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     finally:
         sys.argv = saved_argv
     return 0
+
+
+def _flag_value(argv: Sequence[str], flag: str) -> str | None:
+    for index, arg in enumerate(argv):
+        if arg == flag and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _print_breakdowns(argv: Sequence[str], started: float) -> None:
+    """After a run that logged samples, write and print the pack's per-category breakdowns."""
+    output_path = _flag_value(argv, "--output_path")
+    if not output_path or "--log_samples" not in argv:
+        return
+    from pathlib import Path
+
+    from medeval_metrics.breakdown import write_breakdowns
+
+    root = Path(output_path)
+    written = write_breakdowns(root if root.is_dir() else root.parent, since=started - 1)
+    if written is not None:
+        json_path, md_path, text = written
+        print(f"\n{text}\n\nmedeval breakdowns written to {json_path} and {md_path}")
 
 
 def _cmd_tasks_path(args: argparse.Namespace) -> int:

@@ -1,0 +1,139 @@
+"""Start-up cost of the pack and its share of an end-to-end emsqa_public run (tiny model, CPU).
+
+Prints, measured in this one run:
+- index + build of every pack task, alone (include_defaults=False);
+- lm-eval's own index with and without the pack added: the pack's share of lm-eval's start-up;
+- an emsqa_public run with the tiny model: wall time and the part spent in pack code
+  (data loading, prompts, answer extraction, scoring), timed by wrapping the pack's entry points.
+EMSQA data: ../shared/data/emsqa, or MEDEVAL_EMSQA_PUBLIC_PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("MEDEVAL_EMSQA_PUBLIC_PATH", REPO.parent / "shared" / "data" / "emsqa"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+_INDEX_SNIPPET = """
+import json, statistics, time
+from lm_eval.tasks import TaskManager
+import medeval_metrics
+pack = medeval_metrics.tasks_path()
+TaskManager()  # warm the file-system cache and lazy imports before timing
+configs = {{"builtin": dict(), "builtin+pack": dict(include_path=pack), "pack": dict(include_defaults=False, include_path=pack)}}
+times = {{name: [] for name in configs}}
+for _ in range({repeats}):  # interleaved, so machine noise hits every configuration alike
+    for name, kwargs in configs.items():
+        t = time.perf_counter(); TaskManager(**kwargs); times[name].append(time.perf_counter() - t)
+print(json.dumps({{name: statistics.median(v) for name, v in times.items()}}))
+"""
+
+
+def _index_seconds(repeats: int = 5) -> dict[str, float]:
+    """Median seconds to build lm-eval's task index: built-ins, built-ins + pack, pack alone."""
+    import json
+
+    out = subprocess.run(
+        [sys.executable, "-c", _INDEX_SNIPPET.format(repeats=repeats)], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _build_all_pack_tasks() -> float:
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics
+    from medeval_metrics.manifest import load_manifest
+
+    start = time.perf_counter()
+    manager = TaskManager(
+        include_defaults=False,
+        include_path=medeval_metrics.tasks_path(),
+        metadata={"emsqa_public_path": str(DATA), "emsqa_private_path": str(DATA / "test_open.json")},
+    )
+    names = [t["task"] for t in load_manifest()["tasks"] if t["benchmark"] == "emsqa"]
+    manager.load(names)
+    return time.perf_counter() - start
+
+
+def _pack_share_of_run(limit: int = 40) -> tuple[float, float]:
+    """(wall seconds of simple_evaluate, seconds inside pack code)."""
+    import functools
+
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics
+    from medeval_metrics import emsqa
+    from medeval_metrics.testing.tiny_model import build_tiny_model
+
+    spent = [0.0]
+
+    def timed(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - t
+
+        return wrapper
+
+    for name in ("load_public", "doc_to_text", "doc_to_target", "process_results"):
+        setattr(emsqa, name, timed(getattr(emsqa, name)))
+    emsqa.ExtractAnswerFilter.apply = timed(emsqa.ExtractAnswerFilter.apply)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = build_tiny_model(Path(tmp) / "tiny")
+        start = time.perf_counter()
+        manager = TaskManager(
+            include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata={"emsqa_public_path": str(DATA)}
+        )
+        lm_eval.simple_evaluate(
+            model="hf",
+            model_args=f"pretrained={model_dir}",
+            tasks=["emsqa_public"],
+            task_manager=manager,
+            limit=limit,
+            device="cpu",
+            batch_size=limit,
+            gen_kwargs="max_gen_toks=16",
+        )
+        return time.perf_counter() - start, spent[0]
+
+
+def run() -> list[str]:
+    if not (DATA / "test_open.json").exists():
+        return [f"skipped: no EMSQA data at {DATA} (set MEDEVAL_EMSQA_PUBLIC_PATH)"]
+    lines = []
+    build = _build_all_pack_tasks()
+    lines.append(f"index + build all 8 EMSQA tasks (pack only): {build:.2f} s")
+    index = _index_seconds()
+    builtin, both, pack_only = index["builtin"], index["builtin+pack"], index["pack"]
+    lines.append(f"task index, pack alone: {pack_only * 1000:.1f} ms (median of 5, interleaved)")
+    lines.append(f"task index, lm-eval built-ins: {builtin:.2f} s; built-ins + pack: {both:.2f} s")
+    lines.append(
+        f"pack's addition to lm-eval's index: {pack_only / builtin:.2%} measured alone; "
+        f"{(both - builtin) / builtin:+.2%} as the difference of the two medians (noisier) -- target: well under 5%"
+    )
+    wall, inside = _pack_share_of_run()
+    lines.append(
+        f"emsqa_public end to end, tiny model, 40 items: {wall:.2f} s wall, {inside:.3f} s in pack code "
+        f"= {inside / wall:.1%} (the rest is lm-eval and the model)"
+    )
+    return lines
+
+
+if __name__ == "__main__":
+    for line in run():
+        print(line)

@@ -1,0 +1,91 @@
+"""Answer extraction for EMSQA: real-looking model outputs in, the letter set (or None) out."""
+
+import pytest
+
+from medeval_metrics.emsqa import ExtractAnswerFilter, extract_answer, strip_reasoning
+
+FOUR = ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # The requested format: a JSON list of lowercase letters.
+        ('["b"]', ["b"]),
+        ('["a", "c"]', ["a", "c"]),
+        ("['C', 'A']", ["a", "c"]),
+        ("[a, d]", ["a", "d"]),
+        ('```json\n["b"]\n```', ["b"]),
+        ('Answer: ["d"]', ["d"]),
+        # A JSON object with an answer field (the CoT format).
+        ('{"answer": ["a", "d"]}', ["a", "d"]),
+        ('{"answer": "c"}', ["c"]),
+        ('Reasoning: shock lowers perfusion.\n{"answer": ["a","b","d"]}', ["a", "b", "d"]),
+        # Phrases.
+        ("The answer is (B).", ["b"]),
+        ("The correct answer is option C.", ["c"]),
+        ("The correct options are A and C.", ["a", "c"]),
+        ("The Answer Is A AND C", ["a", "c"]),
+        ("The answer is A, C, and D.", ["a", "c", "d"]),
+        ("Answer: B, D", ["b", "d"]),
+        ("answers: a & c", ["a", "c"]),
+        ("answer: (a) and (c)", ["a", "c"]),
+        ("the answer is a.", ["a"]),
+        # Bold and boxed letters.
+        ("**B**", ["b"]),
+        ("I pick **(D)** here", ["d"]),
+        ("The final answer is $\\boxed{A}$", ["a"]),
+        ("\\boxed{A, C}", ["a", "c"]),
+        # Bare replies.
+        ("B", ["b"]),
+        ("B.", ["b"]),
+        ("(c)", ["c"]),
+        ("A and C", ["a", "c"]),
+        ("b. oxygen therapy", ["b"]),
+        ("**A. Oxygen**", ["a"]),
+        # Reasoning blocks are ignored; an unclosed block hides everything after it.
+        ("<think>The answer is A</think> The answer is C", ["c"]),
+        ("<think>maybe [\"a\"]... no, [\"b\"]</think>", None),
+        ("<think>still thinking, the answer is A", None),
+        ("reasoning the template opened</think>\n[\"d\"]", ["d"]),
+        # The last answer wins over earlier drafts.
+        ('first I think ["a"] but actually ["b"]', ["b"]),
+        ("Option B is wrong. The best answer is D", ["d"]),
+        ('The answer is A.\nWait, re-reading: {"answer": ["c"]}', ["c"]),
+        # Letters outside the item's range are not answers.
+        ('["e"]', None),
+        ('["a", "f"]', ["a"]),
+        ('["b"] and later ["z"]', ["b"]),
+        # An explicit empty list is an (empty) answer, not "unparseable".
+        ("[]", []),
+        ('{"answer": []}', []),
+        # No answer at all.
+        ("I am not sure", None),
+        ("The answer is a fracture of the femur", None),
+        ("A patient who is choking needs help", None),
+        ("", None),
+        ("   ", None),
+    ],
+)
+def test_extract_answer(output, expected):
+    assert extract_answer(output, FOUR) == expected
+
+
+def test_range_depends_on_the_item():
+    assert extract_answer('["e"]', ["a", "b", "c", "d", "e"]) == ["e"]
+    assert extract_answer("F", ["a", "b", "c", "d", "e", "f"]) == ["f"]
+    assert extract_answer("C", ["a", "b"]) is None
+
+
+def test_non_string_output_is_unparseable():
+    assert extract_answer(None, FOUR) is None  # type: ignore[arg-type]
+
+
+def test_strip_reasoning_keeps_text_outside_blocks():
+    assert strip_reasoning("x <think>y</think> z").split() == ["x", "z"]
+
+
+def test_filter_maps_every_response_of_every_doc():
+    docs = [{"letters": FOUR}, {"letters": ["a", "b"]}]
+    resps = [['["a"]', "no idea"], ["C"]]
+    assert ExtractAnswerFilter().apply(resps, docs) == [[["a"], None], [None]]

@@ -1,0 +1,171 @@
+"""The pack as users install and find it: wheel contents, task index, manifest, CLI, opt-in discovery."""
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO_ROOT, run_cli
+
+import medeval_metrics
+from medeval_metrics.manifest import load_manifest
+
+
+class _TaskYamlLoader(yaml.SafeLoader):
+    """Reads task YAMLs without resolving `!function` (as lm-eval's index does)."""
+
+
+_TaskYamlLoader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+
+
+def read_task_yamls():
+    """{task or group name: merged config} for every YAML of the pack, following `include:`."""
+    root = Path(medeval_metrics.tasks_path())
+    configs = {}
+    for path in root.rglob("*.yaml"):
+        config = yaml.load(path.read_text(), Loader=_TaskYamlLoader)
+        while "include" in config:
+            base = yaml.load((path.parent / config.pop("include")).read_text(), Loader=_TaskYamlLoader)
+            config = {**base, **config}
+        configs[config["group"] if "group" in config else config["task"]] = config
+    return configs
+
+
+def test_wheel_ships_every_task_file(tmp_path):
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        check=True, capture_output=True,
+    )
+    wheel = next(tmp_path.glob("medeval_metrics-*.whl"))
+    names = set(zipfile.ZipFile(wheel).namelist())
+    source_files = [p for p in (REPO_ROOT / "tasks").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert source_files
+    for path in source_files:
+        assert f"medeval_metrics/tasks/{path.relative_to(REPO_ROOT / 'tasks').as_posix()}" in names
+    assert "medeval_metrics/manifest.json" in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[lm_eval.tasks]" in text and "medeval = medeval_metrics.tasks" in text
+    assert "medeval = medeval_metrics.cli:main" in text
+
+
+def test_manifest_matches_the_task_yamls():
+    configs = read_task_yamls()
+    manifest = load_manifest()
+    listed = {t["task"] for t in manifest["tasks"]}
+    yaml_tasks = {name for name, c in configs.items() if "task" in c and "group" not in c}
+    assert listed == yaml_tasks
+    for task in manifest["tasks"]:
+        config = configs[task["task"]]
+        assert config["metadata"]["version"] == task["version"], task["task"]
+        assert config.get("output_type", "generate_until") == task["output_type"], task["task"]
+        assert [m["metric"] for m in config["metric_list"]] == task["metrics"], task["task"]
+        assert config["test_split"] == task["split"], task["task"]
+        assert task["source"] in manifest["benchmarks"][task["benchmark"]]["sources"]
+    for group in manifest["groups"]:
+        assert configs[group["group"]]["task"] == group["tasks"]
+
+
+def test_every_task_has_a_version_and_the_medeval_tag():
+    for name, config in read_task_yamls().items():
+        assert "version" in config.get("metadata", {}), name
+        if "group" not in config:
+            assert "medeval" in ([config["tag"]] if isinstance(config.get("tag"), str) else config.get("tag", [])), name
+
+
+def test_lm_eval_indexes_the_pack_quickly_and_completely():
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path())
+    names = set(manager.all_tasks)
+    for task in load_manifest()["tasks"]:
+        assert task["task"] in names
+    assert {"emsqa", "emsqa_public_variants", "medeval"} <= names
+
+
+def test_every_emsqa_task_builds(shared_data):
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(
+        include_defaults=False,
+        include_path=medeval_metrics.tasks_path(),
+        metadata={
+            "emsqa_public_path": str(shared_data / "emsqa"),
+            "emsqa_private_path": str(shared_data / "emsqa" / "test_open.json"),
+        },
+    )
+    loaded = manager.load(["emsqa"])
+    expected = {t["task"] for t in load_manifest()["tasks"] if t["benchmark"] == "emsqa"}
+    assert set(loaded["tasks"]) == expected
+    assert {"emsqa", "emsqa_public_variants", "emsqa_private_variants"} <= set(loaded["groups"])
+    assert len(loaded["tasks"]["emsqa_public"].eval_docs) == 3721
+    assert len(loaded["tasks"]["emsqa_private_mc"].eval_docs) == 3721
+
+
+def test_cli_lists_tasks_and_prints_the_tasks_folder(tmp_path):
+    listing = run_cli(["list"], cwd=tmp_path)
+    assert listing.returncode == 0
+    assert "emsqa_public" in listing.stdout and "3,721" in listing.stdout and "Xueren/EMS-MCQA" in listing.stdout
+    path = run_cli(["tasks-path"], cwd=tmp_path).stdout.strip()
+    assert Path(path, "emsqa", "emsqa_public.yaml").is_file()
+
+
+def test_cli_reports_data_errors_without_a_traceback(tmp_path):
+    proc = run_cli(
+        ["run", "--tasks", "emsqa_private", "--model", "medeval-scripted", "--metadata",
+         json.dumps({"emsqa_private_path": str(tmp_path / "missing.json")})],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2
+    assert "medeval: error:" in proc.stderr and "missing.json, which does not exist" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_opt_in_copy_is_indexed_and_reversible(tmp_path):
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import lm_eval_link
+
+    target = tmp_path / "lm_eval_tasks"
+    target.mkdir()
+    (target / "other").mkdir()
+    assert lm_eval_link.status(target)["enabled"] is False
+    folder = lm_eval_link.enable(target)
+    assert lm_eval_link.status(target) == {
+        "enabled": True, "folder": str(folder), "version": medeval_metrics.__version__, "current": True
+    }
+    # lm-eval's own index scans its tasks folder like this one.
+    assert "emsqa_public" in TaskManager(include_defaults=False, include_path=str(target)).all_tasks
+    lm_eval_link.enable(target)  # idempotent
+    assert lm_eval_link.disable(target) is True
+    assert not folder.exists() and (target / "other").is_dir()
+    assert lm_eval_link.disable(target) is False
+
+
+def test_opt_in_never_overwrites_a_foreign_folder(tmp_path):
+    from medeval_metrics import lm_eval_link
+
+    (tmp_path / "medeval").mkdir()
+    with pytest.raises(RuntimeError, match="not made by medeval"):
+        lm_eval_link.enable(tmp_path)
+    with pytest.raises(RuntimeError, match="not made by medeval"):
+        lm_eval_link.disable(tmp_path)
+
+
+def test_import_is_cheap():
+    code = "import sys, medeval_metrics; print(sorted(m for m in ('torch','datasets','lm_eval','transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_readme_task_table_is_generated_from_the_manifest():
+    from medeval_metrics.manifest import tasks_table
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    start, end = "<!-- medeval:tasks-table:start -->\n", "<!-- medeval:tasks-table:end -->"
+    table = readme[readme.index(start) + len(start): readme.index(end)].strip()
+    assert table == tasks_table(load_manifest(), markdown=True), "regenerate with `medeval list --markdown`"
