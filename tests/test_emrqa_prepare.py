@@ -245,3 +245,27 @@ def test_synthetic_questions_come_from_the_public_templates(shared_data):
     templates = load_templates(shared_data / "emrqa" / "templates-all.csv")
     assert sum(len(v) for v in templates.values()) == 142
     assert any("|medication|" in question for question, _ in templates["medication"])
+
+
+def test_evidence_with_other_spacing_is_located_and_repeated_note_ids_are_kept_apart(tmp_path):
+    qa = {**GOOD_QA, "answers": [{**GOOD_QA["answers"][0], "evidence": f"{SECRET}   ASPIRIN 81 mg", "evidence_start": 5}]}
+    note = {"note_id": "777", "context": ["first line", f"{SECRET} aspirin 81 mg"], "qas": [qa]}
+    data_json = tmp_path / "data.json"
+    data_json.write_text(json.dumps({"data": [{"title": "medication", "paragraphs": [note, note]}]}), encoding="utf-8")
+    ql = tmp_path / "data-ql.csv"
+    ql.write_text("Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (|y|)\n", encoding="utf-8")
+    manifest = prepare(data_json, ql, tmp_path / "out", log=lambda _: None)
+    checks = manifest["quirks_and_checks"]
+    assert checks["evidence_located_ignoring_case_and_spacing"] == 2 and checks["repeated_note_ids_renamed"] == 1
+    records = [json.loads(line) for name in ("qa_medication_train.jsonl", "qa_medication_test.jsonl")
+               for line in (tmp_path / "out" / name).read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["note_key"] for r in records) == ["medication/777", "medication/777~1"]
+    assert all(r["answers"][0] == {"evidence": f"{SECRET} aspirin 81 mg", "evidence_start": 11, "entity_type": "single",
+                                   "entities": ["81 mg"]} for r in records)
+
+
+def test_run_without_data_says_where_to_get_it(tmp_path):
+    env = {"MEDEVAL_EMRQA_DATA_JSON": "", "MEDEVAL_EMRQA_DATA_QL_CSV": ""}
+    proc = run_cli(["run", "--tasks", "emrqa_risk", "--model", "medeval-scripted"], cwd=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "medeval: error:" in proc.stderr and "n2c2" in proc.stderr and "Traceback" not in proc.stderr
