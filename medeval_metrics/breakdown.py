@@ -116,7 +116,9 @@ def breakdown_markdown(task: str, breakdown: dict[str, Any]) -> str:
             for category, values in cats.items():
                 n = max(v["n"] for v in values.values())
                 cells = [f"{values[m]['value']:.4f} ± {values[m]['stderr']:.4f}" if m in values else "" for m in metrics]
-                lines.append(f"| {category} | {n} | " + " | ".join(cells) + " |")
+                # Categories can hold "|" (emrQA templates' |slot| placeholders): escape it for Markdown.
+                cell = category.replace("|", "\\|")
+                lines.append(f"| {cell} | {n} | " + " | ".join(cells) + " |")
             parts.append("\n".join(lines))
     return "\n\n".join(parts)
 

@@ -179,3 +179,26 @@ def test_bootstrap_stderr_is_seeded_and_positive():
 )
 def test_allocate(counts, size, expected):
     assert allocate(counts, size) == expected
+
+
+def test_breakdown_groups_by_subset_template_and_answer_form_and_escapes_pipes():
+    import json
+
+    from medeval_metrics.breakdown import breakdown_markdown, compute_breakdown, spec_for_task
+
+    def sample(template, types, score):
+        answers = [{"evidence": "e", "evidence_start": 0, "entity_type": t, "entities": []} for t in types]
+        return {"doc": {"subset": "medication", "lf_template": template, "answers_json": json.dumps(answers)},
+                "filter": "none", "relaxed_em": score, "f1": score, "strict_em": score, "prompt_too_long": 0.0}
+
+    samples = [sample("MedicationEvent (|medication|)", ["single"], 1.0),
+               sample("MedicationEvent (|medication|)", ["empty", "single"], 0.0),
+               sample("ConditionEvent (|problem|)", ["complex"], 1.0)]
+    spec = spec_for_task("emrqa_medication")
+    assert spec is not None and spec_for_task("emrql_2") is not spec
+    result = compute_breakdown(samples, spec)["none"]
+    assert result["subset"]["medication"]["relaxed_em"]["value"] == pytest.approx(2 / 3)
+    assert result["lf_template"]["MedicationEvent (|medication|)"]["relaxed_em"]["value"] == 0.5
+    assert result["answer_type"]["single"]["relaxed_em"]["n"] == 2 and result["answer_type"]["empty"]["relaxed_em"]["value"] == 0.0
+    table = breakdown_markdown("emrqa_medication", {"none": result})
+    assert "| MedicationEvent (\\|medication\\|) | 2 |" in table

@@ -269,3 +269,22 @@ def test_run_without_data_says_where_to_get_it(tmp_path):
     proc = run_cli(["run", "--tasks", "emrqa_risk", "--model", "medeval-scripted"], cwd=tmp_path, env=env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "medeval: error:" in proc.stderr and "n2c2" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model):
+    from medeval_metrics.emrqa.tasks import ContextCheck, evidence_prompt
+
+    docs = [{"note": "aspirin daily\n" * 400, "question": "What is the dosage of aspirin"},
+            {"note": "aspirin daily", "question": "What is the dosage of aspirin"}]
+    check = ContextCheck({"pretrained": str(tiny_model)})
+    assert check.limit == 1024  # the tiny GPT-2's n_positions
+    check.annotate(docs, evidence_prompt)
+    assert [d["fits_context"] for d in docs] == [False, True] and docs[0]["context_check"].startswith("tokenizer")
+    ContextCheck({"pretrained": str(tiny_model), "max_length": 100000}).annotate(docs, evidence_prompt)
+    assert docs[0]["fits_context"] is True
+    estimate = ContextCheck({"max_length": "300"})
+    estimate.annotate(docs, evidence_prompt)
+    # 4 characters per token against 300 - 256 = 44 tokens: the short prompt (189 characters, 48 tokens) does not fit either.
+    assert len(evidence_prompt(docs[1])) == 189 and docs[1]["prompt_tokens"] == 48
+    assert [d["fits_context"] for d in docs] == [False, False]
+    assert "estimate" in docs[0]["context_check"] and "from model_args" in docs[0]["context_check"]
