@@ -133,6 +133,13 @@ def test_template_with_several_slots_and_commas():
     good = "LabEvent (INR) [date=2091-02-03, result=x] OR ProcedureEvent (INR) [date=2091-02-03, result=x]"
     assert score_logical_form(good, good, template) == {"lf_acc": 1.0, "template_acc": 1.0}
     assert score_logical_form(good.split(" OR ")[0], good, template)["template_acc"] == 0.0
+    # A slot cannot swallow structure: the form said twice is not the template's structure.
+    assert score_logical_form(good + " " + good, good, template)["template_acc"] == 0.0
+    assert score_logical_form(good.replace("(INR) [date", "(INR) OR LabEvent (LDL) [date", 1), good, template) == {
+        "lf_acc": 0.0, "template_acc": 0.0}
+    # A gold slot value with brackets: the exact form still counts as the right structure.
+    odd = "MedicationEvent (insulin (NPH)) [dosage=x]"
+    assert score_logical_form(odd, odd, LF_TEMPLATE) == {"lf_acc": 1.0, "template_acc": 1.0}
 
 
 SMOKING = ["CURRENT SMOKER", "NON-SMOKER", "PAST SMOKER", "SMOKER", "UNKNOWN"]

@@ -203,11 +203,19 @@ def normalise_lf(text: str) -> str:
     return re.sub(r"\s*([\[\]{}(),=<>])\s*", r"\1", text)
 
 
+# A slot value holds no brackets, so a slot cannot swallow structure (e.g. a repeated sub-form).
+_SLOT_VALUE = r"[^()\[\]{}|]+?"
+
+
 @lru_cache(maxsize=4096)
-def template_pattern(lf_template: str) -> re.Pattern[str]:
-    """A regex matching any logical form with the template's structure (slots filled with anything)."""
+def template_pattern(lf_template: str, any_slot_value: bool = False) -> re.Pattern[str]:
+    """A regex matching any logical form with the template's structure (slots filled with any value).
+
+    ``any_slot_value`` also lets slot values hold brackets (for reading files, not for scoring).
+    """
     pieces = _SLOT.split(normalise_lf(lf_template))
-    return re.compile(".+?".join(re.escape(piece) for piece in pieces), re.DOTALL)
+    slot = ".+?" if any_slot_value else _SLOT_VALUE
+    return re.compile(slot.join(re.escape(piece) for piece in pieces), re.DOTALL)
 
 
 def first_line(output: str) -> str:
@@ -220,9 +228,11 @@ def first_line(output: str) -> str:
 def score_logical_form(output: str, gold_lf: str, gold_template: str) -> dict[str, float]:
     """``lf_acc``: exact logical form; ``template_acc``: the structure of the gold template, any slots."""
     prediction = normalise_lf(first_line(output))
+    exact = prediction == normalise_lf(gold_lf)
+    # The exact form always has the right structure, even where a gold slot value has brackets.
     return {
-        "lf_acc": float(prediction == normalise_lf(gold_lf)),
-        "template_acc": float(template_pattern(gold_template).fullmatch(prediction) is not None),
+        "lf_acc": float(exact),
+        "template_acc": float(exact or template_pattern(gold_template).fullmatch(prediction) is not None),
     }
 
 

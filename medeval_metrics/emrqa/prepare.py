@@ -268,15 +268,18 @@ def _split_ql_fields(path: Path, line_number: int, fields: list[str], stats: Cou
             f"logical-form template), found {len(fields)}."
         )
     question, rest = fields[0].strip(), [f.strip() for f in fields[1:]]
-    if len(rest) == 3 and template_pattern(rest[2]).fullmatch(normalise_lf(rest[0])):
+    if len(rest) == 3 and template_pattern(rest[2], True).fullmatch(normalise_lf(rest[0])):
         lf, qt, lt = rest
     else:
         found = None
-        for i in range(1, len(rest) - 1):
-            for j in range(i + 1, len(rest)):
-                lf, qt, lt = ", ".join(rest[:i]), ", ".join(rest[i:j]), ", ".join(rest[j:])
-                if template_pattern(lt).fullmatch(normalise_lf(lf)):
-                    found = (lf, qt, lt)
+        for any_slot_value in (False, True):  # the strict reading first: slot values without brackets
+            for i in range(1, len(rest) - 1):
+                for j in range(i + 1, len(rest)):
+                    lf, qt, lt = ", ".join(rest[:i]), ", ".join(rest[i:j]), ", ".join(rest[j:])
+                    if template_pattern(lt, any_slot_value).fullmatch(normalise_lf(lf)):
+                        found = (lf, qt, lt)
+                        break
+                if found:
                     break
             if found:
                 break
