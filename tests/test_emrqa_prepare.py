@@ -186,6 +186,20 @@ def test_truncated_data_json_error_has_no_note_text(tmp_path):
     assert SECRET not in str(caught.value)
 
 
+def test_malformed_note_stops_reading_at_the_size_cap(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonstream, "_CHUNK", 16)
+    monkeypatch.setattr(jsonstream, "_MAX_VALUE", 64)
+    path = tmp_path / "data.json"
+    path.write_text('{"data": [{"title": "risk", "paragraphs": [{"note_id": 1, "context": [' + '"x", ' * 200 + '}]}]}')
+    reached_end = []
+    original_error = jsonstream._Reader.error
+    monkeypatch.setattr(jsonstream._Reader, "error",
+                        lambda self, expected: reached_end.append(self.eof) or original_error(self, expected))
+    with pytest.raises(MedevalDataError, match="note 0 of data\\[0\\].paragraphs"):
+        list(jsonstream.iter_notes(path))
+    assert reached_end == [False]  # gave up at the cap, without reading the rest of the file
+
+
 def test_missing_files_explain_the_n2c2_agreement(monkeypatch):
     monkeypatch.delenv("MEDEVAL_EMRQA_DATA_JSON", raising=False)
     monkeypatch.delenv("MEDEVAL_EMRQA_DATA_QL_CSV", raising=False)

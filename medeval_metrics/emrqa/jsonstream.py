@@ -17,6 +17,8 @@ from typing import Any, Iterator
 from medeval_metrics.data import MedevalDataError
 
 _CHUNK = 1 << 20
+# No note object comes near this; past it the file is malformed, and reading on would hold all of it.
+_MAX_VALUE = 256 << 20
 _DECODER = json.JSONDecoder()
 
 
@@ -84,7 +86,7 @@ class _Reader:
             try:
                 value, end = _DECODER.raw_decode(self.buffer, self.position)
             except json.JSONDecodeError:
-                if self._fill():
+                if len(self.buffer) - self.position < _MAX_VALUE and self._fill():
                     continue
                 raise self.error(what) from None
             # A number at the very end of the buffer may continue in the next chunk.
