@@ -208,9 +208,13 @@ def _dataset(test: list[dict[str, Any]], train: list[dict[str, Any]] | None = No
 
 def _notes(folder: Path, keys: set[str]) -> dict[str, str]:
     found: dict[str, str] = {}
+    prefix, after_key = '{"note_key": ', ', "split": '
     with open(folder / "notes.jsonl", encoding="utf-8") as handle:
         for line in handle:
-            # The key is the first field written (sorted keys): skip other notes without decoding them.
+            # Records are written with sorted keys, note_key first: skip other notes without decoding them.
+            end = line.find(after_key)
+            if line.startswith(prefix) and end > 0 and json.loads(line[len(prefix):end]) not in keys:
+                continue
             record = json.loads(line)
             if record["note_key"] in keys:
                 found[record["note_key"]] = record["text"]
@@ -280,7 +284,8 @@ def window_doc(doc: dict[str, Any], seed: int, lines: int = WINDOW_LINES) -> dic
     out = dict(doc)
     out["qa_id"] = doc["qa_id"] + "@window"  # distinct from the whole-note item in logs and tables
     out["note"] = note[begin:end]
-    out["answers_json"] = json.dumps(kept or answers[:1], sort_keys=True)
+    # Evidence longer than the window, or never located: keep the first answer, position unknown.
+    out["answers_json"] = json.dumps(kept or [{**answers[0], "evidence_start": -1}], sort_keys=True)
     return out
 
 
