@@ -302,3 +302,33 @@ def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model):
     assert len(evidence_prompt(docs[1])) == 189 and docs[1]["prompt_tokens"] == 48
     assert [d["fits_context"] for d in docs] == [False, False]
     assert "estimate" in docs[0]["context_check"] and "from model_args" in docs[0]["context_check"]
+
+
+def test_upstream_layout_variants(tmp_path):
+    """Bare top-level list, title after paragraphs, a string question, evidence given as "question
+    line + answer line" (not in the note: the 1-based line number rules), one evidence with two lines."""
+    lines = ["Admission note", "Plan: aspirin 81 mg daily", "Continue metoprolol", "Follow up"]
+    qas = [
+        {"question": "Why is the patient on aspirin", "id": "uuid-1",
+         "answers": [{"text": "aspirin", "answer_start": [2, 1], "evidence": "why aspirin? Plan: aspirin 81 mg daily",
+                      "evidence_start": 2, "answer_entity_type": "single"}]},
+        {"question": "What medications", "id": "uuid-2",
+         "answers": [{"text": ["aspirin", "metoprolol"], "answer_start": [[2, 1], [3, 1]], "evidence": "joined",
+                      "evidence_start": [2, 3], "answer_entity_type": "complex"}]},
+    ]
+    data_json = tmp_path / "data.json"
+    data_json.write_text(json.dumps([{"paragraphs": [{"note_id": 5, "context": lines, "qas": qas}],
+                                      "title": "medications"}]), encoding="utf-8")
+    ql = tmp_path / "data-ql.csv"
+    ql.write_text("Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (|y|)\n", encoding="utf-8")
+    manifest = prepare(data_json, ql, tmp_path / "out", log=lambda _: None)
+    records = [json.loads(line) for name in ("qa_medication_train.jsonl", "qa_medication_test.jsonl")
+               for line in (tmp_path / "out" / name).read_text(encoding="utf-8").splitlines()]
+    by_question = {r["question"]: r for r in records}
+    assert by_question["Why is the patient on aspirin"]["answers"] == [
+        {"evidence": "Plan: aspirin 81 mg daily", "evidence_start": 15, "entity_type": "single", "entities": ["aspirin"]}]
+    assert [a["evidence"] for a in by_question["What medications"]["answers"]] == [
+        "Plan: aspirin 81 mg daily", "Continue metoprolol"]
+    assert by_question["What medications"]["lf_template"] == "(none)"  # a uuid id carries no template
+    checks = manifest["quirks_and_checks"]
+    assert checks["evidence_taken_from_its_line_number"] == 1 and checks["answers_split_into_their_evidence_lines"] == 1

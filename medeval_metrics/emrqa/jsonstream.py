@@ -1,6 +1,7 @@
 """Read emrQA's ``data.json`` one note at a time, in bounded memory, without a new dependency.
 
-The file is one JSON object, ``{"data": [{"title": ..., "paragraphs": [note, ...]}, ...]}``, often
+The file is one JSON object, ``{"data": [{"title": ..., "paragraphs": [note, ...]}, ...]}`` (or that
+list bare, as one version of the authors' combining script writes it), often
 over a gigabyte. We walk its outer structure by hand and hand each note object (a "paragraph", a
 few megabytes at most) to ``json.JSONDecoder.raw_decode``. Memory is bounded by the largest note
 plus the read buffer. Notes seen before their subset's ``title`` key are spooled to a temporary file
@@ -139,6 +140,10 @@ def iter_notes(path: Path) -> Iterator[tuple[str, int, Any]]:
     """Yield ``(subset title, index of the note in its subset, note object)`` in file order."""
     reader = _Reader(Path(path))
     try:
+        if reader.peek() == "[":  # some versions of the combining script dump the subset list bare
+            for subset_index, _ in enumerate(reader.array_items("the top-level list")):
+                yield from _subset_notes(reader, subset_index)
+            return
         found_data = False
         for key in reader.object_keys("the top-level object"):
             if key != "data":

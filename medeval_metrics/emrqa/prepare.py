@@ -53,6 +53,7 @@ CACHE_DIR_KEY = "emrqa_cache_dir"  # metadata key; env MEDEVAL_EMRQA_CACHE_DIR
 # data.json subset titles -> our subset names
 SUBSETS = {
     "medication": "medication",
+    "medications": "medication",
     "relations": "relations",
     "risk-dataset": "risk",
     "risk": "risk",
@@ -113,6 +114,14 @@ def _locate_evidence(text: str, evidence: str, hint: int) -> int:
     return best
 
 
+def _line_text(text: str, line_offsets: list[int], line: int) -> str:
+    """Line ``line`` (0-based) of the note, or "" when out of range."""
+    if not 0 <= line < len(line_offsets):
+        return ""
+    end = line_offsets[line + 1] - 1 if line + 1 < len(line_offsets) else len(text)
+    return text[line_offsets[line]:end]
+
+
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
@@ -133,43 +142,53 @@ def _gold_answers(
         raw_text = answer.get("text", "")
         entities = [str(e) for e in _as_list(raw_text) if str(e).strip()] if entity_type != "empty" else []
         evidences = _as_list(answer["evidence"])
-        starts = _as_list(answer.get("evidence_start", -1))
+        if not all(isinstance(e, str) for e in evidences):
+            raise _fail(path, here, "'evidence' is not text")
+        starts = [s[0] if isinstance(s, list) and s else s for s in _as_list(answer.get("evidence_start", -1))]
         answer_start = answer.get("answer_start")
         if subset == "risk" and isinstance(answer_start, list) and answer_start and isinstance(answer_start[0], int):
             starts = [answer_start[0]]  # risk: [char offset of the evidence, char offset of the entity]
-        for piece_number, evidence in enumerate(evidences):
-            if not isinstance(evidence, str):
-                raise _fail(path, here, "'evidence' is not text")
-            stripped = evidence.strip()
-            if not stripped:
-                raise _fail(path, here, "'evidence' is empty", "Span answers need their evidence text.")
-            start = starts[piece_number] if piece_number < len(starts) else starts[-1]
-            if isinstance(start, list):  # [line, token] pairs in some writers
-                start = start[0] if start else -1
-            if not isinstance(start, int):
+        for start in starts:
+            if not isinstance(start, int) and start != "":
                 raise _fail(path, here, f"evidence_start is {type(start).__name__}, expected an integer")
+        starts = [s if isinstance(s, int) else -1 for s in starts] or [-1]
+        if subset != "risk" and len(evidences) == 1 and len(set(starts)) > 1:
+            # One evidence string, several evidence lines: one gold answer per line, the note's own line
+            # (1-based, as upstream's SQuAD converter reads them).
+            starts = list(dict.fromkeys(starts))
+            evidences = [_line_text(text, line_offsets, start - 1) for start in starts]
+            stats["answers_split_into_their_evidence_lines"] += 1
+        for piece_number, evidence in enumerate(evidences):
+            start = starts[piece_number] if piece_number < len(starts) else starts[-1]
+            stripped = evidence.strip()
             lead = len(evidence) - len(evidence.lstrip())
             if subset == "risk":
                 hint = start + lead
             else:  # a line number; upstream writers disagree on 0- or 1-based, so try both
                 hint = -1
                 for line in (start, start - 1):
-                    if 0 <= line < len(line_offsets) and text.startswith(stripped, line_offsets[line] + lead):
-                        hint = line_offsets[line] + lead
-                        break
-                    if 0 <= line < len(line_offsets) and stripped in text[line_offsets[line]:]:
+                    if stripped and 0 <= line < len(line_offsets) and stripped in text[line_offsets[line]:]:
                         hint = text.find(stripped, line_offsets[line])
                         break
-            located = _locate_evidence(text, stripped, hint)
-            if located < 0:  # spacing or case differs from the note: find it loosely, keep the note's text
+            located = _locate_evidence(text, stripped, hint) if stripped else -1
+            if located < 0 and stripped:  # spacing or case differs from the note: find it loosely
                 from medeval_metrics.emrqa.metrics import note_index
 
                 span = note_index(text).locate(stripped, max(hint, 0))
                 if span is not None:
                     located, stripped = span[0], text[span[0]:span[1]]
                     stats["evidence_located_ignoring_case_and_spacing"] += 1
-                else:
-                    stats["evidence_not_in_note"] += 1
+            if located < 0 and subset != "risk" and _line_text(text, line_offsets, start - 1).strip():
+                # Not in the note as written: upstream's ground truth is the note line it points at.
+                line_text = _line_text(text, line_offsets, start - 1)
+                located = line_offsets[start - 1] + len(line_text) - len(line_text.lstrip())
+                stripped = line_text.strip()
+                stats["evidence_taken_from_its_line_number"] += 1
+            if not stripped:
+                raise _fail(path, here, "'evidence' is empty and no evidence line is given",
+                            "Span answers need their evidence text or line.")
+            if located < 0:
+                stats["evidence_not_in_note"] += 1
             golds.append(
                 {"evidence": stripped, "evidence_start": located, "entity_type": entity_type, "entities": entities}
             )
