@@ -332,3 +332,13 @@ def test_upstream_layout_variants(tmp_path):
     assert by_question["What medications"]["lf_template"] == "(none)"  # a uuid id carries no template
     checks = manifest["quirks_and_checks"]
     assert checks["evidence_taken_from_its_line_number"] == 1 and checks["answers_split_into_their_evidence_lines"] == 1
+
+
+def test_pretty_printed_crlf_file_with_title_last(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonstream, "_CHUNK", 5)
+    data = {"data": [{"paragraphs": [{"note_id": "1", "context": ["a\r\nb", "c"], "qas": []},
+                                     {"note_id": "2", "context": "x\ny", "qas": []}], "title": "risk-dataset"}]}
+    path = tmp_path / "data.json"
+    path.write_bytes(json.dumps(data, indent=2).replace("\n", "\r\n").encode("utf-8"))
+    assert list(jsonstream.iter_notes(path)) == [("risk-dataset", 0, data["data"][0]["paragraphs"][0]),
+                                                 ("risk-dataset", 1, data["data"][0]["paragraphs"][1])]

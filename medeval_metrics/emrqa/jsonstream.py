@@ -82,6 +82,10 @@ class _Reader:
 
     def value(self, what: str) -> Any:
         """Decode one complete JSON value, reading more of the file until it is complete."""
+        return self.value_and_text(what)[0]
+
+    def value_and_text(self, what: str) -> tuple[Any, str]:
+        """The next JSON value and its source text (spooled as is, without encoding it again)."""
         self.peek()
         while True:
             try:
@@ -93,8 +97,9 @@ class _Reader:
             # A number at the very end of the buffer may continue in the next chunk.
             if end == len(self.buffer) and not self.eof and self._fill():
                 continue
+            text = self.buffer[self.position:end]
             self.position = end
-            return value
+            return value, text
 
     def skip_value(self, what: str) -> None:
         self.value(what)
@@ -177,13 +182,14 @@ def _subset_notes(reader: _Reader, subset_index: int) -> Iterator[tuple[str, int
                 reader.skip_value(f"{what}.{key}")
                 continue
             for note_index, _ in enumerate(reader.array_items(f"{what}.paragraphs")):
-                note = reader.value(f"note {note_index} of {what}.paragraphs")
+                note, source = reader.value_and_text(f"note {note_index} of {what}.paragraphs")
                 if title is not None:
                     yield title, note_index, note
                 else:
                     if spool is None:
-                        spool = tempfile.TemporaryFile("w+", encoding="utf-8")
-                    spool.write(json.dumps(note) + "\n")
+                        spool = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
+                    # Raw line breaks in JSON text are only whitespace between tokens: one note per line.
+                    spool.write(source.replace("\r", " ").replace("\n", " ") + "\n")
                     spooled += 1
         if spool is not None:
             if title is None:
