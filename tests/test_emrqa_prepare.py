@@ -262,8 +262,13 @@ def test_synthetic_questions_come_from_the_public_templates(shared_data):
 
 
 def test_evidence_with_other_spacing_is_located_and_repeated_note_ids_are_kept_apart(tmp_path):
+    from medeval_metrics.emrqa.prepare import DEFAULT_SEED, _is_test
+
+    # An id whose renamed copy would fall on the other side of the split if it were split by its own key.
+    note_id = next(str(n) for n in range(700, 800) if _is_test(DEFAULT_SEED, "qa-note", f"medication/{n}")
+                   != _is_test(DEFAULT_SEED, "qa-note", f"medication/{n}~1"))
     qa = {**GOOD_QA, "answers": [{**GOOD_QA["answers"][0], "evidence": f"{SECRET}   ASPIRIN 81 mg", "evidence_start": 5}]}
-    note = {"note_id": "777", "context": ["first line", f"{SECRET} aspirin 81 mg"], "qas": [qa]}
+    note = {"note_id": note_id, "context": ["first line", f"{SECRET} aspirin 81 mg"], "qas": [qa]}
     data_json = tmp_path / "data.json"
     data_json.write_text(json.dumps({"data": [{"title": "medication", "paragraphs": [note, note]}]}), encoding="utf-8")
     ql = tmp_path / "data-ql.csv"
@@ -273,7 +278,9 @@ def test_evidence_with_other_spacing_is_located_and_repeated_note_ids_are_kept_a
     assert checks["evidence_located_ignoring_case_and_spacing"] == 2 and checks["repeated_note_ids_renamed"] == 1
     records = [json.loads(line) for name in ("qa_medication_train.jsonl", "qa_medication_test.jsonl")
                for line in (tmp_path / "out" / name).read_text(encoding="utf-8").splitlines()]
-    assert sorted(r["note_key"] for r in records) == ["medication/777", "medication/777~1"]
+    assert sorted(r["note_key"] for r in records) == [f"medication/{note_id}", f"medication/{note_id}~1"]
+    notes = [json.loads(line) for line in (tmp_path / "out" / "notes.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert notes[0]["split"] == notes[1]["split"]  # the same note stays on one side of the split
     assert all(r["answers"][0] == {"evidence": f"{SECRET} aspirin 81 mg", "evidence_start": 11, "entity_type": "single",
                                    "entities": ["81 mg"]} for r in records)
 

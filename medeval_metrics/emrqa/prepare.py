@@ -419,15 +419,17 @@ def _prepare_qa(path: Path, work: Path, seed: int, stats: Counter) -> dict[str, 
                 note_id = note.get("note_id")
                 if note_id is None or str(note_id).strip() == "":
                     raise _fail(path, f"{subset} note {note_number}", "it has no 'note_id'")
-                note_key = f"{subset}/{str(note_id).strip()}"
-                if note_key in seen_notes:  # kept apart, and counted in the preparation report
+                split_key = note_key = f"{subset}/{str(note_id).strip()}"
+                if note_key in seen_notes:
+                    # Upstream's smoking and obesity scripts write one paragraph per (question, note):
+                    # kept apart under a new key, on the same side of the split, and counted.
                     stats["repeated_note_ids_renamed"] += 1
                     note_key = f"{note_key}~{note_number}"
                 seen_notes.add(note_key)
                 if "context" not in note or not isinstance(note.get("qas"), list):
                     raise _fail(path, f"note {note_key}", "it needs 'context' and a 'qas' list")
                 text, line_offsets = _note_text(note["context"], path, f"note {note_key}")
-                split = "test" if _is_test(seed, "qa-note", note_key) else "train"
+                split = "test" if _is_test(seed, "qa-note", split_key) else "train"
                 notes_per_split[f"{subset}_{split}"] += 1
                 _dump(notes, {"note_key": note_key, "subset": subset, "split": split, "text": text})
                 name = f"qa_{subset}_{split}"
