@@ -349,3 +349,26 @@ def test_pretty_printed_crlf_file_with_title_last(tmp_path, monkeypatch):
     path.write_bytes(json.dumps(data, indent=2).replace("\n", "\r\n").encode("utf-8"))
     assert list(jsonstream.iter_notes(path)) == [("risk-dataset", 0, data["data"][0]["paragraphs"][0]),
                                                  ("risk-dataset", 1, data["data"][0]["paragraphs"][1])]
+
+
+def test_obesity_list_answer_questions_are_not_classification(tmp_path):
+    yes_no = {"question": ["Does the patient have asthma"], "id": [[["Does the patient have asthma", "t1"]], "Status (|problem|)"],
+              "answers": [{"text": "yes", "answer_start": "", "evidence": "", "evidence_start": ""}]}
+    comorbid = {"question": ["Comorbidities of obesity"], "id": [[["Comorbidities of obesity", "t2"]], "Relates (|problem|)"],
+                "answers": [{"text": "Asthma", "answer_start": "", "evidence": "", "evidence_start": ""},
+                            {"text": "GERD", "answer_start": "", "evidence": "", "evidence_start": ""}]}
+    notes = [{"note_id": str(n), "context": f"{SECRET} note {n}", "qas": [yes_no, comorbid]} for n in range(12)]
+    data_json = tmp_path / "data.json"
+    data_json.write_text(json.dumps({"data": [{"title": "obesity", "paragraphs": notes}]}), encoding="utf-8")
+    ql = tmp_path / "data-ql.csv"
+    ql.write_text("Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (|y|)\n", encoding="utf-8")
+    meta = {"emrqa_data_json": str(data_json), "emrqa_data_ql_csv": str(ql), "emrqa_cache_dir": str(tmp_path / "c")}
+    folder, manifest = ensure_prepared(meta, log=lambda _: None)
+    assert manifest["qa"]["labels"] == {"obesity": ["yes"]}
+    assert manifest["qa"]["list_answer_templates_not_evaluated"] == {"obesity": ["Relates (|problem|)"]}
+    tests = manifest["qa"]["sizes"]["qa_obesity_test"] // 2
+    assert manifest["quirks_and_checks"]["obesity_list_answer_questions_not_evaluated"] == tests
+    from medeval_metrics.emrqa.tasks import load_obesity
+
+    docs = load_obesity(**meta)["test"]
+    assert len(docs) == tests and set(docs["label"]) == {"yes"} and set(docs["lf_template"]) == {"Status (|problem|)"}

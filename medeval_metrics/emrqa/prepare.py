@@ -232,9 +232,8 @@ def _qa_record(
         label = str(answers[0].get("text", "")).strip()
         if not label:
             raise _fail(path, where, "the answer's class label ('text') is empty")
-        if len(labels) > 1:
-            stats["class_questions_with_several_labels_first_used"] += 1
         record["label"] = label
+        record["several_answers"] = len(labels) > 1  # a list of entities, not a class (dropped before writing)
     else:
         record["answers"] = _gold_answers(subset, answers, text, line_offsets, path, where, stats)
     return record
@@ -402,7 +401,8 @@ def _prepare_qa(path: Path, work: Path, seed: int, stats: Counter) -> dict[str, 
     handles: dict[str, Any] = {}
     sizes: Counter = Counter()
     template_counts: dict[str, Counter] = defaultdict(Counter)
-    labels: dict[str, set[str]] = defaultdict(set)
+    labels: dict[tuple[str, str], set[str]] = defaultdict(set)  # (subset, LF template) -> class labels
+    list_templates: dict[str, set[str]] = defaultdict(set)
     notes_per_split: Counter = Counter()
     seen_notes: set[str] = set()
     try:
@@ -437,23 +437,35 @@ def _prepare_qa(path: Path, work: Path, seed: int, stats: Counter) -> dict[str, 
                     handles[name] = open(work / f"{name}.jsonl", "w", encoding="utf-8")
                 for qa_number, qa in enumerate(note["qas"]):
                     record = _qa_record(subset, note_key, qa_number, qa, text, line_offsets, path, seed, stats)
+                    if "label" in record:
+                        labels[(subset, record["lf_template"])].add(record["label"])
+                        if record.pop("several_answers"):
+                            list_templates[subset].add(record["lf_template"])
                     _dump(handles[name], record)
                     sizes[name] += 1
                     if split == "test":
                         template_counts[subset][record["lf_template"]] += 1
-                    if "label" in record:
-                        labels[subset].add(record["label"])
     finally:
         for handle in handles.values():
             handle.close()
     for subset in set(SUBSETS.values()):  # every task finds its files, even for a subset the file lacks
         for split in ("train", "test"):
             (work / f"qa_{subset}_{split}.jsonl").touch()
+    # Questions of a class subset that answer with a list of entities (upstream's obesity
+    # "comorbidities of |problem|") are not classification: their templates are left out of the
+    # class tasks' samples and label sets, and reported.
+    class_labels: dict[str, set[str]] = defaultdict(set)
+    for (subset, template), found in labels.items():
+        if template in list_templates[subset]:
+            stats[f"{subset}_list_answer_questions_not_evaluated"] += template_counts[subset].pop(template, 0)
+        else:
+            class_labels[subset] |= found
     return {
         "sizes": dict(sorted(sizes.items())),
         "notes": dict(sorted(notes_per_split.items())),
         "test_lf_template_counts": {s: dict(sorted(c.items())) for s, c in sorted(template_counts.items())},
-        "labels": {s: sorted(v) for s, v in sorted(labels.items())},
+        "labels": {s: sorted(v) for s, v in sorted(class_labels.items())},
+        "list_answer_templates_not_evaluated": {s: sorted(v) for s, v in sorted(list_templates.items()) if v},
     }
 
 

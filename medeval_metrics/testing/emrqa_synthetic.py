@@ -5,7 +5,8 @@ logical forms come from emrQA's public templates (``templates-all.csv``) when a 
 given, else from a few built-in templates in the same style. The files cover every subset and
 answer form: line/token answer starts (0-based lines in medication, 1-based in relations),
 character offsets and two-line evidence in risk notes, ``empty`` and ``complex`` answers,
-questions with two gold answers, class labels for smoking and obesity; and the upstream CSV
+questions with two gold answers, class labels for smoking and obesity (and obesity's list-answer
+comorbidity questions where the templates have them); and the upstream CSV
 writer's quirks: BOM, CRLF, a blank line, a repeated header, trailing commas and unquoted commas
 inside logical forms. ``title`` comes after ``paragraphs`` in some subsets, as key order varies.
 """
@@ -195,9 +196,13 @@ def _class_note(subset: str, note_number: int, rng: random.Random, templates: li
         paraphrases = [p.strip() for p in question_tpl.split("##") if p.strip()]
         values = {name: _slot_value(name, rng) for name in _slots(question_tpl, lf_tpl)}
         filled = [fill(p, values) for p in paraphrases]
+        if " relates " in lf_tpl:  # upstream's obesity comorbidity questions answer with a list of problems
+            texts = rng.sample([p for p in PROBLEMS if p not in values.values()], 2)
+        else:
+            texts = [label]
         qas.append({"question": filled, "id": [[[q, p] for q, p in zip(filled, paraphrases)], lf_tpl],
-                    "answers": [{"text": label, "answer_start": "", "evidence": "", "evidence_start": "",
-                                 "answer_entity_type": "single"}]})
+                    "answers": [{"text": text, "answer_start": "", "evidence": "", "evidence_start": "",
+                                 "answer_entity_type": "single"} for text in texts]})
         for q, p in zip(filled, paraphrases):
             ql_rows.append((q, fill(lf_tpl, values), p, lf_tpl))
     return {"note_id": f"{500 + note_number}", "context": text, "qas": qas}
