@@ -44,6 +44,11 @@ def crossed(first: Categories, second: Categories) -> Categories:
 
 _emsqa_level, _emsqa_area = doc_field("level"), doc_field("category")
 BREAKDOWNS: dict[str, BreakdownSpec] = {
+    "medicationqa": BreakdownSpec(
+        metrics=("rougeL", "bleu", "judge_panel_score", "judge_reward", "judge_accuracy", "judge_completeness",
+                 "judge_clarity", "judge_unscored_rate"),
+        dimensions={"question_type": doc_field("question_type")},
+    ),
     "emsqa": BreakdownSpec(
         metrics=("acc", "f1", "unparseable"),
         dimensions={

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "medeval_metrics.lm_eval_link",
     "medeval_metrics.breakdown",
+    "medeval_metrics.judge.cli",
     "medeval_metrics.emrqa.prepare",
 )
 

@@ -1,6 +1,7 @@
 """The pack as users install and find it: wheel contents, task index, manifest, CLI, opt-in discovery."""
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -169,3 +170,30 @@ def test_readme_task_table_is_generated_from_the_manifest():
     start, end = "<!-- medeval:tasks-table:start -->\n", "<!-- medeval:tasks-table:end -->"
     table = readme[readme.index(start) + len(start): readme.index(end)].strip()
     assert table == tasks_table(load_manifest(), markdown=True), "regenerate with `medeval list --markdown`"
+
+
+def test_medeval_run_keeps_the_users_own_include_path(tmp_path):
+    """The pack's tasks are added next to a user's --include_path, not instead of it."""
+    own = tmp_path / "own_tasks"
+    own.mkdir()
+    (own / "data.jsonl").write_text('{"question": "2+2?", "answer": "4"}\n')
+    (own / "own_task.yaml").write_text(
+        "task: own_arith\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {own / 'data.jsonl'}\n"
+        "test_split: test\noutput_type: generate_until\ndoc_to_text: '{{question}}'\ndoc_to_target: answer\n"
+        "metric_list:\n  - metric: exact_match\nmetadata:\n  version: 1\n"
+    )
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"key": "question", "generate": {"2+2?": "4"}, "default": '["a"]'}))
+    synthetic = Path(__file__).parent / "fixtures" / "emsqa_synthetic.json"
+    proc = run_cli(
+        ["run", "--include_path", str(own), "--tasks", "own_arith,emsqa_private", "--model", "medeval-scripted",
+         "--model_args", f"table={table}", "--metadata", json.dumps({"emsqa_private_path": str(synthetic)})],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "own_arith" in proc.stdout and "emsqa_private" in proc.stdout
+    # Gold {a} on 3 of the 12 synthetic items: acc = 3/12. F1 adds the multi-answer items holding a:
+    # {a,b,d} 0.5, {a,c} 2/3, {a,b,c} 0.5 twice -> (3 + 0.5 + 2/3 + 0.5 + 0.5) / 12 = 0.4306.
+    assert re.search(r"\|emsqa_private\s*\|[^\n]*\|acc\s*\|↑\s*\|0\.2500\|", proc.stdout), proc.stdout
+    assert re.search(r"\|\s*\|\s*\|extract_answer\|\s*0\|f1\s*\|↑\s*\|0\.4306\|", proc.stdout), proc.stdout

@@ -1,0 +1,142 @@
+"""Scores from a panel's verdicts: per item, and over items.
+
+Conventions (see docs/benchmarks.md): the HELM/MedHELM panel score is the plain mean of all integer
+scores over judges x dimensions (1-5); the MedARC reward is the mean over judges of the mean of
+dimension/scale_max (0-1). Both are computed per item over the judges that scored it; an item no
+judge scored contributes to neither (HELM would give it 1.0 and MedARC 0.0; we report it in the
+unscored rate instead). Agreement is Krippendorff's alpha with the ordinal metric, over units =
+(item, dimension) and coders = judges, unscored verdicts being missing values.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Mapping, Sequence
+
+SUCCESS_PREFIX = "judge_success_"
+
+
+def item_metrics(
+    verdicts: Mapping[str, Mapping[str, Any]],
+    dimensions: Sequence[str],
+    judge_names: Sequence[str],
+    scale_max: int = 5,
+) -> dict[str, Any]:
+    """Per-item values for lm-eval's ``process_results``.
+
+    Keys with no meaning for this item (a dimension no judge scored) are left out rather than
+    given a number: lm-eval then aggregates each metric over the items that produced it.
+    """
+    scored = [verdicts[name] for name in judge_names if (verdicts.get(name) or {}).get("scores")]
+    out: dict[str, Any] = {"judge_unscored_rate": 1.0 - len(scored) / len(judge_names)}
+    for name in judge_names:
+        out[SUCCESS_PREFIX + name] = 1.0 if (verdicts.get(name) or {}).get("scores") else 0.0
+    def score(name: str, dim: str) -> int | None:
+        scores = (verdicts.get(name) or {}).get("scores")
+        return scores[dim] if scores else None
+
+    if len(judge_names) >= 2:
+        # ratings for agreement: one row per dimension, one value per judge (None = unscored)
+        out["judge_agreement"] = tuple(tuple(score(name, dim) for name in judge_names) for dim in dimensions)
+    if scored:
+        for dim in dimensions:
+            out[f"judge_{dim}"] = sum(v["scores"][dim] for v in scored) / len(scored)
+        out["judge_panel_score"] = sum(v["scores"][d] for v in scored for d in dimensions) / (len(scored) * len(dimensions))
+        out["judge_reward"] = sum(
+            sum(v["scores"][d] / scale_max for d in dimensions) / len(dimensions) for v in scored
+        ) / len(scored)
+    return out
+
+
+def krippendorff_alpha_ordinal(units: Sequence[Sequence[Any]]) -> float:
+    """Krippendorff's alpha, ordinal metric. ``units``: one sequence of coder values per unit,
+    ``None`` for missing. Units with fewer than two values are not pairable and are skipped.
+    Returns NaN when there is no variation at all (alpha is undefined)."""
+    pairable = [[v for v in unit if v is not None] for unit in units]
+    pairable = [unit for unit in pairable if len(unit) >= 2]
+    values = sorted({v for unit in pairable for v in unit})
+    if not values:
+        return float("nan")
+    position = {v: i for i, v in enumerate(values)}
+    size = len(values)
+    coincidence = [[0.0] * size for _ in range(size)]
+    for unit in pairable:
+        weight = 1.0 / (len(unit) - 1)
+        for i, a in enumerate(unit):
+            for j, b in enumerate(unit):
+                if i != j:
+                    coincidence[position[a]][position[b]] += weight
+    marginals = [sum(row) for row in coincidence]
+    total = sum(marginals)
+
+    def delta_squared(c: int, k: int) -> float:
+        low, high = min(c, k), max(c, k)
+        return (sum(marginals[low : high + 1]) - (marginals[low] + marginals[high]) / 2.0) ** 2
+
+    observed = sum(coincidence[c][k] * delta_squared(c, k) for c in range(size) for k in range(size))
+    expected = sum(marginals[c] * marginals[k] * delta_squared(c, k) for c in range(size) for k in range(size))
+    if expected == 0:
+        return float("nan")
+    return 1.0 - (total - 1.0) * observed / expected
+
+
+def agreement(items: Sequence[Sequence[Sequence[Any]]]) -> float:
+    """lm-eval aggregation: per item, its rows of (judge values) per dimension."""
+    return krippendorff_alpha_ordinal([row for item in items for row in item])
+
+
+def agreement_stderr(items: Sequence[Sequence[Sequence[Any]]], resamples: int = 500, seed: int = 1234) -> float:
+    """Bootstrap standard error of ``agreement``, resampling items (their dimensions stay together)."""
+    items = list(items)
+    if len(items) < 2:
+        return 0.0
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(resamples):
+        value = agreement([items[rng.randrange(len(items))] for _ in items])
+        if not math.isnan(value):
+            draws.append(value)
+    if len(draws) < 2:
+        return float("nan")
+    mean = sum(draws) / len(draws)
+    return math.sqrt(sum((d - mean) ** 2 for d in draws) / (len(draws) - 1))
+
+
+# lm-eval reports "N/A" as the stderr of any aggregation it does not know; this attribute lets the
+# patched lookup below give ours a real one.
+agreement.medeval_stderr = agreement_stderr  # type: ignore[attr-defined]
+
+
+def install_stderr_hook() -> None:
+    """Teach lm-eval's stderr lookup about aggregations that carry ``medeval_stderr``. Idempotent."""
+    import lm_eval.evaluator_utils as evaluator_utils
+
+    original = evaluator_utils.stderr_for_metric
+    if getattr(original, "_medeval", False):
+        return
+
+    def stderr_for_metric(metric, bootstrap_iters):  # type: ignore[no-untyped-def]
+        own = getattr(metric, "medeval_stderr", None)
+        if own is not None and bootstrap_iters and bootstrap_iters > 0:
+            return own
+        return original(metric=metric, bootstrap_iters=bootstrap_iters)
+
+    stderr_for_metric._medeval = True  # type: ignore[attr-defined]
+    evaluator_utils.stderr_for_metric = stderr_for_metric
+
+
+def summarize(per_item: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Over items: ``{metric: {"value", "stderr", "n"}}`` for every per-item metric (used by ``medeval judge``)."""
+    from medeval_metrics.stats import mean_and_stderr
+
+    out: dict[str, dict[str, float]] = {}
+    keys = sorted({k for row in per_item for k in row})
+    for key in keys:
+        values = [row[key] for row in per_item if key in row]
+        if key == "judge_agreement":
+            out[key] = {"value": agreement(values), "stderr": agreement_stderr(values), "n": len(values)}
+        elif values and all(isinstance(v, (int, float)) for v in values):
+            value, stderr = mean_and_stderr(values)
+            out[key] = {"value": value, "stderr": stderr, "n": len(values)}
+    return out

@@ -1,0 +1,231 @@
+"""End to end: lm-eval runs the medicationqa task with a two-judge panel on a loopback server;
+``medeval judge`` re-scores the logged samples; a killed judging run resumes from the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from medeval_metrics.testing.fake_judge import FakeJudgeServer
+from conftest import REPO_ROOT, find_results, run_cli
+
+CANARY = "sk-canary-e2e-0000-leak-check"
+JUDGE_METRICS = ("judge_accuracy", "judge_completeness", "judge_clarity", "judge_panel_score", "judge_reward",
+                 "judge_unscored_rate", "judge_agreement", "judge_success_a", "judge_success_b")
+ROWS = [
+    {"question": f"can i take drug{i} with food", "focus_drug": f"drug{i}", "question_type": ["Dose", "Usage", "Interaction"][i % 3],
+     "answer": f"Drug{i} can be taken with or without food.", "section_title": "How to use", "url": f"https://example.org/{i}"}
+    for i in range(12)
+]
+
+
+def _data_file(tmp_path: Path) -> Path:
+    path = tmp_path / "medicationqa.json"
+    path.write_text(json.dumps(ROWS))
+    return path
+
+
+def _judges(server: FakeJudgeServer, cache: Path) -> str:
+    return json.dumps({
+        "judges": [
+            {"name": "a", "backend": "local-chat-completions", "model": "judge-a", "base_url": server.url, "api_key_env": "E2E_JUDGE_KEY"},
+            {"name": "b", "backend": "local-chat-completions", "model": "judge-b", "base_url": server.url},
+        ],
+        "cache": str(cache), "concurrency": 8, "backoff_base": 0.01,
+    })
+
+
+def _all_text(folder: Path) -> str:
+    return "\n".join(p.read_bytes().decode("utf-8", "replace") for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.e2e
+def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
+    cache, out = tmp_path / "cache.sqlite", tmp_path / "out"
+    script = {("judge-a", ROWS[0]["question"]): [{"status": 429, "headers": {"Retry-After": "0"}}, {"status": 500}]}
+    with FakeJudgeServer(script=script) as server:
+        env = {"MEDEVAL_JUDGES": _judges(server, cache), "E2E_JUDGE_KEY": CANARY, "MEDEVAL_MEDICATIONQA_PATH": str(_data_file(tmp_path))}
+        run = run_cli(["run", "--tasks", "medicationqa", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
+                       "--limit", "10", "--device", "cpu", "--batch_size", "10", "--gen_kwargs", "max_gen_toks=16",
+                       "--output_path", str(out), "--log_samples"], cwd=tmp_path, env=env)
+        assert run.returncode == 0, run.stderr[-3000:]
+        requests_after_run = server.count()
+        assert requests_after_run == 20 + 2  # 10 answers x 2 judges, plus the 429 and the 500 retried
+        assert {r["authorization"] for r in server.requests if r["model"] == "judge-a"} == {f"Bearer {CANARY}"}
+
+        results, samples = find_results(out)
+        task = results["results"]["medicationqa"]
+        for metric in ("rougeL", "bleu", "judge_computed", *JUDGE_METRICS):
+            assert metric in run.stdout, metric
+            assert isinstance(task[f"{metric},scored"], float), metric
+            assert isinstance(task[f"{metric}_stderr,scored"], float), metric  # never "N/A"
+        assert task["judge_computed,scored"] == 1.0 and task["judge_unscored_rate,scored"] == 0.0
+        assert 1.0 <= task["judge_panel_score,scored"] <= 5.0
+        # a full panel always scores all dimensions, so the MedARC reward is the HELM score / 5
+        assert task["judge_reward,scored"] == pytest.approx(task["judge_panel_score,scored"] / 5)
+        assert len(samples["medicationqa"]) == 10
+        assert "**medicationqa** by question_type" in run.stdout  # breakdown printed after the run
+
+        judged = run_cli(["judge", str(out), "--quiet"], cwd=tmp_path, env=env)
+        assert judged.returncode == 0, judged.stderr[-3000:]
+        assert server.count() == requests_after_run  # every verdict came from the cache
+
+    judged_results = json.loads(next(out.rglob("results_*_judged.json")).read_text())
+    rejudged = judged_results["results"]["medicationqa"]
+    for metric in ("rougeL", "bleu", *JUDGE_METRICS):
+        assert rejudged[f"{metric},scored"] == pytest.approx(task[f"{metric},scored"]), metric
+        assert rejudged[f"{metric}_stderr,scored"] == pytest.approx(task[f"{metric}_stderr,scored"]), metric
+    assert judged_results["medeval_judge"]["medicationqa"]["rubric_version"] == "medicationqa-rubric-v1"
+    verdict_lines = [json.loads(l) for l in next(out.rglob("judged_medicationqa_*.jsonl")).read_text().splitlines()]
+    assert len(verdict_lines) == 10 and set(verdict_lines[0]["verdicts"]) == {"a", "b"}
+    assert verdict_lines[0]["question_type"] == "Dose"
+
+    everything = run.stdout + run.stderr + judged.stdout + judged.stderr + _all_text(out) + cache.read_bytes().decode("utf-8", "replace")
+    assert CANARY not in everything
+
+
+def _write_samples(folder: Path, n: int) -> Path:
+    folder.mkdir(parents=True)
+    path = folder / "samples_medicationqa_2026-01-01T00-00-00.000000.jsonl"
+    with path.open("w") as handle:
+        for i in range(n):
+            doc = {"question": f"question {i}", "answer": f"reference {i}", "question_type": "Dose", "focus_drug": "x",
+                   "section_title": "", "url": ""}
+            handle.write(json.dumps({"doc_id": i, "doc": doc, "resps": [[f"model answer {i}"]], "filter": "scored"}) + "\n")
+    return path
+
+
+def test_killed_judging_run_resumes_from_cache(tmp_path, monkeypatch):
+    from medeval_metrics.judge.cache import VerdictCache
+    from medeval_metrics.judge.cli import judge_output
+    from medeval_metrics.judge.config import panel_from_obj
+
+    n, judges = 40, 2
+    _write_samples(tmp_path / "interrupted", n)
+    _write_samples(tmp_path / "straight", n)
+    cache = tmp_path / "cache.sqlite"
+    with FakeJudgeServer(latency=0.05) as server:
+        config = json.loads(_judges(server, cache))
+        config["concurrency"] = 2
+        env = {**os.environ, "MEDEVAL_JUDGES": json.dumps(config), "E2E_JUDGE_KEY": CANARY}
+        command = [sys.executable, "-m", "medeval_metrics.cli", "judge", str(tmp_path / "interrupted"), "--quiet"]
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while server.count() < 30 and time.time() < deadline and process.poll() is None:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        assert process.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+        first_run = server.count()
+        cached = len(VerdictCache(cache))
+        assert 0 < cached < n * judges
+
+        resumed = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        assert server.count() - first_run == n * judges - cached  # nothing cached was asked again
+
+        # an uninterrupted run with its own cache gives the same scores
+        config["cache"] = str(tmp_path / "other.sqlite")
+        monkeypatch.setenv("E2E_JUDGE_KEY", CANARY)
+        straight = judge_output(tmp_path / "straight", panel_from_obj(config, "t"), progress=False)[0]
+    resumed_results = json.loads(next((tmp_path / "interrupted").glob("*_judged.json")).read_text())["results"]["medicationqa"]
+    for metric, stats in straight["summary"].items():
+        assert resumed_results[f"{metric},scored"] == pytest.approx(stats["value"]), metric
+    assert CANARY not in resumed.stdout + resumed.stderr
+
+
+def test_task_without_judges_runs_and_says_so(tmp_path, monkeypatch, caplog):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics
+    import medeval_metrics.testing.scripted  # noqa: F401  (registers medeval-scripted)
+
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
+                          metadata={"medicationqa_path": str(_data_file(tmp_path))})
+    table = {"generate": {ROWS[0]["question"]: ROWS[0]["answer"]}, "default": "Ask your pharmacist."}
+    results = lm_eval.simple_evaluate(model="medeval-scripted", model_args={"table": table}, tasks=["medicationqa"],
+                                      task_manager=manager, limit=4)
+    task = results["results"]["medicationqa"]
+    assert task["judge_computed,scored"] == 0.0
+    assert not any(key.startswith(("judge_panel", "judge_reward", "judge_accuracy")) for key in task)
+    # doc 0 is answered with its reference exactly: ROUGE-L 1; the others share no word with theirs
+    assert task["rougeL,scored"] == pytest.approx(0.25)
+    assert isinstance(task["rougeL_stderr,scored"], float)
+    assert "judge scores were NOT computed" in caplog.text
+
+
+def _evaluate(tmp_path, metadata, model=None, limit=3):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
+                          metadata={"medicationqa_path": str(_data_file(tmp_path)), **metadata})
+    model = model or ScriptedLM({"default": "Take it with food."})
+    return lm_eval.simple_evaluate(model=model, tasks=["medicationqa"], task_manager=manager, limit=limit), model
+
+
+def test_judges_file_from_metadata(tmp_path, monkeypatch):
+    from medeval_metrics.judge import config
+
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    monkeypatch.setattr(config, "_runtime_panel", None)
+    monkeypatch.setenv("E2E_JUDGE_KEY", CANARY)
+    with FakeJudgeServer() as server:
+        judges_file = tmp_path / "judges.json"
+        judges_file.write_text(_judges(server, tmp_path / "cache.sqlite"))
+        results, _ = _evaluate(tmp_path, {"medeval_judges": str(judges_file)})
+        assert server.count() == 6
+    task = results["results"]["medicationqa"]
+    assert task["judge_computed,scored"] == 1.0 and "judge_success_b,scored" in task
+    assert results["configs"]["medicationqa"]["metadata"]["medeval_judges"] == str(judges_file)
+    assert CANARY not in json.dumps(results, default=str)
+
+
+def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
+    from medeval_metrics.data import MedevalDataError
+    from medeval_metrics.judge import config
+
+    monkeypatch.setattr(config, "_runtime_panel", None)
+    monkeypatch.delenv("E2E_JUDGE_KEY", raising=False)
+    unused_port = SimpleNamespace(url="http://127.0.0.1:9/v1/chat/completions")  # never contacted
+    monkeypatch.setenv("MEDEVAL_JUDGES", _judges(unused_port, tmp_path / "c.sqlite"))
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    model = ScriptedLM({"default": "x"})
+    with pytest.raises(MedevalDataError, match="E2E_JUDGE_KEY"):
+        _evaluate(tmp_path, {}, model=model)
+    assert model.requests_seen == []
+    with pytest.raises(MedevalDataError, match="unknown field"):
+        _evaluate(tmp_path, {"medeval_judges": {"judges": [{"backend": "hf", "model": "m", "colour": "red"}]}}, model=model)
+    assert model.requests_seen == []
+
+
+def test_chat_template_prompt(tmp_path, monkeypatch):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
+                          metadata={"medicationqa_path": str(_data_file(tmp_path))})
+    model = ScriptedLM({"default": "Take it with food."})
+    lm_eval.simple_evaluate(model=model, tasks=["medicationqa"], task_manager=manager, limit=2, apply_chat_template=True)
+    prompt, gen_kwargs = model.requests_seen[0].args
+    assert prompt.startswith("<|user|>\nAnswer the following question about a medication")
+    assert prompt.endswith(f"Question: {ROWS[0]['question']}\nAnswer:\n<|assistant|>\n")
+    assert gen_kwargs["max_gen_toks"] == 512 and gen_kwargs["do_sample"] is False

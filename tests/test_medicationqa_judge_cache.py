@@ -1,0 +1,53 @@
+"""The verdict cache: keys, persistence, and several processes writing at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from medeval_metrics.judge.cache import VerdictCache, cache_key
+from medeval_metrics.judge.config import JudgeConfig
+
+MESSAGES = [{"role": "system", "content": "rubric"}, {"role": "user", "content": "answer"}]
+
+
+def test_key_depends_on_identity_rubric_and_prompt_but_not_the_key_variable():
+    judge = JudgeConfig(name="a", backend="openai-chat-completions", model="gpt-4o", api_key_env="KEY_ONE")
+    same_but_other_key_var = JudgeConfig(name="renamed", backend="openai-chat-completions", model="gpt-4o", api_key_env="KEY_TWO")
+    base = cache_key(judge.identity(), "v1", MESSAGES)
+    assert cache_key(same_but_other_key_var.identity(), "v1", MESSAGES) == base  # same judge, same verdicts
+    assert cache_key(judge.identity(), "v2", MESSAGES) != base
+    assert cache_key(judge.identity(), "v1", [*MESSAGES[:1], {"role": "user", "content": "answer!"}]) != base
+    for changed in ({"model": "gpt-4o-mini"}, {"base_url": "http://other"}, {"temperature": 0.5}, {"max_tokens": 64},
+                    {"model_args": {"seed": 2}}):
+        other = JudgeConfig(**{"name": "a", "backend": "openai-chat-completions", "model": "gpt-4o", **changed})
+        assert cache_key(other.identity(), "v1", MESSAGES) != base, changed
+
+
+def test_values_persist_across_instances(tmp_path):
+    path = tmp_path / "sub" / "cache.sqlite"
+    VerdictCache(path).put("k", {"scores": {"accuracy": 3}})
+    assert VerdictCache(path).get("k") == {"scores": {"accuracy": 3}}
+    assert VerdictCache(path).get("missing") is None
+    assert len(VerdictCache(path)) == 1
+
+
+def _writer(path: str, worker: int, count: int) -> None:
+    cache = VerdictCache(path)
+    for i in range(count):
+        cache.put(f"w{worker}-{i}", {"worker": worker, "i": i})
+        cache.put("shared", {"same": "value"})  # every process writes the same key too
+
+
+def test_several_processes_write_at_once(tmp_path):
+    path = str(tmp_path / "cache.sqlite")
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_writer, args=(path, w, 150)) for w in range(3)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(60)
+        assert p.exitcode == 0
+    cache = VerdictCache(path)
+    assert len(cache) == 3 * 150 + 1
+    assert cache.get("w2-149") == {"worker": 2, "i": 149}
+    assert cache.get("shared") == {"same": "value"}
