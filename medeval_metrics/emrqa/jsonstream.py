@@ -169,7 +169,6 @@ def iter_notes(path: Path) -> Iterator[tuple[str, int, Any]]:
 def _subset_notes(reader: _Reader, subset_index: int) -> Iterator[tuple[str, int, Any]]:
     title: str | None = None
     spool = None  # notes read before the title
-    spooled = 0
     what = f"data[{subset_index}]"
     try:
         for key in reader.object_keys(what):
@@ -190,7 +189,6 @@ def _subset_notes(reader: _Reader, subset_index: int) -> Iterator[tuple[str, int
                         spool = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
                     # Raw line breaks in JSON text are only whitespace between tokens: one note per line.
                     spool.write(source.replace("\r", " ").replace("\n", " ") + "\n")
-                    spooled += 1
         if spool is not None:
             if title is None:
                 raise MedevalDataError(
