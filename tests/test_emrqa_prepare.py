@@ -372,3 +372,12 @@ def test_obesity_list_answer_questions_are_not_classification(tmp_path):
 
     docs = load_obesity(**meta)["test"]
     assert len(docs) == tests and set(docs["label"]) == {"yes"} and set(docs["lf_template"]) == {"Status (|problem|)"}
+
+
+def test_unwritable_cache_is_a_clear_error(synthetic, tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    meta = {"emrqa_data_json": str(synthetic.data_json), "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
+            "emrqa_cache_dir": str(blocker / "cache")}
+    with pytest.raises(MedevalDataError, match="cannot write the emrQA cache"):
+        ensure_prepared(meta, log=lambda _: None)

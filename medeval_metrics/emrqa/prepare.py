@@ -370,8 +370,14 @@ def prepare(
     log = log or (lambda message: print(message, file=sys.stderr))
     started = time.time()
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".prep-", dir=out_dir.parent))
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".prep-", dir=out_dir.parent))
+    except OSError as exc:
+        raise MedevalDataError(
+            f"cannot write the emrQA cache under {out_dir.parent} ({exc.strerror}). Choose another folder with "
+            f"--metadata '{{\"{CACHE_DIR_KEY}\": \"/path\"}}' or MEDEVAL_EMRQA_CACHE_DIR."
+        ) from exc
     try:
         stats: Counter = Counter()
         manifest: dict[str, Any] = {"prep_version": PREP_VERSION, "seed": seed, "test_fraction": TEST_FRACTION}
@@ -385,7 +391,13 @@ def prepare(
         (work / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         if out_dir.exists():
             shutil.rmtree(out_dir)
-        os.replace(work, out_dir)
+        try:
+            os.replace(work, out_dir)
+        except OSError:
+            # Another process prepared the same inputs meanwhile: its output is identical, keep it.
+            if not (out_dir / "manifest.json").exists():
+                raise
+            shutil.rmtree(work, ignore_errors=True)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
