@@ -303,6 +303,7 @@ def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model):
     assert [d["fits_context"] for d in docs] == [False, True] and docs[0]["context_check"].startswith("tokenizer")
     ContextCheck({"pretrained": str(tiny_model), "max_length": 100000}).annotate(docs, evidence_prompt)
     assert docs[0]["fits_context"] is True
+    assert ContextCheck({"pretrained": str(tiny_model), "max_model_len": 4096}).limit == 4096  # vLLM's name
     estimate = ContextCheck({"max_length": "300"})
     estimate.annotate(docs, evidence_prompt)
     # 4 characters per token against 300 - 256 = 44 tokens: the short prompt (189 characters, 48 tokens) does not fit either.

@@ -136,7 +136,7 @@ def lf_target(doc: Mapping[str, Any]) -> str:
 class ContextCheck:
     """Counts prompt tokens with the evaluated model's tokenizer when lm-eval tells us the model.
 
-    ``pretrained``/``tokenizer``/``max_length`` come from ``--model_args``; the limit follows lm-eval's
+    ``pretrained``/``tokenizer``/``max_length`` (vLLM: ``max_model_len``) come from ``--model_args``; the limit follows lm-eval's
     HF backend (``max_length``, else the config's n_positions / max_position_embeddings / n_ctx, else
     the tokenizer's model_max_length, else 2048). Without a loadable tokenizer the count is an
     estimate of 4 characters per token against ``max_length`` (default 2048), labelled as such in
@@ -146,7 +146,7 @@ class ContextCheck:
     def __init__(self, kwargs: Mapping[str, Any]) -> None:
         self.tokenizer = None
         name = kwargs.get("tokenizer") or kwargs.get("pretrained")
-        explicit = kwargs.get("max_length")
+        explicit = kwargs.get("max_length") or kwargs.get("max_model_len")  # hf / vllm model_args
         self.limit = int(explicit) if explicit else None
         if name:
             try:
