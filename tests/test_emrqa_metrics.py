@@ -73,6 +73,9 @@ def test_note_layout_is_what_the_table_assumes():
         pytest.param("\n".join(["Follow up in clinic."] * 9 + [ASPIRIN_LINE]), [ASPIRIN_EMPTY], (1.0, 1.0, 1.0),
                      id="tenth-line-counts"),
         pytest.param("", [ASPIRIN_SINGLE], (0.0, 0.0, 0.0), id="empty-output"),
+        # Chat-style bullets and quotes around a copied line: dropped when the note lacks them.
+        pytest.param(f'- "{ASPIRIN_LINE}"\n2. {METOPROLOL_LINE}', [ASPIRIN_EMPTY, METOPROLOL_EMPTY], (1.0, 1.0, 1.0),
+                     id="list-markers-and-quotes"),
         # Gold evidence that could not be located in the note: position rule cannot apply.
         pytest.param(ASPIRIN_LINE, [gold(ASPIRIN_LINE, -1, "empty")], (0.0, 1.0, 1.0), id="gold-not-located"),
     ],

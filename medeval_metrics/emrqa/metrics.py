@@ -8,7 +8,8 @@ right length in the wrong place scores 0 (the seed description compared lengths,
 Our reading, stated so it can be checked:
 - The model's output is split into non-empty lines; only the first ``MAX_PREDICTIONS`` (10) lines
   count. Lines that sit next to each other in the note are also tried joined, so multi-line gold
-  evidence (risk notes) can be matched by a multi-line answer.
+  evidence (risk notes) can be matched by a multi-line answer. A line not found in the note as
+  written is tried without a leading list marker (``-``, ``*``, ``1.``) and surrounding quotes.
 - Position rule: the candidate is found in the note (case-insensitive, whitespace runs collapsed;
   the occurrence nearest the gold evidence is used) and both its start and its end are within 20
   characters of the gold evidence's start and end.
@@ -136,9 +137,25 @@ def prediction_lines(output: str, limit: int = MAX_PREDICTIONS) -> list[str]:
     return [line for line in lines if line][:limit]
 
 
+_LIST_MARKER = re.compile(r"""^(?:[-*\u2022]|\d{1,2}[.)])\s+""")
+_QUOTES = "\"'`\u201c\u201d"
+
+
+def _locate_line(line: str, index: NoteIndex, near: int) -> tuple[str, tuple[int, int] | None]:
+    """A predicted line and its place in the note; a list marker or quotes the note lacks are dropped."""
+    span = index.locate(line, near)
+    if span is None:
+        bare = _LIST_MARKER.sub("", line).strip().strip(_QUOTES).strip()
+        if bare and bare != line:
+            bare_span = index.locate(bare, near)
+            if bare_span is not None:
+                return bare, bare_span
+    return line, span
+
+
 def candidates(lines: Sequence[str], index: NoteIndex, near: int) -> list[tuple[str, tuple[int, int] | None]]:
     """Each line with its location, plus runs of lines that are adjacent in the note, joined."""
-    located = [(line, index.locate(line, near)) for line in lines]
+    located = [_locate_line(line, index, near) for line in lines]
     out = list(located)
     for first in range(len(located)):
         text, span = located[first]
