@@ -21,6 +21,7 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "medeval_metrics.breakdown",
     "medeval_metrics.judge.cli",
     "medeval_metrics.report",
+    "medeval_metrics.emrqa.prepare",
 )
 
 
