@@ -60,6 +60,26 @@ BREAKDOWNS: dict[str, BreakdownSpec] = {
 }
 
 
+def _emrqa_answer_types(doc: dict[str, Any]) -> list[str]:
+    # Evidence docs carry their gold answers as JSON; a question counts under each answer form it has.
+    try:
+        answers = json.loads(doc.get("answers_json") or "[]")
+    except (TypeError, ValueError):
+        return []
+    return sorted({str(answer.get("entity_type")) for answer in answers})
+
+
+BREAKDOWNS["emrqa"] = BreakdownSpec(
+    metrics=("relaxed_em", "f1", "strict_em", "acc", "unparseable", "prompt_too_long"),
+    dimensions={
+        "subset": doc_field("subset"),
+        "lf_template": doc_field("lf_template"),
+        "answer_type": _emrqa_answer_types,
+    },
+)
+BREAKDOWNS["emrql"] = BreakdownSpec(metrics=("lf_acc", "template_acc"), dimensions={"lf_template": doc_field("lf_template")})
+
+
 def spec_for_task(task: str) -> BreakdownSpec | None:
     matches = [prefix for prefix in BREAKDOWNS if task == prefix or task.startswith(prefix + "_")]
     return BREAKDOWNS[max(matches, key=len)] if matches else None
@@ -101,7 +121,9 @@ def breakdown_markdown(task: str, breakdown: dict[str, Any]) -> str:
             for category, values in cats.items():
                 n = max(v["n"] for v in values.values())
                 cells = [f"{values[m]['value']:.4f} ± {values[m]['stderr']:.4f}" if m in values else "" for m in metrics]
-                lines.append(f"| {category} | {n} | " + " | ".join(cells) + " |")
+                # Categories can hold "|" (emrQA templates' |slot| placeholders): escape it for Markdown.
+                cell = category.replace("|", "\\|")
+                lines.append(f"| {cell} | {n} | " + " | ".join(cells) + " |")
             parts.append("\n".join(lines))
     return "\n\n".join(parts)
 

@@ -20,6 +20,8 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "medeval_metrics.lm_eval_link",
     "medeval_metrics.breakdown",
     "medeval_metrics.judge.cli",
+    "medeval_metrics.report",
+    "medeval_metrics.emrqa.prepare",
 )
 
 
@@ -120,6 +122,7 @@ def _print_breakdowns(argv: Sequence[str], started: float) -> None:
     """After a run that logged samples, write and print the pack's per-category breakdowns."""
     output_path = _flag_value(argv, "--output_path")
     if not output_path or "--log_samples" not in argv:
+        print("\nmedeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")
         return
     from pathlib import Path
 
@@ -130,6 +133,7 @@ def _print_breakdowns(argv: Sequence[str], started: float) -> None:
     if written is not None:
         json_path, md_path, text = written
         print(f"\n{text}\n\nmedeval breakdowns written to {json_path} and {md_path}")
+        print(f"For a model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR")
 
 
 def _cmd_tasks_path(args: argparse.Namespace) -> int:

@@ -1,0 +1,388 @@
+"""lm-eval glue for emrQA: loaders (``custom_dataset``), prompts, ``process_results``, aggregations.
+
+Loaders receive lm-eval's merged metadata and model_args as keyword arguments:
+``emrqa_data_json`` / ``emrqa_data_ql_csv`` (or env ``MEDEVAL_EMRQA_DATA_JSON`` / ``..._DATA_QL_CSV``),
+``emrqa_cache_dir``, ``emrqa_seed``, ``emrqa_sample_size`` (default 1000 per task; ``all`` for the
+full test split) and, from model_args, ``pretrained``/``tokenizer``/``max_length`` to count how many
+prompts do not fit the model's context.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from medeval_metrics.data import MedevalDataError
+from medeval_metrics.emrqa import metrics as M
+from medeval_metrics.emrqa.prepare import ensure_prepared, stable_fraction
+from medeval_metrics.stats import install_stderr_hook, with_stderr
+
+logger = logging.getLogger("medeval.emrqa")
+
+DEFAULT_SAMPLE_SIZE = 1000
+MAX_GEN_TOKS = 256  # the evidence/classification YAMLs' generation budget, reserved when checking fit
+_HF_DEFAULT_MAX_LENGTH = 2048  # lm-eval's HFLM default when the model declares no length
+WINDOW_LINES = 12  # windowed variant: lines of note around the evidence
+
+
+# --- sampling -----------------------------------------------------------------------------------
+
+
+def allocate(counts: Mapping[str, int], size: int) -> dict[str, int]:
+    """How many items to draw per stratum: proportional, at least one each while size allows."""
+    total = sum(counts.values())
+    if size <= 0 or size >= total:
+        return dict(counts)
+    names = sorted(counts)
+    alloc = {n: 0 for n in names}
+    if size >= len(names):
+        alloc = {n: min(1, counts[n]) for n in names}
+    remaining = size - sum(alloc.values())
+    shares = {n: remaining * counts[n] / total for n in names}
+    for n in names:
+        alloc[n] += min(int(shares[n]), counts[n] - alloc[n])
+    leftover = size - sum(alloc.values())
+    order = sorted(names, key=lambda n: (-(shares[n] - int(shares[n])), n))
+    while leftover > 0:
+        progressed = False
+        for n in order:
+            if leftover and alloc[n] < counts[n]:
+                alloc[n] += 1
+                leftover -= 1
+                progressed = True
+        if not progressed:
+            break
+    return alloc
+
+
+def stratified_sample(
+    path: Path, counts: Mapping[str, int], size: int, seed: int, kind: str, id_field: str
+) -> list[dict[str, Any]]:
+    """A seeded sample stratified by ``lf_template``, streamed from a JSONL file, in file order."""
+    alloc = allocate(counts, size)
+    heaps: dict[str, list[tuple[float, int, dict[str, Any]]]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle):
+            record = json.loads(line)
+            quota = alloc.get(record["lf_template"], 0)
+            if quota <= 0:
+                continue
+            rank = stable_fraction(seed, "sample", kind, record[id_field])
+            heap = heaps.setdefault(record["lf_template"], [])
+            item = (-rank, number, record)
+            if len(heap) < quota:
+                heapq.heappush(heap, item)
+            elif item[0] > heap[0][0]:
+                heapq.heapreplace(heap, item)
+    chosen = [(number, record) for heap in heaps.values() for _, number, record in heap]
+    return [record for _, record in sorted(chosen, key=lambda pair: pair[0])]
+
+
+def sample_size(kwargs: Mapping[str, Any]) -> int:
+    value = kwargs.get("emrqa_sample_size", os.environ.get("MEDEVAL_EMRQA_SAMPLE_SIZE", DEFAULT_SAMPLE_SIZE))
+    if str(value).strip().lower() in {"all", "full", "0"}:
+        return 0
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        raise MedevalDataError(
+            f"emrqa_sample_size is {value!r}: give a positive number of test questions, or 'all' for the full split."
+        ) from None
+    if size < 0:
+        raise MedevalDataError(f"emrqa_sample_size is {size}: give a positive number, or 'all'.")
+    return size
+
+
+# --- prompts ------------------------------------------------------------------------------------
+
+
+def evidence_prompt(doc: Mapping[str, Any]) -> str:
+    # Note first, question last: if lm-eval has to cut the prompt, it cuts the note's beginning.
+    return (
+        f"Clinical note:\n{doc['note']}\n\n"
+        "Copy the line or lines of the clinical note above that answer the question, exactly as written, "
+        "one per line.\n"
+        f"Question: {doc['question']}\nEvidence:"
+    )
+
+
+def evidence_target(doc: Mapping[str, Any]) -> str:
+    """The gold evidence lines (shown in sample logs; scoring uses all gold answers)."""
+    return "\n".join(dict.fromkeys(answer["evidence"] for answer in json.loads(doc["answers_json"])))
+
+
+def classification_prompt(doc: Mapping[str, Any]) -> str:
+    return (
+        f"Clinical note:\n{doc['note']}\n\n"
+        f"Answer the question about the clinical note above with exactly one of: {'; '.join(doc['labels'])}.\n"
+        f"Question: {doc['question']}\nAnswer:"
+    )
+
+
+def lf_prompt(doc: Mapping[str, Any]) -> str:
+    return f"Question: {doc['question']}\nLogical form:"
+
+
+def lf_target(doc: Mapping[str, Any]) -> str:
+    return doc["logical_form"]
+
+
+# --- context fit --------------------------------------------------------------------------------
+
+
+class ContextCheck:
+    """Counts prompt tokens with the evaluated model's tokenizer when lm-eval tells us the model.
+
+    ``pretrained``/``tokenizer``/``max_length`` (vLLM: ``max_model_len``) come from ``--model_args``; the limit follows lm-eval's
+    HF backend (``max_length``, else the config's n_positions / max_position_embeddings / n_ctx, else
+    the tokenizer's model_max_length, else 2048). Without a loadable tokenizer the count is an
+    estimate of 4 characters per token against ``max_length`` (default 2048), labelled as such in
+    every doc's ``context_check``. Chat-template tokens are not counted.
+    """
+
+    def __init__(self, kwargs: Mapping[str, Any]) -> None:
+        self.tokenizer = None
+        name = kwargs.get("tokenizer") or kwargs.get("pretrained")
+        explicit = kwargs.get("max_length") or kwargs.get("max_model_len")  # hf / vllm model_args
+        self.limit = int(explicit) if explicit else None
+        if name:
+            try:
+                from transformers import AutoConfig, AutoTokenizer
+
+                self.tokenizer = AutoTokenizer.from_pretrained(str(name))
+                if self.limit is None:
+                    self.limit = self._model_limit(AutoConfig.from_pretrained(str(kwargs.get("pretrained") or name)))
+                self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {MAX_GEN_TOKS} generated"
+            except Exception as exc:  # an API model name, no network: fall back to the labelled estimate
+                logger.warning("emrQA: cannot load tokenizer %r (%s); estimating prompt length", name, type(exc).__name__)
+                self.tokenizer = None
+        if self.tokenizer is None:
+            self.limit = self.limit or _HF_DEFAULT_MAX_LENGTH
+            self.method = (
+                f"estimate: characters/4 against max_length {self.limit} "
+                f"({'from model_args' if explicit else 'default; pass max_length in --model_args'})"
+            )
+
+    def _model_limit(self, config: Any) -> int:
+        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+            if getattr(config, attr, None):
+                return int(getattr(config, attr))
+        length = getattr(self.tokenizer, "model_max_length", None)
+        if length and length < 10**12:
+            return int(length)
+        return _HF_DEFAULT_MAX_LENGTH
+
+    def annotate(self, docs: list[dict[str, Any]], prompt: Any) -> None:
+        texts = [prompt(doc) for doc in docs]
+        if self.tokenizer is not None:
+            counts = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        else:
+            counts = [(len(text) + 3) // 4 for text in texts]
+        budget = self.limit - MAX_GEN_TOKS
+        for doc, count in zip(docs, counts):
+            doc["prompt_tokens"] = count
+            doc["fits_context"] = count <= budget
+            doc["context_check"] = self.method
+        too_long = sum(not doc["fits_context"] for doc in docs)
+        if too_long:
+            logger.warning(
+                "emrQA: %d of %d prompts do not fit the model's context (%s); lm-eval will cut the start of "
+                "those notes. The metric prompt_too_long reports the fraction.", too_long, len(docs), self.method,
+            )
+
+
+# --- loaders ------------------------------------------------------------------------------------
+
+
+def _dataset(test: list[dict[str, Any]], train: list[dict[str, Any]] | None = None) -> Any:
+    import datasets
+
+    splits = {"test": datasets.Dataset.from_list(test)}
+    if train is not None:
+        splits["train"] = datasets.Dataset.from_list(train)
+    return datasets.DatasetDict(splits)
+
+
+def _notes(folder: Path, keys: set[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    prefix, after_key = '{"note_key": ', ', "split": '
+    with open(folder / "notes.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            # Records are written with sorted keys, note_key first: skip other notes without decoding them.
+            end = line.find(after_key)
+            if line.startswith(prefix) and end > 0 and json.loads(line[len(prefix):end]) not in keys:
+                continue
+            record = json.loads(line)
+            if record["note_key"] in keys:
+                found[record["note_key"]] = record["text"]
+    return found
+
+
+def _qa_docs(subset: str, kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    folder, manifest = ensure_prepared(kwargs)
+    counts = manifest["qa"]["test_lf_template_counts"].get(subset, {})
+    if not counts:
+        raise MedevalDataError(
+            f"the emrQA data.json has no test questions in the {subset!r} subset (after the split by note). "
+            "Check that the file is the full emrQA data.json with all five subsets."
+        )
+    docs = stratified_sample(
+        folder / f"qa_{subset}_test.jsonl", counts, sample_size(kwargs), manifest["seed"], f"qa-{subset}", "qa_id"
+    )
+    notes = _notes(folder, {doc["note_key"] for doc in docs})
+    for doc in docs:
+        doc["note"] = notes[doc["note_key"]]
+    return docs, manifest
+
+
+def _evidence(subset: str, kwargs: Mapping[str, Any]) -> Any:
+    docs, _ = _qa_docs(subset, kwargs)
+    for doc in docs:
+        doc["answers_json"] = json.dumps(doc.pop("answers"), sort_keys=True)
+    ContextCheck(kwargs).annotate(docs, evidence_prompt)
+    return _dataset(docs)
+
+
+def _classification(subset: str, kwargs: Mapping[str, Any]) -> Any:
+    install_stderr_hook()  # else lm-eval reports macro_f1's stderr as "N/A"
+    docs, manifest = _qa_docs(subset, kwargs)
+    labels = manifest["qa"]["labels"][subset]
+    for doc in docs:
+        doc["labels"] = labels
+    ContextCheck(kwargs).annotate(docs, classification_prompt)
+    return _dataset(docs)
+
+
+def window_doc(doc: dict[str, Any], seed: int, lines: int = WINDOW_LINES) -> dict[str, Any]:
+    """The note cut to ``lines`` lines that hold the first gold evidence, at a seeded position.
+
+    Gold answers whose evidence falls outside the window are dropped (as in para-level emrQA,
+    Rawat et al. 2020); positions are re-based onto the window.
+    """
+    note = doc["note"]
+    answers = json.loads(doc["answers_json"])
+    anchor = next((a for a in answers if a["evidence_start"] >= 0), None)
+    starts = [0] + [i + 1 for i, ch in enumerate(note) if ch == "\n"]
+    if anchor is None:
+        first_line = 0
+    else:
+        ev_first = max(i for i, s in enumerate(starts) if s <= anchor["evidence_start"])
+        ev_last = max(i for i, s in enumerate(starts) if s <= anchor["evidence_start"] + len(anchor["evidence"]) - 1)
+        slack = max(0, lines - (ev_last - ev_first + 1))
+        # Seeded offset so the evidence is not always in the same place in the window.
+        first_line = max(0, ev_first - int(stable_fraction(seed, "window", doc["qa_id"]) * (slack + 1)))
+    last_line = min(len(starts), first_line + max(lines, 1))
+    begin = starts[first_line]
+    end = starts[last_line] - 1 if last_line < len(starts) else len(note)
+    kept = []
+    for answer in answers:
+        s = answer["evidence_start"]
+        if s >= begin and s + len(answer["evidence"]) <= end:
+            kept.append({**answer, "evidence_start": s - begin})
+    out = dict(doc)
+    out["qa_id"] = doc["qa_id"] + "@window"  # distinct from the whole-note item in logs and tables
+    out["note"] = note[begin:end]
+    # Evidence longer than the window, or never located: keep the first answer, position unknown.
+    out["answers_json"] = json.dumps(kept or [{**answers[0], "evidence_start": -1}], sort_keys=True)
+    return out
+
+
+def _window(kwargs: Mapping[str, Any]) -> Any:
+    docs: list[dict[str, Any]] = []
+    for subset in ("medication", "relations", "risk"):
+        subset_docs, manifest = _qa_docs(subset, kwargs)
+        for doc in subset_docs:
+            doc["answers_json"] = json.dumps(doc.pop("answers"), sort_keys=True)
+            docs.append(window_doc(doc, manifest["seed"]))
+    ContextCheck(kwargs).annotate(docs, evidence_prompt)
+    return _dataset(docs)
+
+
+def _logical_forms(variant: str, kwargs: Mapping[str, Any]) -> Any:
+    folder, manifest = ensure_prepared(kwargs)
+    counts = manifest["emrql"]["test_lf_template_counts"][variant]
+    docs = stratified_sample(folder / f"{variant}_test.jsonl", counts, sample_size(kwargs), manifest["seed"], variant, "line")
+    with open(folder / f"{variant}_fewshot.jsonl", encoding="utf-8") as handle:
+        fewshot = [json.loads(line) for line in handle]
+    if not docs or not fewshot:
+        raise MedevalDataError(f"the emrQA data-ql.csv gives an empty {variant} test split or few-shot pool.")
+    for doc in docs + fewshot:
+        doc["qa_id"] = f"ql:{doc['line']}"  # one id field across every emrQA task
+    return _dataset(docs, fewshot)
+
+
+def load_emrql_1(**kwargs: Any) -> Any:
+    return _logical_forms("emrql_1", kwargs)
+
+
+def load_emrql_2(**kwargs: Any) -> Any:
+    return _logical_forms("emrql_2", kwargs)
+
+
+def load_medication(**kwargs: Any) -> Any:
+    return _evidence("medication", kwargs)
+
+
+def load_relations(**kwargs: Any) -> Any:
+    return _evidence("relations", kwargs)
+
+
+def load_risk(**kwargs: Any) -> Any:
+    return _evidence("risk", kwargs)
+
+
+def load_evidence_window(**kwargs: Any) -> Any:
+    return _window(kwargs)
+
+
+def load_smoking(**kwargs: Any) -> Any:
+    return _classification("smoking", kwargs)
+
+
+def load_obesity(**kwargs: Any) -> Any:
+    return _classification("obesity", kwargs)
+
+
+# --- scoring ------------------------------------------------------------------------------------
+
+
+def _output(results: Iterable[Any]) -> str:
+    results = list(results)
+    return str(results[0]) if results else ""
+
+
+def process_evidence(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, float]:
+    scores = M.score_evidence(_output(results), json.loads(doc["answers_json"]), doc["note"])
+    scores["prompt_too_long"] = float(not doc["fits_context"])
+    return scores
+
+
+def process_logical_form(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, float]:
+    return M.score_logical_form(_output(results), doc["logical_form"], doc["lf_template"])
+
+
+def process_classification(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, Any]:
+    prediction = M.parse_label(_output(results), doc["labels"])
+    pair = (doc["label"], prediction)
+    # macro_f1 is corpus-level: its items are (gold, predicted) pairs, aggregated once.
+    return {
+        "acc": float(prediction == doc["label"]),
+        "macro_f1": pair,
+        "unparseable": float(prediction is None),
+        "prompt_too_long": float(not doc["fits_context"]),
+    }
+
+
+def macro_f1_stderr(items: list[tuple[str, str | None]]) -> float:
+    """Seeded bootstrap standard error of macro-F1 (resampling items)."""
+    return M.bootstrap_stderr([tuple(item) for item in items])
+
+
+@with_stderr(macro_f1_stderr)
+def aggregate_macro_f1(items: list[tuple[str, str | None]]) -> float:
+    return M.macro_f1([tuple(item) for item in items])
+

@@ -1,0 +1,101 @@
+"""Judge scores in logged samples (MedicationQA's LLM-judge panel), summarised per judge and dimension.
+
+The sample field read here (the contract with the judged tasks):
+
+    "judge_scores": {"<judge name>": {"<dimension>": <number or null>, ...}, ...}
+
+a top-level key of each record of ``samples_<task>_<date>.jsonl``, as a JSON object or as a string
+holding one. A judged task gets it there by returning ``judge_scores`` from ``process_results``
+(listed in ``metric_list`` with an aggregation of its own, e.g. a panel-agreement statistic), which
+lm-eval logs per sample. ``null`` means the judge gave no usable score; it is counted apart, never
+as a score.
+
+Also read, where ``judge_scores`` is absent: the judge filter's record as lm-eval logs it in
+``filtered_resps[0]`` (a Python ``repr`` of ``{"answer", "verdicts": {judge: {"scores": {dimension:
+score} or None, ...}}, "judges"}``, which is what MedicationQA's JudgeFilter emits), and the
+records of ``judged_<task>_<time>.jsonl`` written by ``medeval judge`` (``verdicts`` at the top).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any, Iterable
+
+from medeval_metrics.stats import mean_and_stderr
+
+JUDGE_FIELD = "judge_scores"
+
+
+def _from_filter_record(sample: dict[str, Any]) -> dict[str, Any] | None:
+    """``{judge: {dimension: score}}`` from a logged judge-filter record (or a ``medeval judge``
+    verdict record, which has ``verdicts`` at the top level), if the sample holds one."""
+    responses = sample.get("filtered_resps")
+    first = responses[0] if isinstance(responses, list) and responses else responses
+    if isinstance(sample.get("verdicts"), dict):
+        first = sample
+    if isinstance(first, str):
+        if not (first.startswith("{") and "verdicts" in first):
+            return None
+        try:
+            first = ast.literal_eval(first)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if not isinstance(first, dict) or not isinstance(first.get("verdicts"), dict):
+        return None
+    verdicts = first["verdicts"]
+    dimensions = sorted({d for v in verdicts.values() if isinstance(v, dict) and isinstance(v.get("scores"), dict)
+                         for d in v["scores"]})
+    out = {}
+    for judge, verdict in verdicts.items():
+        scores = verdict.get("scores") if isinstance(verdict, dict) else None
+        out[judge] = {d: (scores or {}).get(d) for d in dimensions}
+    return out
+
+
+def judge_scores_of(sample: dict[str, Any]) -> dict[str, dict[str, float | None]] | None:
+    """The judge scores of one logged sample, or None if it has none (or a malformed one)."""
+    value = sample.get(JUDGE_FIELD)
+    if value is None:
+        value = _from_filter_record(sample)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(value, dict):
+        return None
+    out: dict[str, dict[str, float | None]] = {}
+    for judge, dims in value.items():
+        if isinstance(dims, dict):
+            out[str(judge)] = {
+                str(d): (float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) else None)
+                for d, s in dims.items()
+            }
+    return out or None
+
+
+def collect_judge_scores(samples: Iterable[dict[str, Any]]) -> dict[str, dict[str, list[float | None]]]:
+    """``{judge: {dimension: [score or None per sample]}}`` over samples that carry judge scores."""
+    collected: dict[str, dict[str, list[float | None]]] = {}
+    for sample in samples:
+        scores = judge_scores_of(sample)
+        for judge, dims in (scores or {}).items():
+            for dimension, score in dims.items():
+                collected.setdefault(judge, {}).setdefault(dimension, []).append(score)
+    return collected
+
+
+def summarise(collected: dict[str, dict[str, list[float | None]]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per judge and dimension: mean and stderr of the scores given, ``n`` scored, ``missing`` unscored."""
+    summary: dict[str, dict[str, dict[str, float]]] = {}
+    for judge, dims in collected.items():
+        for dimension, scores in dims.items():
+            given = [s for s in scores if s is not None]
+            if not given:
+                continue
+            value, stderr = mean_and_stderr(given)
+            summary.setdefault(judge, {})[dimension] = {
+                "value": value, "stderr": stderr, "n": len(given), "missing": len(scores) - len(given)
+            }
+    return summary

@@ -1,0 +1,224 @@
+"""Reading lm-eval output folders: one ``Run`` per results JSON, with its logged samples.
+
+Only a whitelist of settings leaves this module (see ``Run.settings``): lm-eval copies
+``--model_args`` and ``--metadata`` into the results JSON, and those can hold API keys, tokens or
+private paths, so nothing is printed unless it is known to be harmless, and every printed value
+still goes through ``redact``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medeval_metrics.data import MedevalDataError
+
+# Model arguments that name the model; every other model argument is left out of reports.
+SAFE_MODEL_ARGS = ("pretrained", "model", "revision", "dtype")
+
+_SECRET_PATTERNS = (
+    re.compile(r"\b(?:sk|hf|ghp|gho|github_pat|xox[abp]|AKIA|AIza|api|key|token)[-_][A-Za-z0-9_\-]{8,}", re.IGNORECASE),
+    re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),  # user:password in a URL
+    re.compile(r"(?i)\b(?:api[_-]?key|token|secret|password|authorization)\s*[=:]\s*\S+"),
+    re.compile(r"\b(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{32,}\b"),  # long opaque tokens
+)
+REDACTED = "[redacted]"
+
+
+def redact(text: Any) -> str:
+    """The text with anything that looks like a credential replaced by ``[redacted]``."""
+    out = str(text)
+    for pattern in _SECRET_PATTERNS:
+        out = pattern.sub(REDACTED, out)
+    return out
+
+
+def parse_model_args(model_args: Any) -> dict[str, str]:
+    """lm-eval's ``model_args`` (a ``k=v,k2=v2`` string or a dict) as a dict of strings."""
+    if isinstance(model_args, dict):
+        return {str(k): str(v) for k, v in model_args.items()}
+    if not isinstance(model_args, str) or not model_args.strip():
+        return {}
+    pairs = {}
+    for part in model_args.split(","):
+        if "=" in part:
+            key, value = part.split("=", 1)
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+@dataclass
+class Run:
+    """One lm-eval evaluation: its results JSON and the samples it logged (task -> records)."""
+
+    results_path: Path
+    results: dict[str, Any]
+    sample_paths: dict[str, Path] = field(default_factory=dict)
+    label: str = ""
+    _samples_cache: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+    @property
+    def model_name(self) -> str:
+        """The model's name from whitelisted arguments only (``pretrained`` or ``model``), redacted."""
+        args = parse_model_args(self.results.get("config", {}).get("model_args"))
+        name = args.get("pretrained") or args.get("model") or self.results.get("model_name") or "unknown-model"
+        return redact(name)
+
+    @property
+    def partial(self) -> bool:
+        """Run with ``--limit``: its scores cover part of the test set and are not comparable."""
+        return self.results.get("config", {}).get("limit") not in (None, "None")
+
+    @property
+    def date(self) -> str:
+        return _date_of(self.results_path)
+
+    @property
+    def rejudged(self) -> bool:
+        """A ``medeval judge`` re-scoring of the run (``results_<date>_judged.json``)."""
+        return self.results_path.stem.endswith(JUDGED_SUFFIX)
+
+    def judge_records(self, task: str) -> list[dict[str, Any]]:
+        """The verdict records ``medeval judge`` wrote for ``task`` (``judged_<task>_<time>.jsonl``), if any."""
+        stamp = (self.results.get("medeval_judge", {}).get(task) or {}).get("judged_at")
+        path = self.results_path.parent / f"judged_{task}_{stamp}.jsonl"
+        if not stamp or not path.is_file():
+            return []
+        from medeval_metrics.breakdown import read_samples
+
+        return read_samples(path)
+
+    def tasks(self) -> list[str]:
+        return sorted(self.results.get("results", {}))
+
+    def samples(self, task: str) -> list[dict[str, Any]]:
+        path = self.sample_paths.get(task)
+        if path is None:
+            return []
+        if task not in self._samples_cache:
+            from medeval_metrics.breakdown import read_samples
+
+            self._samples_cache[task] = read_samples(path)
+        return self._samples_cache[task]
+
+    def settings(self) -> dict[str, str]:
+        """The settings that change scores, as printable strings (never raw model_args or metadata)."""
+        results, config = self.results, self.results.get("config", {})
+        args = parse_model_args(config.get("model_args"))
+        model_bits = [f"{key}={redact(args[key])}" for key in SAFE_MODEL_ARGS if args.get(key)]
+        chat_template = results.get("chat_template")
+        system = results.get("system_instruction")
+        gen_kwargs = config.get("gen_kwargs")
+        settings = {
+            "model": f"{config.get('model', '?')} ({', '.join(model_bits) or redact(self.model_name)})",
+            "chat template": (
+                f"applied (sha256 {str(results.get('chat_template_sha') or '')[:12]})" if chat_template else "not applied"
+            ),
+            "few-shot as multi-turn": str(bool(results.get("fewshot_as_multiturn"))),
+            "system instruction": (
+                f"{redact(_shorten(system))} (sha256 {str(results.get('system_instruction_sha') or '')[:12]})"
+                if system else "none"
+            ),
+            "generation settings (command line)": redact(_format_gen_kwargs(gen_kwargs)) if gen_kwargs else "task defaults",
+            "limit": _limit_text(config.get("limit")),
+            "lm-eval version": str(results.get("lm_eval_version", "?")),
+            "transformers version": str(results.get("transformers_version", "?")),
+            "date": self.date,
+        }
+        return settings
+
+
+def _limit_text(limit: Any) -> str:
+    if limit in (None, "None"):
+        return "none (full test sets)"
+    if isinstance(limit, float) and limit.is_integer() and limit >= 1:
+        limit = int(limit)  # lm-eval stores --limit 6 as 6.0; below 1 it is a fraction
+    return f"{limit} (partial run: not comparable with full runs)"
+
+
+def _shorten(text: Any, limit: int = 80) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _format_gen_kwargs(gen_kwargs: Any) -> str:
+    if isinstance(gen_kwargs, dict):
+        return ", ".join(f"{k}={v}" for k, v in gen_kwargs.items())
+    return str(gen_kwargs)
+
+
+JUDGED_SUFFIX = "_judged"
+
+
+def _date_of(results_path: Path) -> str:
+    """The run's date id: results_<date>.json, <stem>_<date>.json (for ``--output_path <stem>.json``)
+    or either with ``_judged`` (``medeval judge``); lm-eval's date ids hold no "_"."""
+    return results_path.stem.removesuffix(JUDGED_SUFFIX).rsplit("_", 1)[-1]
+
+
+def _samples_for(results_path: Path, tasks: list[str]) -> dict[str, Path]:
+    """``samples_<task>_<date>.jsonl`` written by the same run (same date suffix, same folder)."""
+    date = _date_of(results_path)
+    found = {}
+    for task in tasks:
+        path = results_path.parent / f"samples_{task}_{date}.jsonl"
+        if path.is_file():
+            found[task] = path
+    return found
+
+
+def load_runs(folders: list[Path]) -> list[Run]:
+    """Every run (results JSON) under the given lm-eval output folders or results files, oldest first."""
+    runs = []
+    for folder in folders:
+        folder = Path(folder)
+        if folder.is_file() and folder.suffix == ".json":
+            paths = [folder]
+        elif folder.suffix == ".json" and not folder.exists():
+            # the same --output_path given to lm-eval as a .json name: it wrote <stem>_<date>.json files
+            paths = sorted(folder.parent.glob(f"{folder.stem}_*.json")) if folder.parent.is_dir() else []
+        elif folder.is_dir():
+            paths = sorted(folder.rglob("results_*.json"))
+        else:
+            raise MedevalDataError(f"{folder} does not exist. Pass the folder given to lm-eval's --output_path.")
+        if not paths and folder.suffix == ".json":
+            raise MedevalDataError(f"{folder}: no {folder.stem}_<date>.json next to it. Pass what was given to lm-eval's --output_path.")
+        if not paths:
+            raise MedevalDataError(
+                f"{folder}: no results_*.json found. Pass the folder given to lm-eval's --output_path "
+                "(the run must have finished; lm-eval writes results at the end)."
+            )
+        # a re-judged results file supersedes the run it re-scored
+        superseded = {p.with_name(p.stem.removesuffix(JUDGED_SUFFIX) + ".json") for p in paths if p.stem.endswith(JUDGED_SUFFIX)}
+        paths = [p for p in paths if p not in superseded]
+        for path in paths:
+            try:
+                results = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise MedevalDataError(f"{path}: not a readable lm-eval results JSON ({exc}).") from exc
+            if not isinstance(results, dict) or not isinstance(results.get("results"), dict):
+                raise MedevalDataError(f"{path}: has no 'results' section; is it an lm-eval results file?")
+            runs.append(Run(path, results, _samples_for(path, sorted(results["results"]))))
+    runs.sort(key=lambda run: (run.date, str(run.results_path)))
+    _label_runs(runs)
+    return runs
+
+
+def _short_name(model_name: str) -> str:
+    """A local model path shortens to its folder name; a Hub id (``org/name``) stays whole."""
+    if model_name.startswith(("/", ".", "~")):
+        return model_name.rstrip("/").split("/")[-1] or model_name
+    return model_name
+
+
+def _label_runs(runs: list[Run]) -> None:
+    """Short unique labels: the model name, with the run date added where a model has several runs."""
+    names = [_short_name(run.model_name) for run in runs]
+    seen: dict[str, int] = {}
+    for run, name in zip(runs, names):
+        label = name if names.count(name) == 1 else f"{name} ({run.date[:19]})"
+        seen[label] = seen.get(label, 0) + 1
+        run.label = label if seen[label] == 1 else f"{label} #{seen[label]}"  # same model, same date: copies

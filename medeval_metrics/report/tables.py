@@ -1,0 +1,174 @@
+"""Rows of scores from runs, and the Markdown tables built from them (results, comparison, judges)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from medeval_metrics.report.metric_info import metric_info, reporting_for
+from medeval_metrics.report.runs import Run
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    task: str
+    benchmark: str
+    version: Any
+    filter: str
+    metric: str
+    value: float
+    stderr: float | None  # None where lm-eval reported "N/A"
+    n_shot: Any
+    samples: int | None  # items scored (lm-eval's "effective" count)
+    samples_total: int | None  # items in the test set
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.task, self.metric, self.filter)
+
+
+def pack_tasks() -> dict[str, dict[str, Any]]:
+    from medeval_metrics.manifest import load_manifest
+
+    return {task["task"]: task for task in load_manifest()["tasks"]}
+
+
+def score_rows(run: Run) -> list[ScoreRow]:
+    """Every metric of every pack task in the run (tasks outside the pack are left out)."""
+    tasks = pack_tasks()
+    results = run.results
+    rows = []
+    for task, metrics in sorted(results.get("results", {}).items()):
+        if task not in tasks:
+            continue
+        counts = results.get("n-samples", {}).get(task, {})
+        for key, value in metrics.items():
+            if "," not in key or "_stderr," in key or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            metric, filter_name = key.split(",", 1)
+            stderr = metrics.get(f"{metric}_stderr,{filter_name}")
+            rows.append(
+                ScoreRow(
+                    task=task,
+                    benchmark=tasks[task]["benchmark"],
+                    version=results.get("versions", {}).get(task, "?"),
+                    filter=filter_name,
+                    metric=metric,
+                    value=float(value),
+                    stderr=float(stderr) if isinstance(stderr, (int, float)) and not math.isnan(stderr) else None,
+                    n_shot=results.get("n-shot", {}).get(task, "?"),
+                    samples=counts.get("effective"),
+                    samples_total=counts.get("original"),
+                )
+            )
+    rows.sort(key=lambda r: (r.task, _metric_position(tasks[r.task], r.metric), r.filter))
+    return rows
+
+
+def _metric_position(task: dict[str, Any], metric: str) -> int:
+    return task["metrics"].index(metric) if metric in task["metrics"] else len(task["metrics"])
+
+
+def _fmt(value: float | None) -> str:
+    return "N/A" if value is None else f"{value:.4f}"
+
+
+def _samples_text(row: ScoreRow) -> str:
+    if row.samples is None:
+        return "?"
+    if row.samples_total is not None and row.samples_total != row.samples:
+        return f"{row.samples:,} of {row.samples_total:,}"
+    return f"{row.samples:,}"
+
+
+def results_table(rows: list[ScoreRow]) -> str:
+    header = "| Task | Version | Filter | n-shot | Metric | Value | ± Stderr | Samples |"
+    lines = [header, "|---|---|---|---|---|---:|---:|---:|"]
+    for row in rows:
+        info = metric_info(row.benchmark, row.metric)
+        lines.append(
+            f"| `{row.task}` | {row.version} | {row.filter} | {row.n_shot} | {info.label} (`{row.metric}`) "
+            f"| {_fmt(row.value)} | {_fmt(row.stderr)} | {_samples_text(row)} |"
+        )
+    return "\n".join(lines)
+
+
+def settings_table(settings: dict[str, str]) -> str:
+    lines = ["| Setting | Value |", "|---|---|"]
+    lines += [f"| {name} | {value.replace('|', '/')} |" for name, value in settings.items()]
+    return "\n".join(lines)
+
+
+def run_section(run: Run, pack_version: str, heading: str = "###") -> str:
+    rows = score_rows(run)
+    settings = {**run.settings(), **_pack_versions(run, [r.task for r in rows]), "medeval-metrics version (report)": pack_version}
+    parts = [f"{heading} {run.label}", "", results_table(rows) if rows else "_No medeval task in this run._", "",
+             "Settings that change scores:", "", settings_table(settings)]
+    generation = _task_generation_settings(run, [r.task for r in rows])
+    if generation:
+        parts += ["", "Generation settings per task (task YAML, after command-line overrides):", "", generation]
+    return "\n".join(parts)
+
+
+def _pack_versions(run: Run, tasks: list[str]) -> dict[str, str]:
+    """The pack version the run used, where its task configs record one (``metadata.pack_version``)."""
+    from medeval_metrics.report.runs import redact
+
+    versions = sorted({
+        str(run.results.get("configs", {}).get(task, {}).get("metadata", {}).get("pack_version"))
+        for task in tasks
+        if run.results.get("configs", {}).get(task, {}).get("metadata", {}).get("pack_version")
+    })
+    return {"medeval-metrics version (run)": redact(", ".join(versions))} if versions else {}
+
+
+def _task_generation_settings(run: Run, tasks: list[str]) -> str:
+    from medeval_metrics.report.runs import redact
+
+    lines = []
+    for task in dict.fromkeys(tasks):
+        config = run.results.get("configs", {}).get(task, {})
+        kwargs = config.get("generation_kwargs")
+        if isinstance(kwargs, dict):
+            shown = {k: v for k, v in kwargs.items() if k != "until"}
+            text = ", ".join(f"{k}={v}" for k, v in shown.items())
+            lines.append(f"- `{task}`: {redact(text)}")
+    return "\n".join(lines)
+
+
+def comparison_table(runs: list[Run]) -> str:
+    """One row per (task, metric, filter), one column per run: value ± stderr (n)."""
+    per_run = [{row.key: row for row in score_rows(run)} for run in runs]
+    keys = sorted({key for rows in per_run for key in rows})
+    if not keys:
+        return "_No medeval task in these runs._"
+    header = "| Task | Metric | Filter | " + " | ".join(run.label.replace("|", "/") for run in runs) + " |"
+    lines = [header, "|---|---|---|" + "---:|" * len(runs)]
+    for key in keys:
+        cells = []
+        for rows in per_run:
+            row = rows.get(key)
+            cells.append("–" if row is None else f"{_fmt(row.value)} ± {_fmt(row.stderr)} (n={row.samples})")
+        lines.append(f"| `{key[0]}` | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def judge_table(task: str, summary: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Mean judge score per judge and dimension: ``summary[judge][dimension] = {value, stderr, n}``."""
+    dimensions = sorted({d for per_judge in summary.values() for d in per_judge})
+    lines = [f"**{task}**: judge scores (mean ± stderr, n)", "",
+             "| Judge | " + " | ".join(dimensions) + " |", "|---|" + "---:|" * len(dimensions)]
+    for judge in sorted(summary):
+        cells = []
+        for dimension in dimensions:
+            cell = summary[judge].get(dimension)
+            cells.append("–" if cell is None else f"{cell['value']:.3f} ± {cell['stderr']:.3f} ({cell['n']})")
+        lines.append(f"| {judge} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def primary_metric(benchmark: str, task_metrics: list[str]) -> str:
+    """The benchmark's headline metric, else the task's first metric."""
+    primary = reporting_for(benchmark).primary_metric
+    return primary if primary in task_metrics or not task_metrics else task_metrics[0]

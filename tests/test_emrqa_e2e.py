@@ -1,0 +1,123 @@
+"""emrQA end to end through lm-eval: a scripted perfect model, and the tiny model via `medeval run`."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from medeval_metrics.emrqa import tasks as emrqa_tasks
+from medeval_metrics.manifest import load_manifest
+from medeval_metrics.testing.emrqa_synthetic import gold_evidence_output, write_synthetic
+from tests.conftest import SHARED_DATA, find_results, run_cli
+
+TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
+EVIDENCE_TASKS = ("emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_evidence_window")
+ALL_TASKS = ("emrql_1", "emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
+             "emrqa_obesity", "emrqa_evidence_window")
+
+
+@pytest.fixture(scope="module")
+def metadata(tmp_path_factory):
+    info = write_synthetic(tmp_path_factory.mktemp("emrqa-e2e"), templates_csv=TEMPLATES if TEMPLATES.exists() else None)
+    return {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(info.data_ql_csv),
+            "emrqa_cache_dir": str(tmp_path_factory.mktemp("emrqa-cache"))}
+
+
+def _perfect_table(metadata: dict) -> dict:
+    """What a perfect model says for every test doc of every emrQA task, keyed by qa_id."""
+    answers: dict[str, str] = {}
+    loaders = {"emrqa_medication": emrqa_tasks.load_medication, "emrqa_relations": emrqa_tasks.load_relations,
+               "emrqa_risk": emrqa_tasks.load_risk, "emrqa_evidence_window": emrqa_tasks.load_evidence_window}
+    for loader in loaders.values():
+        for doc in loader(**metadata)["test"]:
+            answers[doc["qa_id"]] = gold_evidence_output(doc)
+    for loader in (emrqa_tasks.load_smoking, emrqa_tasks.load_obesity):
+        for doc in loader(**metadata)["test"]:
+            answers[doc["qa_id"]] = f"{doc['label']}"
+    for loader in (emrqa_tasks.load_emrql_1, emrqa_tasks.load_emrql_2):
+        for doc in loader(**metadata)["test"]:
+            answers[doc["qa_id"]] = doc["logical_form"]
+    return {"key": "qa_id", "generate": answers, "default": ""}
+
+
+@pytest.mark.e2e
+def test_scripted_perfect_model_scores_one_everywhere(metadata):
+    import medeval_metrics
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics.testing.scripted  # noqa: F401  (registers medeval-scripted)
+
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata=metadata)
+    out = simple_evaluate(model="medeval-scripted", model_args={"table": _perfect_table(metadata)},
+                          tasks=["emrqa", "emrqa_evidence_window"], task_manager=manager)
+    results = out["results"]
+    for task in EVIDENCE_TASKS:
+        assert results[task]["relaxed_em,none"] == 1.0, task
+        assert results[task]["strict_em,none"] == 1.0 and results[task]["f1,none"] == 1.0, task
+        assert results[task]["prompt_too_long,none"] == 0.0  # the scripted model reports no length: 2048 estimate
+    for task in ("emrqa_smoking", "emrqa_obesity"):
+        assert results[task]["acc,none"] == 1.0 and results[task]["macro_f1,none"] == 1.0
+        assert results[task]["unparseable,none"] == 0.0
+    for task in ("emrql_1", "emrql_2"):
+        assert results[task]["lf_acc,none"] == 1.0 and results[task]["template_acc,none"] == 1.0
+    for task in ALL_TASKS:
+        for key, value in results[task].items():
+            if key.endswith(",none") and "_stderr" not in key:
+                stderr = results[task][key.replace(",none", "_stderr,none")]
+                assert isinstance(stderr, float) and not math.isnan(stderr), (task, key, stderr)
+
+
+@pytest.mark.e2e
+def test_macro_f1_gets_a_bootstrap_stderr_in_lm_eval_results(metadata):
+    import medeval_metrics
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics.testing.scripted  # noqa: F401
+
+    docs = list(emrqa_tasks.load_obesity(**metadata)["test"])
+    labels = docs[0]["labels"]
+    # Right on even items, a fixed wrong label on odd ones: macro-F1 strictly between 0 and 1.
+    table = {"key": "qa_id", "default": "", "generate": {
+        d["qa_id"]: d["label"] if i % 2 == 0 else next(l for l in labels if l != d["label"]) for i, d in enumerate(docs)}}
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata=metadata)
+    result = simple_evaluate(model="medeval-scripted", model_args={"table": table}, tasks=["emrqa_obesity"],
+                             task_manager=manager)["results"]["emrqa_obesity"]
+    assert 0.0 < result["macro_f1,none"] < 1.0
+    assert isinstance(result["macro_f1_stderr,none"], float) and result["macro_f1_stderr,none"] > 0.0
+
+
+@pytest.mark.e2e
+def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tmp_path):
+    output = tmp_path / "out"
+    result = run_cli(
+        ["run", "--tasks", "emrqa", "--model", "hf", "--model_args", f"pretrained={tiny_model}", "--limit", "5",
+         "--gen_kwargs", "max_gen_toks=8", "--metadata", json.dumps(metadata),
+         "--output_path", str(output), "--log_samples"],
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    results, samples = find_results(output)
+    manifest_metrics = {t["task"]: t["metrics"] for t in load_manifest()["tasks"] if t["benchmark"] == "emrqa"}
+    for task in ALL_TASKS[:-1]:
+        for metric in manifest_metrics[task]:
+            if metric.endswith("_stderr"):
+                continue
+            assert metric in result.stdout  # printed in the table
+            value, stderr = results["results"][task][f"{metric},none"], results["results"][task][f"{metric}_stderr,none"]
+            assert 0.0 <= value <= 1.0 and isinstance(stderr, float), (task, metric, stderr)
+    # The tiny model has 1024 positions: whole risk notes do not fit, and the count says so.
+    assert results["results"]["emrqa_risk"]["prompt_too_long,none"] == 1.0
+    risk_doc = samples["emrqa_risk"][0]["doc"]
+    assert risk_doc["context_check"].startswith("tokenizer") and risk_doc["prompt_tokens"] > 768
+    # Note text stays out of lm-eval's console log.
+    first_note_line = risk_doc["note"].splitlines()[1]
+    assert first_note_line not in result.stdout and first_note_line not in result.stderr
+
+    breakdown = run_cli(["breakdown", str(output)], cwd=tmp_path)
+    assert breakdown.returncode == 0, breakdown.stderr
+    assert "**emrqa_risk** by lf_template" in breakdown.stdout and "**emrql_1** by lf_template" in breakdown.stdout
+    assert "**emrqa_medication** by answer_type" in breakdown.stdout

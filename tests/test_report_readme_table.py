@@ -1,0 +1,42 @@
+"""scripts/readme_tasks_table.py, which rewrites README.md's task table from the manifest
+(test_packaging checks the README itself)."""
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "scripts" / "readme_tasks_table.py"
+_spec = importlib.util.spec_from_file_location("readme_tasks_table", SCRIPT)
+readme_tasks_table = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(readme_tasks_table)
+
+
+def test_the_generated_table_lists_every_manifest_task():
+    from medeval_metrics.manifest import load_manifest
+
+    table = readme_tasks_table.generated_table()
+    lines = table.splitlines()
+    assert lines[0] == "| task | type | split | samples | metrics | data source |"
+    assert len(lines) == 2 + len(load_manifest()["tasks"])
+    assert "| `emsqa_public` | generate_until | test | 3,721 | acc, f1, unparseable |" in table
+
+
+def test_check_and_write_on_a_stale_readme(tmp_path):
+    readme = tmp_path / "README.md"
+    start, end = readme_tasks_table.TABLE_START, readme_tasks_table.TABLE_END
+    readme.write_text(f"# Pack\n\nintro\n\n{start}\n| old | table |\n{end}\n\nafter\n")
+    check = subprocess.run([sys.executable, str(SCRIPT), "--check", "--readme", str(readme)], capture_output=True, text=True)
+    assert check.returncode == 1 and "differs from the manifest" in check.stdout
+    subprocess.run([sys.executable, str(SCRIPT), "--write", "--readme", str(readme)], check=True)
+    text = readme.read_text()
+    assert text == f"# Pack\n\nintro\n\n{start}\n{readme_tasks_table.generated_table()}\n{end}\n\nafter\n"
+    assert subprocess.run([sys.executable, str(SCRIPT), "--check", "--readme", str(readme)]).returncode == 0
+
+
+def test_missing_markers_are_an_error():
+    with pytest.raises(ValueError, match="tasks-table:start"):
+        readme_tasks_table.current_table("# no table here\n")
