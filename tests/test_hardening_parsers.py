@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from medeval_metrics import emsqa
+from medeval_metrics.emrqa import metrics as emrqa_metrics
 from medeval_metrics.redact import redact_text
 
 # --- documented return types ----------------------------------------------------------------------
@@ -74,6 +75,28 @@ def _parse_verdict(reply: str) -> Any:
     return RUBRIC.parse(reply, "the judged answer")
 
 
+def unit_scores(*keys: str) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        return (isinstance(value, dict) and set(value) == set(keys)
+                and all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in value.values()))
+
+    return check
+
+
+def evidence_lines(value: Any) -> bool:
+    return (isinstance(value, list) and len(value) <= emrqa_metrics.MAX_PREDICTIONS
+            and all(isinstance(line, str) and line and line == line.strip() for line in value))
+
+
+# A synthetic note (no patient data) with one gold evidence line, and an emrQA-style logical form.
+_EMRQA_NOTE = "Admission date: 01/02\nMedications:\n- aspirin 81 mg daily\n- metoprolol 25 mg twice daily\n"
+_EMRQA_GOLD = {"evidence": "aspirin 81 mg daily", "evidence_start": _EMRQA_NOTE.index("aspirin"),
+               "entity_type": "single", "entities": ["aspirin"]}
+_EMRQA_TEMPLATE = "MedicationEvent (|medication|) [dosage=x]"
+_EMRQA_LF = "MedicationEvent (aspirin) [dosage=x]"
+_SMOKING_LABELS = ["CURRENT SMOKER", "NON-SMOKER", "PAST SMOKER", "UNKNOWN"]
+
+
 @dataclass(frozen=True)
 class ParserSpec:
     name: str
@@ -95,7 +118,13 @@ PARSERS = [
     ParserSpec("emsqa.process_results(raw)", lambda s: emsqa.process_results(_EMSQA_DOC, [s]), emsqa_scores),
     ParserSpec("redact.redact_text", redact_text, is_str),
     ParserSpec("judge.Rubric.parse (MedicationQA)", _parse_verdict, judge_verdict),
-    # emrQA logical forms and evidence spans: add one line each here.
+    ParserSpec("emrqa.prediction_lines", lambda s: emrqa_metrics.prediction_lines(s), evidence_lines),
+    ParserSpec("emrqa.score_evidence", lambda s: emrqa_metrics.score_evidence(s, [_EMRQA_GOLD], _EMRQA_NOTE),
+               unit_scores("relaxed_em", "f1", "strict_em")),
+    ParserSpec("emrqa.score_logical_form", lambda s: emrqa_metrics.score_logical_form(s, _EMRQA_LF, _EMRQA_TEMPLATE),
+               unit_scores("lf_acc", "template_acc")),
+    ParserSpec("emrqa.parse_label", lambda s: emrqa_metrics.parse_label(s, _SMOKING_LABELS),
+               lambda v: v is None or v in _SMOKING_LABELS),
 ]
 PARSER_IDS = [p.name for p in PARSERS]
 
