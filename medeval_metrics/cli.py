@@ -91,6 +91,7 @@ def _print_breakdowns(argv: Sequence[str], started: float) -> None:
     """After a run that logged samples, write and print the pack's per-category breakdowns."""
     output_path = _flag_value(argv, "--output_path")
     if not output_path or "--log_samples" not in argv:
+        print("\nmedeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")
         return
     from pathlib import Path
 
@@ -101,6 +102,7 @@ def _print_breakdowns(argv: Sequence[str], started: float) -> None:
     if written is not None:
         json_path, md_path, text = written
         print(f"\n{text}\n\nmedeval breakdowns written to {json_path} and {md_path}")
+        print(f"For a model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR")
 
 
 def _cmd_tasks_path(args: argparse.Namespace) -> int:

@@ -214,7 +214,7 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
 def _install_hooks() -> None:
     """Give the agreement aggregation a real stderr in lm-eval's table (see judge.aggregate)."""
     try:
-        from medeval_metrics.judge.aggregate import install_stderr_hook
+        from medeval_metrics.stats import install_stderr_hook
 
         install_stderr_hook()
     except ImportError:  # lm-eval absent: only the loader/metrics are being used

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Any, Callable, Iterable, TypeVar
+
+Aggregation = TypeVar("Aggregation", bound=Callable[..., Any])
 
 
 def mean_and_stderr(values: Iterable[float]) -> tuple[float, float]:
@@ -25,3 +27,36 @@ def mean_and_stderr(values: Iterable[float]) -> tuple[float, float]:
 def normal_ci(mean: float, stderr: float, z: float = 1.959963984540054) -> tuple[float, float]:
     """A two-sided normal-approximation confidence interval (95% by default)."""
     return mean - z * stderr, mean + z * stderr
+
+
+def with_stderr(stderr: Callable[[list[Any]], float]) -> Callable[[Aggregation], Aggregation]:
+    """Attach a standard-error function to a corpus-level aggregation (see ``install_stderr_hook``)."""
+
+    def attach(aggregation: Aggregation) -> Aggregation:
+        aggregation.medeval_stderr = stderr  # type: ignore[attr-defined]
+        return aggregation
+
+    return attach
+
+
+def install_stderr_hook() -> None:
+    """Make lm-eval use an aggregation's ``medeval_stderr`` (attached by ``with_stderr``).
+
+    lm-eval reports "N/A" as the stderr of every aggregation it does not know (a corpus-level
+    macro-F1, an agreement statistic); with this hook such aggregations get a real number, e.g. a
+    seeded bootstrap. Idempotent; modules defining such aggregations call it when imported.
+    """
+    import lm_eval.evaluator_utils as evaluator_utils
+
+    original = evaluator_utils.stderr_for_metric
+    if getattr(original, "_medeval", False):
+        return
+
+    def stderr_for_metric(metric, bootstrap_iters):  # type: ignore[no-untyped-def]
+        own = getattr(metric, "medeval_stderr", None)
+        if own is not None and bootstrap_iters and bootstrap_iters > 0:
+            return own
+        return original(metric=metric, bootstrap_iters=bootstrap_iters)
+
+    stderr_for_metric._medeval = True  # type: ignore[attr-defined]
+    evaluator_utils.stderr_for_metric = stderr_for_metric

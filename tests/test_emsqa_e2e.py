@@ -146,6 +146,7 @@ def test_medeval_run_with_scripted_model_matches_recomputation(tmp_path):
     emr_items = [s for s in samples["emsqa_private"] if "emr" in s["doc"]["level"]]
     assert by_level["emr"]["acc"]["n"] == len(emr_items) == 5
     assert by_level["emr"]["acc"]["value"] == pytest.approx(sum(s["acc"] for s in emr_items) / 5)
+    assert f"medeval report {out} --output" in proc.stdout
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa import metrics as M
 from medeval_metrics.emrqa.prepare import ensure_prepared, stable_fraction
+from medeval_metrics.stats import install_stderr_hook, with_stderr
 
 logger = logging.getLogger("medeval.emrqa")
 
@@ -247,6 +248,7 @@ def _evidence(subset: str, kwargs: Mapping[str, Any]) -> Any:
 
 
 def _classification(subset: str, kwargs: Mapping[str, Any]) -> Any:
+    install_stderr_hook()  # else lm-eval reports macro_f1's stderr as "N/A"
     docs, manifest = _qa_docs(subset, kwargs)
     labels = manifest["qa"]["labels"][subset]
     for doc in docs:
@@ -366,20 +368,21 @@ def process_logical_form(doc: Mapping[str, Any], results: Iterable[Any]) -> dict
 def process_classification(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, Any]:
     prediction = M.parse_label(_output(results), doc["labels"])
     pair = (doc["label"], prediction)
-    # macro_f1 is corpus-level; "macro_f1_stderr" is aggregated by a seeded bootstrap and, coming
-    # after "macro_f1", takes the place of the "N/A" stderr lm-eval writes for custom aggregations.
+    # macro_f1 is corpus-level: its items are (gold, predicted) pairs, aggregated once.
     return {
         "acc": float(prediction == doc["label"]),
         "macro_f1": pair,
-        "macro_f1_stderr": pair,
         "unparseable": float(prediction is None),
         "prompt_too_long": float(not doc["fits_context"]),
     }
 
 
+def macro_f1_stderr(items: list[tuple[str, str | None]]) -> float:
+    """Seeded bootstrap standard error of macro-F1 (resampling items)."""
+    return M.bootstrap_stderr([tuple(item) for item in items])
+
+
+@with_stderr(macro_f1_stderr)
 def aggregate_macro_f1(items: list[tuple[str, str | None]]) -> float:
     return M.macro_f1([tuple(item) for item in items])
 
-
-def aggregate_macro_f1_stderr(items: list[tuple[str, str | None]]) -> float:
-    return M.bootstrap_stderr([tuple(item) for item in items])

@@ -14,6 +14,8 @@ import math
 import random
 from typing import Any, Mapping, Sequence
 
+from medeval_metrics.stats import with_stderr
+
 SUCCESS_PREFIX = "judge_success_"
 
 
@@ -103,27 +105,9 @@ def agreement_stderr(items: Sequence[Sequence[Sequence[Any]]], resamples: int = 
     return math.sqrt(sum((d - mean) ** 2 for d in draws) / (len(draws) - 1))
 
 
-# lm-eval reports "N/A" as the stderr of any aggregation it does not know; this attribute lets the
-# patched lookup below give ours a real one.
-agreement.medeval_stderr = agreement_stderr  # type: ignore[attr-defined]
-
-
-def install_stderr_hook() -> None:
-    """Teach lm-eval's stderr lookup about aggregations that carry ``medeval_stderr``. Idempotent."""
-    import lm_eval.evaluator_utils as evaluator_utils
-
-    original = evaluator_utils.stderr_for_metric
-    if getattr(original, "_medeval", False):
-        return
-
-    def stderr_for_metric(metric, bootstrap_iters):  # type: ignore[no-untyped-def]
-        own = getattr(metric, "medeval_stderr", None)
-        if own is not None and bootstrap_iters and bootstrap_iters > 0:
-            return own
-        return original(metric=metric, bootstrap_iters=bootstrap_iters)
-
-    stderr_for_metric._medeval = True  # type: ignore[attr-defined]
-    evaluator_utils.stderr_for_metric = stderr_for_metric
+# lm-eval reports "N/A" as the stderr of an aggregation it does not know; this gives agreement a
+# bootstrap one (medeval_metrics.stats.install_stderr_hook).
+with_stderr(agreement_stderr)(agreement)
 
 
 def summarize(per_item: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
