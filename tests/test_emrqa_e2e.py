@@ -10,7 +10,7 @@ import pytest
 from medeval_metrics.emrqa import tasks as emrqa_tasks
 from medeval_metrics.manifest import load_manifest
 from medeval_metrics.testing.emrqa_synthetic import gold_evidence_output, write_synthetic
-from tests.conftest import SHARED_DATA, find_results, run_cli
+from conftest import SHARED_DATA, find_results, run_cli
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
 EVIDENCE_TASKS = ("emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_evidence_window")

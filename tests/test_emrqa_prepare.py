@@ -13,7 +13,7 @@ from medeval_metrics.emrqa import jsonstream
 from medeval_metrics.emrqa.prepare import ensure_prepared, prepare, read_ql_csv
 from medeval_metrics.emrqa.tasks import load_medication, load_risk, sample_size, window_doc
 from medeval_metrics.testing.emrqa_synthetic import load_templates, write_synthetic
-from tests.conftest import SHARED_DATA, run_cli
+from conftest import SHARED_DATA, run_cli
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
 SECRET = "ZEBRA-PATIENT-TEXT"  # planted in notes: must never appear in an error message

@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -37,8 +38,13 @@ def read_task_yamls():
 
 
 def test_wheel_ships_every_task_file(tmp_path):
+    # Build from a clean copy: a stale build/ folder in the checkout would hide missing packages.
+    source = tmp_path / "src"
+    shutil.copytree(
+        REPO_ROOT, source, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".*cache*")
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(tmp_path)],
         check=True, capture_output=True,
     )
     wheel = next(tmp_path.glob("medeval_metrics-*.whl"))
@@ -48,6 +54,11 @@ def test_wheel_ships_every_task_file(tmp_path):
     for path in source_files:
         assert f"medeval_metrics/tasks/{path.relative_to(REPO_ROOT / 'tasks').as_posix()}" in names
     assert "medeval_metrics/manifest.json" in names
+    # Every file of the package's source tree (code, evaluate modules' READMEs, JSON) is shipped.
+    package_root = REPO_ROOT / "medeval_metrics"
+    package_files = [p for p in package_root.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    missing = [p.relative_to(REPO_ROOT).as_posix() for p in package_files if p.relative_to(REPO_ROOT).as_posix() not in names]
+    assert not missing, f"not in the wheel (add the package to pyproject.toml): {missing}"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[lm_eval.tasks]" in text and "medeval = medeval_metrics.tasks" in text

@@ -2,9 +2,11 @@
 values the lm-eval tasks report on the same inputs."""
 
 import json
+import re
 import socket
 import subprocess
 import sys
+import traceback
 import zipfile
 
 import pytest
@@ -49,8 +51,11 @@ CASES = [
 
 
 def test_the_shipped_modules_are_listed():
-    assert evaluate_modules.available() == ["emsqa_set_accuracy", "emsqa_set_f1"]
-    with pytest.raises(KeyError, match="available: emsqa_set_accuracy, emsqa_set_f1"):
+    assert evaluate_modules.available() == [
+        "emrqa_evidence_f1", "emrqa_logical_form_accuracy", "emrqa_relaxed_em", "emrqa_strict_em",
+        "emrqa_template_accuracy", "emsqa_set_accuracy", "emsqa_set_f1",
+    ]
+    with pytest.raises(KeyError, match="available: emrqa_evidence_f1, .*, emsqa_set_f1"):
         evaluate_modules.path("emrqa_unknown")
 
 
@@ -116,6 +121,8 @@ def test_wheel_ships_the_report_and_the_evaluate_modules(tmp_path):
         assert f"medeval_metrics/evaluate_modules/{name}/{name}.py" in names
         assert f"medeval_metrics/evaluate_modules/{name}/README.md" in names
     assert "medeval_metrics/evaluate_modules/base.py" in names
+    assert "medeval_metrics/evaluate_modules/emrqa_inputs.py" in names
+    assert "medeval_metrics/emrqa/metrics.py" in names  # the emrQA modules' scorers
     assert "medeval_metrics/report/model_card.py" in names
     metadata = next(n for n in names if n.endswith("METADATA"))
     text = zipfile.ZipFile(next(tmp_path.glob("medeval_metrics-*.whl"))).read(metadata).decode()
@@ -143,3 +150,223 @@ def test_the_pattern_for_a_metric_with_an_extra_input_column(tmp_path, no_networ
                             references=["MedicationEvent(x)", "MedicationEvent(x)", "LabEvent(z)"],
                             templates=["MedicationEvent(|m|)", "MedicationEvent(|m|)", "LabEvent(|l|)"])
     assert result["lf_acc"] == pytest.approx(1 / 3)
+
+
+# --- emrQA ---------------------------------------------------------------------------------------
+
+# Offsets, counted by hand: line 2 is [15, 52), line 3 [53, 69), line 4 [70, 92), line 5 [93, 109).
+NOTE = (
+    "Admission note\n"
+    "Patient takes lisinopril 10 mg daily.\n"
+    "BP stable today.\n"
+    "History of chest pain.\n"
+    "Pulse 72, normal\n"
+)
+MED = {"evidence": "Patient takes lisinopril 10 mg daily.", "evidence_start": 15, "entity_type": "single",
+       "entities": ["lisinopril"]}
+BP = {"evidence": "BP stable today.", "evidence_start": 53, "entity_type": "empty", "entities": []}
+BP_UNLOCATED = {**BP, "evidence_start": -1}
+TWO_LINES = {"evidence": "BP stable today.\nHistory of chest pain.", "evidence_start": 53, "entity_type": "empty",
+             "entities": []}
+COMPLEX = {"evidence": "History of chest pain.", "evidence_start": 70, "entity_type": "complex",
+           "entities": ["chest pain", "history"]}
+
+# (model output, gold answers, relaxed_em, f1, strict_em) -- on NOTE, computed by hand.
+EVIDENCE_CASES = [
+    ("Patient takes lisinopril 10 mg daily.", [MED], 1.0, 1.0, 1.0),
+    # entity rule; F1 tokens {lisinopril, 10, mg} of 6: P 1, R 1/2
+    ("lisinopril 10 mg", [MED], 1.0, 2 / 3, 0.0),
+    # not in the note, holds the entity: P 2/4 (patient, lisinopril; "the" dropped), R 2/6
+    ("The patient is on lisinopril.", [MED], 1.0, 0.4, 0.0),
+    # position rule alone (no entity): found at [53, 62), within 20 of [53, 69); P 1, R 2/3
+    ("BP stable", [BP], 1.0, 0.8, 0.0),
+    # same length as the gold (16 characters) but in the wrong place: by position, not by length
+    ("Pulse 72, normal", [BP], 0.0, 0.0, 0.0),
+    # not in the note (punctuation differs) and no entity to contain: token F1 still 1
+    ("BP stable today!", [BP], 0.0, 1.0, 0.0),
+    # gold position unknown: the position rule cannot apply; strict EM and F1 still do
+    ("BP stable today.", [BP_UNLOCATED], 0.0, 1.0, 1.0),
+    # two-line evidence matched by two output lines adjacent in the note
+    ("BP stable today.\nHistory of chest pain.", [TWO_LINES], 1.0, 1.0, 1.0),
+    # chat-style list marker and quotes are dropped when locating a line
+    ("- Patient takes lisinopril 10 mg daily.\n\"BP stable today.\"", [MED, BP], 1.0, 1.0, 1.0),
+    # two gold answers, one found: averaged over gold answers
+    ("Patient takes lisinopril 10 mg daily.", [MED, BP], 0.5, 0.5, 0.5),
+    # complex: every entity needed; P 3/4, R 3/4
+    ("chest pain history noted", [COMPLEX], 1.0, 0.75, 0.0),
+    # one entity of two and not in the note: {pain, chest} of 3 and 4 tokens: P 2/3, R 1/2
+    ("pain in the chest", [COMPLEX], 0.0, 4 / 7, 0.0),
+    ("", [MED], 0.0, 0.0, 0.0),
+    # only the first 10 lines count
+    ("\n".join(["Admission note"] * 10 + ["Patient takes lisinopril 10 mg daily."]), [MED], 0.0, 0.0, 0.0),
+]
+EVIDENCE_MODULES = {"emrqa_relaxed_em": "relaxed_em", "emrqa_evidence_f1": "f1", "emrqa_strict_em": "strict_em"}
+
+
+@pytest.mark.parametrize("output, golds, relaxed_em, f1, strict_em", EVIDENCE_CASES)
+def test_emrqa_evidence_hand_computed_values(modules, output, golds, relaxed_em, f1, strict_em):
+    expected = {"relaxed_em": relaxed_em, "f1": f1, "strict_em": strict_em}
+    for name, key in EVIDENCE_MODULES.items():
+        result = modules[name].compute(predictions=[output], references=[json.dumps(golds)], notes=[NOTE])
+        assert result == {key: pytest.approx(expected[key]), f"{key}_stderr": 0.0}, name
+
+
+@pytest.mark.parametrize("name, key", EVIDENCE_MODULES.items())
+def test_emrqa_evidence_mean_over_questions_and_every_reference_form(modules, name, key):
+    """The mean over the table's questions, with references as JSON, as dicts and as GoldAnswer objects."""
+    from medeval_metrics.emrqa.metrics import GoldAnswer
+
+    column = {"relaxed_em": 2, "f1": 3, "strict_em": 4}[key]
+    expected = sum(case[column] for case in EVIDENCE_CASES) / len(EVIDENCE_CASES)
+    outputs = [case[0] for case in EVIDENCE_CASES]
+    notes = [NOTE] * len(EVIDENCE_CASES)
+    as_json = [json.dumps(case[1]) for case in EVIDENCE_CASES]
+    as_dicts = [case[1] for case in EVIDENCE_CASES]
+    as_objects = [[GoldAnswer.from_dict(g) for g in case[1]] for case in EVIDENCE_CASES]
+    results = [modules[name].compute(predictions=outputs, references=refs, notes=notes)
+               for refs in (as_json, as_dicts, as_objects)]
+    assert results[0][key] == pytest.approx(expected)
+    assert results[0] == results[1] == results[2]
+    metric = modules[name]  # item by item, as in a training loop
+    for output, golds in zip(outputs, as_dicts):
+        metric.add(prediction=output, reference=golds, notes=NOTE)
+    assert metric.compute() == results[0]
+
+
+GOLD_LF, GOLD_TEMPLATE = "MedicationEvent (lisinopril) [dosage=x]", "MedicationEvent (|medication|) [dosage=x]"
+
+# (model output, gold logical form, gold template, lf_acc, template_acc) -- by hand.
+LOGICAL_FORM_CASES = [
+    (GOLD_LF, GOLD_LF, GOLD_TEMPLATE, 1.0, 1.0),
+    ("MedicationEvent(lisinopril) [ dosage = x ]", GOLD_LF, GOLD_TEMPLATE, 1.0, 1.0),  # spacing is normalised
+    ("\n  MedicationEvent (lisinopril) [dosage=x]\nThe dosage.", GOLD_LF, GOLD_TEMPLATE, 1.0, 1.0),  # first line
+    ("MedicationEvent (metformin) [dosage=x]", GOLD_LF, GOLD_TEMPLATE, 0.0, 1.0),  # right form, wrong slot
+    ("medicationevent (lisinopril) [dosage=x]", GOLD_LF, GOLD_TEMPLATE, 0.0, 0.0),  # case matters
+    ("MedicationEvent (lisinopril)", GOLD_LF, GOLD_TEMPLATE, 0.0, 0.0),
+    ("MedicationEvent (a (b)) [dosage=x]", GOLD_LF, GOLD_TEMPLATE, 0.0, 0.0),  # a slot value holds no brackets
+    ("LabEvent (lisinopril) [date=x]", GOLD_LF, GOLD_TEMPLATE, 0.0, 0.0),
+    ("", GOLD_LF, GOLD_TEMPLATE, 0.0, 0.0),
+    # the exact gold form has the right structure even where a slot value has brackets
+    ("MedicationEvent (vitamin (d)) [dosage=x]", "MedicationEvent (vitamin (d)) [dosage=x]", GOLD_TEMPLATE, 1.0, 1.0),
+]
+
+
+@pytest.mark.parametrize("output, gold_lf, template, lf_acc, template_acc", LOGICAL_FORM_CASES)
+def test_emrqa_logical_form_hand_computed_values(modules, output, gold_lf, template, lf_acc, template_acc):
+    assert modules["emrqa_logical_form_accuracy"].compute(predictions=[output], references=[gold_lf]) == {
+        "lf_acc": lf_acc, "lf_acc_stderr": 0.0}
+    assert modules["emrqa_template_accuracy"].compute(predictions=[output], references=[gold_lf], templates=[template]) == {
+        "template_acc": template_acc, "template_acc_stderr": 0.0}
+
+
+def test_emrqa_logical_form_means(modules):
+    outputs, golds, templates = ([case[i] for case in LOGICAL_FORM_CASES] for i in range(3))
+    lf = modules["emrqa_logical_form_accuracy"].compute(predictions=outputs, references=golds)
+    template = modules["emrqa_template_accuracy"].compute(predictions=outputs, references=golds, templates=templates)
+    assert lf["lf_acc"] == pytest.approx(4 / 10) and template["template_acc"] == pytest.approx(5 / 10)
+    # sample standard deviation over sqrt(n), as lm-eval's mean: 4 ones in 10 -> sqrt(0.4 * 0.6 * 10 / 9 / 10)
+    assert lf["lf_acc_stderr"] == pytest.approx((0.4 * 0.6 / 9) ** 0.5)
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"predictions": [["Patient takes"]], "references": [[MED]], "notes": [NOTE]}, "expected format"),
+    ({"predictions": ["x"], "references": [[MED]], "notes": [NOTE.splitlines()]}, "expected format"),
+    ({"predictions": ["x", "y"], "references": [[MED]], "notes": [NOTE]}, "Mismatch in the number"),
+    ({"predictions": ["x"], "references": [MED], "notes": [NOTE]}, "not a dict"),
+    ({"predictions": ["x"], "references": [json.dumps(MED)], "notes": [NOTE]}, "item 0: .*not a list of gold answers"),
+    ({"predictions": ["x"], "references": ["[]"], "notes": [NOTE]}, "item 0: .*at least one gold answer"),
+    ({"predictions": ["x"], "references": [[{"evidence": "BP stable today."}]], "notes": [NOTE]}, "item 0: KeyError"),
+    ({"predictions": ["x"], "references": [[MED]]}, "inputs are missing"),
+])
+def test_emrqa_bad_input_is_an_error_that_quotes_no_note_text(modules, inputs, message):
+    with pytest.raises(ValueError, match=message) as error:
+        modules["emrqa_relaxed_em"].compute(**inputs)
+    shown = "".join(traceback.format_exception(error.value))  # what the user sees, chained errors included
+    for words in ("Patient takes", "lisinopril", "BP stable", "chest pain", "Pulse 72"):
+        assert words not in shown
+
+
+@pytest.fixture(scope="module")
+def emrqa_metadata(tmp_path_factory):
+    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+
+    info = write_synthetic(tmp_path_factory.mktemp("emrqa-modules"), notes_per_subset=8)
+    return {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(info.data_ql_csv),
+            "emrqa_cache_dir": str(tmp_path_factory.mktemp("emrqa-modules-cache"))}
+
+
+def _scripted_emrqa_outputs(metadata):
+    """Model outputs of every kind the scorers tell apart, keyed by qa_id."""
+    from medeval_metrics.emrqa import tasks as emrqa_tasks
+    from medeval_metrics.testing.emrqa_synthetic import gold_evidence_output
+
+    def evidence_styles(doc):
+        golds = json.loads(doc["answers_json"])
+        first, lines = golds[0], doc["note"].splitlines()
+        words = first["evidence"].split()
+        return [
+            gold_evidence_output(doc), f"- {first['evidence']}", lines[0], "", " ".join(words[: len(words) // 2]),
+            f"{first['evidence']}\n{lines[-1]}", f"The note says: {' and '.join(first['entities']) or 'nothing'}.",
+            "\n".join(lines[:12]),
+        ]
+
+    def logical_form_styles(doc):
+        template = doc["lf_template"]
+        return [doc["logical_form"], doc["logical_form"].replace(" ", "  ").replace("(", " ( "),
+                re.sub(r"\|[^|]*\|", "zzz", template), "LabEvent (x)", "", f"\n{doc['logical_form']}\nextra"]
+
+    outputs = {}
+    for loader, styles in ((emrqa_tasks.load_medication, evidence_styles), (emrqa_tasks.load_risk, evidence_styles),
+                           (emrqa_tasks.load_evidence_window, evidence_styles), (emrqa_tasks.load_emrql_2, logical_form_styles)):
+        for i, doc in enumerate(loader(**metadata)["test"]):
+            choices = styles(doc)
+            outputs[doc["qa_id"]] = choices[i % len(choices)]
+    return outputs
+
+
+def test_emrqa_modules_equal_what_the_tasks_report(modules, emrqa_metadata):
+    """Run emrQA evidence and logical-form tasks through lm-eval with scripted outputs, then feed the
+    logged samples to the modules: the same values as lm-eval's results."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    evidence_tasks = ["emrqa_medication", "emrqa_risk", "emrqa_evidence_window"]
+    table = {"key": "qa_id", "generate": _scripted_emrqa_outputs(emrqa_metadata), "default": ""}
+    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata=emrqa_metadata)
+    results = lm_eval.simple_evaluate(model=ScriptedLM(table), tasks=[*evidence_tasks, "emrql_2"], task_manager=manager,
+                                      log_samples=True)
+    checked = []
+    for task in evidence_tasks:
+        reported, samples = results["results"][task], results["samples"][task]
+        columns = {"predictions": [s["filtered_resps"][0] for s in samples],
+                   "references": [s["doc"]["answers_json"] for s in samples], "notes": [s["doc"]["note"] for s in samples]}
+        for name, key in EVIDENCE_MODULES.items():
+            assert 0 < reported[f"{key},none"] < 1, (task, key)  # a comparison that could fail
+            value = modules[name].compute(**columns)
+            assert value[key] == reported[f"{key},none"], (task, name)
+            assert value[f"{key}_stderr"] == pytest.approx(reported[f"{key}_stderr,none"], rel=1e-12), (task, name)
+            checked.append((task, name))
+    reported, samples = results["results"]["emrql_2"], results["samples"]["emrql_2"]
+    predictions = [s["filtered_resps"][0] for s in samples]
+    references = [s["doc"]["logical_form"] for s in samples]
+    lf = modules["emrqa_logical_form_accuracy"].compute(predictions=predictions, references=references)
+    template = modules["emrqa_template_accuracy"].compute(
+        predictions=predictions, references=references, templates=[s["doc"]["lf_template"] for s in samples])
+    assert 0 < reported["lf_acc,none"] < reported["template_acc,none"] < 1
+    assert lf["lf_acc"] == reported["lf_acc,none"] and template["template_acc"] == reported["template_acc,none"]
+    assert lf["lf_acc_stderr"] == pytest.approx(reported["lf_acc_stderr,none"], rel=1e-12)
+    assert template["template_acc_stderr"] == pytest.approx(reported["template_acc_stderr,none"], rel=1e-12)
+    assert len(checked) == 9
+
+
+@pytest.mark.parametrize("name", [n for n in evaluate_modules.available() if n.startswith("emrqa_")])
+def test_emrqa_module_readmes_say_what_they_compute_and_cite_the_paper(name):
+    readme = (REPO_ROOT / "medeval_metrics" / "evaluate_modules" / name / "README.md").read_text()
+    assert readme.startswith(f"---\ntitle: {name}\n") and f'evaluate_modules.path("{name}")' in readme
+    assert "## What it computes" in readme and "## Inputs" in readme
+    assert "Pampari" in readme and "arXiv:1809.00732" in readme
+    if name == "emrqa_relaxed_em":
+        assert "by position, not by length" in readme and "20 characters" in readme

@@ -12,19 +12,17 @@ subclasses ``base.PerItemMeanMetric`` with the per-item scorer the lm-eval task 
 it returns equals the task's reported score on the same inputs. Adding a metric is one folder with
 a file of a few lines (copy ``emsqa_set_f1``), a README.md, and rows in
 ``tests/test_report_evaluate_modules.py`` (hand-computed cases, and equality with the task). A
-metric with more inputs declares them as extra feature columns; e.g. emrQA logical-form accuracy::
+metric with more inputs declares them as extra feature columns, e.g. ``emrqa_template_accuracy``
+(predictions, references and the gold ``templates``) and the emrQA evidence modules (``notes``);
+their shared pieces are in ``emrqa_inputs``::
 
-    import datasets
-    import medeval_metrics.emrqa.metrics as emrqa_metrics
-    import medeval_metrics.evaluate_modules.base as base
-
-    class EmrqaLogicalFormAccuracy(base.PerItemMeanMetric):
-        result_key = "lf_acc"
+    class EmrqaTemplateAccuracy(base.PerItemMeanMetric):
+        result_key = "template_acc"
         features = datasets.Features({"predictions": datasets.Value("string"),
                                       "references": datasets.Value("string"),
                                       "templates": datasets.Value("string")})
         per_item = staticmethod(lambda output, gold_lf, templates:
-                                emrqa_metrics.score_logical_form(output, gold_lf, templates)["lf_acc"])
+                                emrqa_metrics.score_logical_form(output, gold_lf, templates)["template_acc"])
 
 (module files import ``base`` as a module, never its class by name: ``evaluate.load`` takes the
 first metric class it finds in the file.)

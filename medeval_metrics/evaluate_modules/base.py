@@ -24,7 +24,10 @@ class PerItemMeanMetric(evaluate.Metric):
 
     Columns in ``features`` beyond predictions and references (e.g. a logical-form template, or a
     clinical note for evidence scoring) reach ``per_item`` as keyword arguments, item by item.
-    Errors never quote the inputs (emrQA inputs hold patient notes).
+    ``encode_reference`` turns a reference into its stored form before ``evaluate`` checks it
+    against ``features`` (e.g. emrQA gold answers given as dicts, stored as JSON text).
+    Errors never quote the inputs (emrQA inputs hold patient notes): ``evaluate``'s own format
+    errors print the inputs, so only their first line is kept.
     """
 
     result_key: str = "score"
@@ -36,6 +39,34 @@ class PerItemMeanMetric(evaluate.Metric):
     @staticmethod
     def per_item(prediction: Any, reference: Any, **columns: Any) -> float:  # overridden by each module
         raise NotImplementedError
+
+    @staticmethod
+    def encode_reference(reference: Any) -> Any:
+        return reference
+
+    def add_batch(self, *, predictions: Any = None, references: Any = None, **columns: Any) -> None:
+        """Add a batch of inputs (``evaluate`` appends the module's inputs description here).
+"""
+        if references is not None:
+            references = self._unquoted(lambda: [self.encode_reference(r) for r in references])
+        self._unquoted(lambda: super(PerItemMeanMetric, self).add_batch(predictions=predictions, references=references, **columns))
+
+    def add(self, *, prediction: Any = None, reference: Any = None, **columns: Any) -> None:
+        """Add one item's inputs (``evaluate`` appends the module's inputs description here).
+"""
+        if reference is not None:
+            reference = self._unquoted(lambda: self.encode_reference(reference))
+        self._unquoted(lambda: super(PerItemMeanMetric, self).add(prediction=prediction, reference=reference, **columns))
+
+    def _unquoted(self, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except (ValueError, TypeError, KeyError) as exc:
+            # evaluate appends the offending inputs after the first line of its message.
+            first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise ValueError(
+                f"{self.name}: {first_line.rstrip('.')}. Expected inputs: {self.inputs_description or self.features}"
+            ) from None
 
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
@@ -49,10 +80,12 @@ class PerItemMeanMetric(evaluate.Metric):
     def _compute(self, predictions: list[Any], references: list[Any], **columns: list[Any]) -> dict[str, float]:
         if not predictions:
             raise ValueError(f"{self.name}: no predictions to score.")
-        scores = [
-            float(self.per_item(p, r, **{name: values[i] for name, values in columns.items()}))
-            for i, (p, r) in enumerate(zip(predictions, references))
-        ]
+        scores = []
+        for i, (p, r) in enumerate(zip(predictions, references)):
+            try:
+                scores.append(float(self.per_item(p, r, **{name: values[i] for name, values in columns.items()})))
+            except (ValueError, TypeError, KeyError) as exc:  # the scorers' messages name no input text
+                raise ValueError(f"{self.name}: item {i}: {type(exc).__name__}: {exc}") from None
         value, stderr = mean_and_stderr(scores)
         return {self.result_key: value, f"{self.result_key}_stderr": stderr}
 
