@@ -259,6 +259,7 @@ def doc_to_target_mc(doc: dict[str, Any]) -> int:
 # --------------------------------------------------------------------------- answer extraction
 
 _THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _LETTER_IN_LIST = r"\s*[\"'`]?\s*([a-zA-Z])\s*[\"'`]?\s*"
 _JSON_LIST = re.compile(r"\[((?:" + _LETTER_IN_LIST + r",)*" + _LETTER_IN_LIST + r")?\]")
 _ANSWER_FIELD = re.compile(
@@ -294,7 +295,11 @@ def strip_reasoning(text: str) -> str:
     """Drop ``<think>...</think>`` blocks (an unclosed one runs to the end) and any text before a
     stray ``</think>`` (chat templates that open the block in the prompt)."""
     if "</think>" in text.lower() and "<think>" not in text.lower():
-        text = text[text.lower().rfind("</think>") + len("</think>"):]
+        # positions from a regex on the text itself: lower() can lengthen it ("İ" -> "i̇")
+        last_close = None
+        for last_close in _THINK_CLOSE.finditer(text):
+            pass
+        text = text[last_close.end():] if last_close else text
     return _THINK_BLOCK.sub(" ", text)
 
 

@@ -255,3 +255,16 @@ def test_judge_a_valid_verdict_after_any_chatter_is_read(scores: dict[str, int],
                **{dim: {"score": score, "reason": "because"} for dim, score in scores.items()}}
     parsed = _parse_verdict(f"{noise}\n{json.dumps(verdict)}")
     assert parsed.scores == scores and parsed.error is None
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # "İ".lower() is two characters: positions taken from lower() once cut the answer off
+        ("İİİİİİİİİİİİ</think>B", ["b"]),
+        ("İ reasoning </THINK> The answer is (C)", ["c"]),
+        ("draft: A </think> final </think> D", ["d"]),
+    ],
+)
+def test_emsqa_text_after_a_stray_closing_think_tag(output: str, expected: list[str]) -> None:
+    assert emsqa.extract_answer(output, "abcd") == expected
