@@ -71,8 +71,13 @@ def normalize_record(record: dict[str, Any], index: int, path: Path | str) -> di
     snippet = f" ({question[:60]!r})" if isinstance(question, str) else ""
     for field in ("question", "choices", "answer"):
         if field not in record:
-            raise MedevalDataError(f"{where}{snippet} has no '{field}' field. Every record needs question, choices, answer.")
-    if not isinstance(question, str) or not question.strip():
+            raise MedevalDataError(
+                f"{where}{snippet} has no '{field}' field (it has {sorted(record)}). "
+                "Every record needs question, choices, answer; check the field names' spelling."
+            )
+    if not isinstance(question, str):
+        raise MedevalDataError(f"{where}: 'question' is a {type(question).__name__}, not text. Fix the record.")
+    if not question.strip():
         raise MedevalDataError(f"{where} has an empty question. Fix or remove the record.")
     choices = record["choices"]
     if not isinstance(choices, list) or len(choices) < 2:
@@ -108,6 +113,13 @@ def normalize_record(record: dict[str, Any], index: int, path: Path | str) -> di
     letters = sorted(options)
     level = record.get("level", [])
     category = record.get("category", [])
+    for field, value in (("level", level), ("category", category)):
+        if value is not None and not isinstance(value, str) and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise MedevalDataError(
+                f"{where}{snippet}: '{field}' is {value!r}; it must be a string or a list of strings (e.g. [\"emt\"])."
+            )
     return {
         "id": str(record.get("id", index)),
         "question": question.strip(),
@@ -131,7 +143,17 @@ def load_docs(path: Path, description: str, skip_invalid: bool = False) -> list[
     always strict.
     """
     docs = []
+    first_with_id: dict[str, int] = {}
     for index, record in enumerate(read_json_records(path, description)):
+        # Duplicate explicit ids would merge two items in per-item logs and breakdowns: never allowed.
+        if record.get("id") is not None:
+            record_id = str(record["id"])
+            if record_id in first_with_id:
+                raise MedevalDataError(
+                    f"{path}: records {first_with_id[record_id]} and {index} of {description} share the id "
+                    f"{record_id!r}. Give every record its own id (or drop the 'id' field to number them by position)."
+                )
+            first_with_id[record_id] = index
         try:
             docs.append(normalize_record(record, index, path))
         except MedevalDataError as exc:

@@ -89,6 +89,13 @@ def normalise_rows(rows: list[dict[str, Any]], origin: str) -> list[dict[str, st
         )
     out = []
     for number, row in enumerate(rows, start=1):
+        for field, column in mapping.items():
+            if column and isinstance(row.get(column), (dict, list)):
+                # str() of a JSON object or list would pass as a plausible question or reference answer.
+                raise MedevalDataError(
+                    f"{origin}: row {number}: {column!r} is a JSON {type(row[column]).__name__}, not text. "
+                    "Export each column as a plain string."
+                )
         record = {field: _cell(row.get(column)) if column else "" for field, column in mapping.items()}
         for field in REQUIRED:
             if not record[field]:

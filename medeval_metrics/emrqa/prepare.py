@@ -188,6 +188,12 @@ def _gold_answers(
                 raise _fail(path, here, "'evidence' is empty and no evidence line is given",
                             "Span answers need their evidence text or line.")
             if located < 0:
+                # Offsets are only hints; an unlocatable evidence whose offset also points past the note is
+                # a broken record, not a quirk to count.
+                size, unit = (len(text), "characters") if subset == "risk" else (len(line_offsets), "lines")
+                if start != -1 and not 0 <= start <= size:
+                    raise _fail(path, here, f"evidence_start {start} is outside the note ({size} {unit}) and the "
+                                "evidence text is not in the note", "Fix the offset or the evidence, or drop the answer.")
                 stats["evidence_not_in_note"] += 1
             golds.append(
                 {"evidence": stripped, "evidence_start": located, "entity_type": entity_type, "entities": entities}
@@ -252,18 +258,23 @@ def read_ql_csv(path: Path, stats: Counter | None = None) -> Iterator[dict[str, 
     """
     stats = stats if stats is not None else Counter()
     try:
-        handle = open(path, "r", encoding="utf-8-sig", newline="")
+        handle = open(path, "rb")
     except OSError as exc:
         raise MedevalDataError(f"{path}: cannot read the emrQA data-ql.csv ({exc.strerror}).") from exc
     with handle:
         header_seen = False
-        for line_number, line in enumerate(handle, start=1):
+        # Decoded line by line: a text-mode file decodes ahead in chunks, so a bad byte would surface
+        # from the iterator itself, as a bare UnicodeDecodeError with no line number.
+        for line_number, raw in enumerate(handle, start=1):
             try:
-                if not line.strip():
-                    continue
-                fields = next(csv.reader([line.rstrip("\r\n")], skipinitialspace=True))
+                line = raw.decode("utf-8-sig" if line_number == 1 else "utf-8")
             except UnicodeDecodeError as exc:
-                raise MedevalDataError(f"{path}: data-ql.csv is not UTF-8 text (line {line_number}).") from exc
+                raise MedevalDataError(
+                    f"{path}: data-ql.csv is not UTF-8 text (line {line_number}, byte {exc.start}). Re-save it as UTF-8."
+                ) from exc
+            if not line.strip():
+                continue
+            fields = next(csv.reader([line.rstrip("\r\n")], skipinitialspace=True))
             while fields and not fields[-1].strip():
                 fields.pop()
             if tuple(f.strip().lower() for f in fields) == QL_HEADER:
