@@ -54,9 +54,32 @@ def install_stderr_hook() -> None:
 
     def stderr_for_metric(metric, bootstrap_iters):  # type: ignore[no-untyped-def]
         own = getattr(metric, "medeval_stderr", None)
-        if own is not None and bootstrap_iters and bootstrap_iters > 0:
+        if own is not None and (getattr(own, "closed_form", False) or (bootstrap_iters and bootstrap_iters > 0)):
             return own
         return original(metric=metric, bootstrap_iters=bootstrap_iters)
 
     stderr_for_metric._medeval = True  # type: ignore[attr-defined]
     evaluator_utils.stderr_for_metric = stderr_for_metric
+
+
+def _order_free_stderr(items: list[float]) -> float:
+    """lm-eval's closed-form stderr of the mean (sd with n-1, over sqrt(n)), with exactly rounded sums."""
+    xs = [float(x) for x in items]
+    if len(xs) < 2:
+        return 0.0
+    mean = math.fsum(xs) / len(xs)
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
+
+
+_order_free_stderr.closed_form = True  # type: ignore[attr-defined]  # cheap: reported even with --bootstrap_iters 0
+
+
+@with_stderr(_order_free_stderr)
+def order_free_mean(items: list[float]) -> float:
+    """lm-eval aggregation: the mean with an exactly rounded sum (math.fsum).
+
+    A data-parallel run gathers per-item values rank by rank, so lm-eval's ``mean`` (a plain float
+    sum) can differ from the single-process run in the last bit; this one is the same in any order.
+    """
+    xs = [float(x) for x in items]
+    return math.fsum(xs) / len(xs)

@@ -90,7 +90,9 @@ def agreement(items: Sequence[Sequence[Sequence[Any]]]) -> float:
 
 def agreement_stderr(items: Sequence[Sequence[Sequence[Any]]], resamples: int = 500, seed: int = 1234) -> float:
     """Bootstrap standard error of ``agreement``, resampling items (their dimensions stay together)."""
-    items = list(items)
+    # Canonical order first: a data-parallel run hands the items over rank by rank, and the seeded
+    # resampling must draw the same items as in a single process.
+    items = sorted(items, key=repr)
     if len(items) < 2:
         return 0.0
     rng = random.Random(seed)

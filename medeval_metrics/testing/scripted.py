@@ -9,11 +9,21 @@ that when asked for this model). ``--model_args table=/path/answers.json`` names
      "default": ""}                     # output for docs not in the table
 
 A doc missing from the table gets ``default``; the table can also be passed as a dict in Python.
+``record=/some/folder`` appends the key of every doc this process answers to
+``/some/folder/rank<R>.txt`` (one line each), so tests can see how the work was spread.
+
+Data-parallel mode (``--model_args table=...,data_parallel=true``, launched by ``torchrun
+--nproc_per_node N``): each process joins a ``torch.distributed`` gloo group (CPU only, no GPU
+needed), reports its rank and world size to lm-eval, which then hands it only its shard of the
+docs and gathers the per-item metrics on rank 0 through ``all_gather`` / ``gather_object`` /
+``barrier`` below. Outside torchrun (no ``WORLD_SIZE``) the flag is a no-op: one process.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +34,63 @@ from lm_eval.api.registry import register_model
 
 @register_model("medeval-scripted")
 class ScriptedLM(LM):
-    def __init__(self, table: str | dict[str, Any] | None = None, **_: Any) -> None:
+    def __init__(self, table: str | dict[str, Any] | None = None, data_parallel: bool | str = False,
+                 record: str | None = None, **_: Any) -> None:
         super().__init__()
         if isinstance(table, (str, Path)):
             table = json.loads(Path(table).read_text(encoding="utf-8"))
         self.table: dict[str, Any] = table or {}
         self.key = self.table.get("key", "question")
         self.requests_seen: list[Any] = []
+        self._device = "cpu"  # lm-eval puts its per-rank request counts on lm.device before all_gather
+        self._distributed = _truthy(data_parallel) and int(os.environ.get("WORLD_SIZE", "1")) > 1
+        if self._distributed:
+            import torch.distributed as dist
+
+            if not dist.is_initialized():
+                dist.init_process_group(backend="gloo")  # env:// rendezvous that torchrun sets up
+                atexit.register(_leave_group)
+            self._rank = dist.get_rank()
+            self._world_size = dist.get_world_size()
+        self.record = Path(record) if record else None
+
+    def _record(self, requests: list[Any]) -> None:
+        if self.record is None:
+            return
+        self.record.mkdir(parents=True, exist_ok=True)
+        with (self.record / f"rank{self._rank}.txt").open("a", encoding="utf-8") as handle:
+            for request in requests:
+                doc = request.doc if isinstance(request.doc, dict) else {}
+                handle.write(json.dumps(str(doc.get(self.key))) + "\n")
+
+    # --- data-parallel primitives lm-eval's evaluator calls when world_size > 1 ---
+
+    def all_gather(self, tensor: Any) -> Any:
+        if not self._distributed:
+            return tensor
+        import torch
+        import torch.distributed as dist
+
+        tensor = tensor.to("cpu")
+        parts = [torch.empty_like(tensor) for _ in range(self._world_size)]
+        dist.all_gather(parts, tensor)
+        # a 0-d count per rank becomes a 1-d tensor indexed by rank, as lm-eval reads it
+        return torch.stack(parts) if tensor.dim() == 0 else torch.cat(parts)
+
+    def gather_object(self, obj: Any, dst: int = 0) -> list[Any] | None:
+        if not self._distributed:
+            return [obj]
+        import torch.distributed as dist
+
+        gathered: list[Any] | None = [None] * self._world_size if self._rank == dst else None
+        dist.gather_object(obj, gathered, dst=dst)
+        return gathered
+
+    def barrier(self) -> None:
+        if self._distributed:
+            import torch.distributed as dist
+
+            dist.barrier()
 
     def _lookup(self, request: Any, section: str) -> Any:
         doc = request.doc or {}
@@ -39,10 +99,12 @@ class ScriptedLM(LM):
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
         self.requests_seen.extend(requests)
+        self._record(requests)
         return [str(self._lookup(request, "generate")) for request in requests]
 
     def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         self.requests_seen.extend(requests)
+        self._record(requests)
         out = []
         for request in requests:
             continuation = str(request.args[1]).strip()
@@ -64,3 +126,14 @@ class ScriptedLM(LM):
 
     def chat_template(self, chat_template: bool | str = False) -> str | None:
         return "medeval-scripted" if chat_template else None
+
+
+def _truthy(value: bool | str) -> bool:
+    return value is True or str(value).strip().lower() in ("1", "true", "yes")
+
+
+def _leave_group() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
