@@ -131,3 +131,32 @@ def test_medicationqa_panel_two_ranks_equal_one_and_judge_each_item_once(tmp_pat
     assert _scores(dp, "medicationqa") == _scores(single, "medicationqa")
     assert single["results"]["medicationqa"]["judge_computed,scored"] == 1.0
     assert isinstance(single["results"]["medicationqa"]["judge_agreement_stderr,scored"], float)
+
+
+@pytest.mark.parametrize(
+    "values, expected_mean",
+    [
+        ([0.1, 0.2, 0.3], 0.6 / 3),  # exact sum rounds to 0.6; a plain sum gives 0.6000000000000001 in one order
+        ([1e16, 1.0, -1e16, 1.0], 0.5),  # plain sum loses the first 1.0: 0.25
+        ([3.0], 3.0),
+    ],
+)
+def test_order_free_mean_is_exact_in_any_order(values, expected_mean):
+    import itertools
+
+    from lm_eval.api.metrics import mean_stderr
+
+    from medeval_metrics.stats import order_free_mean
+
+    for order in itertools.permutations(values):
+        assert order_free_mean(list(order)) == expected_mean
+    if len(values) > 1 and max(abs(v) for v in values) < 10:
+        assert order_free_mean.medeval_stderr(values) == pytest.approx(mean_stderr(values), rel=1e-12)
+
+
+def test_agreement_stderr_does_not_depend_on_item_order():
+    from medeval_metrics.judge.aggregate import agreement_stderr
+
+    items = [[[1, 2], [3, 3]], [[5, 4], [2, 2]], [[4, 4], [1, 3]], [[2, 2], [5, 5]], [[3, 1], [4, 4]]]
+    shuffled = [items[i] for i in (0, 2, 4, 1, 3)]  # the order lm-eval gathers 2 ranks in
+    assert agreement_stderr(shuffled) == agreement_stderr(items) > 0
