@@ -51,3 +51,26 @@ def test_several_processes_write_at_once(tmp_path):
     assert len(cache) == 3 * 150 + 1
     assert cache.get("w2-149") == {"worker": 2, "i": 149}
     assert cache.get("shared") == {"same": "value"}
+
+
+def _open_and_write(path: str, barrier, worker: int) -> None:
+    barrier.wait()  # every process opens the brand-new file at the same moment
+    cache = VerdictCache(path)
+    for item in range(10):
+        cache.put(f"item-{item}", {"worker": worker})
+
+
+def test_processes_creating_the_cache_at_once_never_fail(tmp_path):
+    # Switching a new SQLite file to WAL from several processes at once can fail with "database is
+    # locked" without SQLite waiting (seen in CI with two data-parallel ranks); the cache retries.
+    ctx = multiprocessing.get_context("fork")
+    for trial in range(25):
+        path = str(tmp_path / f"cache-{trial}.sqlite")
+        barrier = ctx.Barrier(4)
+        workers = [ctx.Process(target=_open_and_write, args=(path, barrier, w)) for w in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert [w.exitcode for w in workers] == [0, 0, 0, 0], f"trial {trial}"
+        assert len(VerdictCache(path)) == 10

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +31,24 @@ class VerdictCache:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self._initialise()
+
+    def _initialise(self, attempts: int = 60) -> None:
+        """Switch to WAL and create the table. Two processes doing this at once on a new file can get
+        "database is locked" at once, without SQLite's busy handler waiting (a lock-upgrade
+        deadlock), so retry with a short backoff."""
+        for attempt in range(attempts):
+            try:
+                conn = self._connect()
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode=WAL")
+                with conn:
+                    conn.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 + 0.05 * random.random() * (attempt + 1))
 
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
