@@ -222,10 +222,6 @@ def _options_block(doc: dict[str, Any]) -> str:
     return "\n".join(f"{letter.upper()}. {text}" for letter, text in zip(doc["letters"], doc["options"]))
 
 
-def _example_answer(doc: dict[str, Any]) -> str:
-    return json.dumps(doc["gold"])
-
-
 def doc_to_text(doc: dict[str, Any]) -> str:
     """Zero-/few-shot prompt: the answer is a JSON list of lowercase letters (the authors' format)."""
     return (
@@ -236,7 +232,7 @@ def doc_to_text(doc: dict[str, Any]) -> str:
 
 
 def doc_to_target(doc: dict[str, Any]) -> str:
-    return _example_answer(doc)
+    return json.dumps(doc["gold"])
 
 
 def doc_to_text_cot(doc: dict[str, Any]) -> str:
