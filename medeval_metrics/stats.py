@@ -8,19 +8,22 @@ from typing import Any, Callable, Iterable, TypeVar
 Aggregation = TypeVar("Aggregation", bound=Callable[..., Any])
 
 
-def mean_and_stderr(values: Iterable[float]) -> tuple[float, float]:
+def mean_and_stderr(values: Iterable[float], order_free: bool = False) -> tuple[float, float]:
     """Mean and standard error of the mean (sample sd with n-1, over sqrt(n)), as lm-eval's ``mean``.
 
+    With ``order_free`` the sums are exactly rounded (math.fsum), so the result does not depend on
+    the order of the values; without it, they are plain float sums, bit-identical to lm-eval's own.
     One value has no spread to measure: its stderr is reported as 0.0, never "N/A".
     """
+    total = math.fsum if order_free else sum
     xs = [float(v) for v in values]
     if not xs:
         raise ValueError("mean_and_stderr needs at least one value")
     n = len(xs)
-    mean = sum(xs) / n
+    mean = total(xs) / n
     if n == 1:
         return mean, 0.0
-    variance = sum((x - mean) ** 2 for x in xs) / (n - 1)
+    variance = total((x - mean) ** 2 for x in xs) / (n - 1)
     return mean, math.sqrt(variance / n)
 
 
@@ -63,12 +66,8 @@ def install_stderr_hook() -> None:
 
 
 def _order_free_stderr(items: list[float]) -> float:
-    """lm-eval's closed-form stderr of the mean (sd with n-1, over sqrt(n)), with exactly rounded sums."""
-    xs = [float(x) for x in items]
-    if len(xs) < 2:
-        return 0.0
-    mean = math.fsum(xs) / len(xs)
-    return math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
+    """lm-eval's closed-form stderr of the mean, with exactly rounded sums (``mean_and_stderr``)."""
+    return mean_and_stderr(items, order_free=True)[1] if len(items) > 1 else 0.0
 
 
 _order_free_stderr.closed_form = True  # type: ignore[attr-defined]  # cheap: reported even with --bootstrap_iters 0
@@ -81,5 +80,4 @@ def order_free_mean(items: list[float]) -> float:
     A data-parallel run gathers per-item values rank by rank, so lm-eval's ``mean`` (a plain float
     sum) can differ from the single-process run in the last bit; this one is the same in any order.
     """
-    xs = [float(x) for x in items]
-    return math.fsum(xs) / len(xs)
+    return mean_and_stderr(items, order_free=True)[0]

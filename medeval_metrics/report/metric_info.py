@@ -38,7 +38,7 @@ REPORTING: dict[str, BenchmarkReporting] = {
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
         },
     ),
-    # Metric names as on the medicationqa branch (judge scores on a 1-5 scale).
+    # Judge scores are on a 1-5 scale.
     "medicationqa": BenchmarkReporting(
         display_name="MedicationQA",
         task_type="question-answering",
@@ -57,7 +57,7 @@ REPORTING: dict[str, BenchmarkReporting] = {
                                           in_model_index=False, scale=(-1.0, 1.0)),
         },
     ),
-    # Metric names as on the emrqa branch; the primary metric falls back to a task's first metric
+    # The primary metric falls back to a task's first metric
     # where a task does not report relaxed EM (classification: acc; logical forms: lf_acc).
     "emrqa": BenchmarkReporting(
         display_name="emrQA",
