@@ -1,27 +1,13 @@
-"""MedicationQA (Ben Abacha et al., MedInfo 2019): consumer medication questions, judged by a panel.
-
-Data: the 690 rows of ``MedInfo2019-QA-Medications.xlsx`` (all of them are the test set), from the
-Hub mirror ``truehealth/medicationqa`` (split ``train``) or the user's local copy: the original
-spreadsheet, or a JSON / JSON Lines / CSV export with the same columns (spreadsheet headers or
-snake_case). Point at a local copy with ``--metadata '{"medicationqa_path": ...}'`` or
-``MEDEVAL_MEDICATIONQA_PATH``.
-
-Scores: ROUGE-L and sentence BLEU against the reference answer, always; the judge panel's
-accuracy / completeness / clarity (1-5), HELM panel score, MedARC reward, unscored rate, per-judge
-success rate and agreement when a panel is configured (``medeval_metrics.judge``).
-"""
+"""MedicationQA data: the Hub mirror or the user's spreadsheet / JSON / CSV export, validated."""
 
 from __future__ import annotations
 
 import csv
 import logging
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from medeval_metrics.data import DataSource, MedevalDataError, hub_offline, read_json_records
-from medeval_metrics.judge.aggregate import item_metrics
-from medeval_metrics.judge.rubric import Rubric
 
 log = logging.getLogger("medeval.medicationqa")
 
@@ -47,27 +33,6 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "url": ("URL", "url", "Url"),
 }
 REQUIRED = ("question", "answer")
-
-RUBRIC = Rubric(
-    name="medicationqa",
-    version="medicationqa-rubric-v1",
-    task_instruction=(
-        "You are a clinical pharmacist grading an answer to a consumer's question about a medication. "
-        "Compare the answer with the reference answer written by experts; the reference is the standard "
-        "for correct information, though a correct answer may be worded differently or add correct detail."
-    ),
-    dimensions={
-        "accuracy": "is the medication information correct and consistent with the reference (1: wrong or unsafe, 5: fully correct)",
-        "completeness": "does it answer every part of the question that the reference covers (1: misses the point, 5: complete)",
-        "clarity": "is it clear and understandable for a lay person (1: confusing, 5: very clear)",
-    },
-)
-
-INSTRUCTION = (
-    "Answer the following question about a medication for a patient or caregiver. Be accurate, "
-    "complete and easy to understand."
-)
-
 
 def _cell(value: Any) -> str:
     return "" if value is None else str(value).strip()
@@ -176,56 +141,3 @@ def load_medicationqa(**metadata: Any):
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 
 
-def doc_to_text(doc: dict[str, Any]) -> str:
-    return f"{INSTRUCTION}\n\nQuestion: {doc['question']}\nAnswer:"
-
-
-@lru_cache(maxsize=1)
-def _rouge_scorer():
-    from rouge_score import rouge_scorer
-
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-
-
-def rouge_l(prediction: str, reference: str) -> float:
-    """ROUGE-L F-measure (rouge-score, Porter stemming), 0-1."""
-    if not prediction.strip() or not reference.strip():
-        return 0.0
-    return float(_rouge_scorer().score(reference, prediction)["rougeL"].fmeasure)
-
-
-def bleu(prediction: str, reference: str) -> float:
-    """Sentence BLEU (sacrebleu defaults: 13a tokenisation, exponential smoothing), 0-100."""
-    import sacrebleu
-
-    if not prediction.strip():
-        return 0.0
-    return float(sacrebleu.sentence_bleu(prediction, [reference]).score)
-
-
-def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
-    record = results[0]
-    if not isinstance(record, dict):  # a filter other than the judge filter: plain text
-        record = {"answer": str(record), "verdicts": None, "judges": None}
-    answer = str(record.get("answer") or "").strip()
-    out: dict[str, Any] = {
-        "rougeL": rouge_l(answer, doc["answer"]),
-        "bleu": bleu(answer, doc["answer"]),
-        "judge_computed": 0.0 if record.get("verdicts") is None else 1.0,
-    }
-    if record.get("verdicts") is not None:
-        out.update(item_metrics(record["verdicts"], list(RUBRIC.dimensions), record["judges"], RUBRIC.scale_max))
-    return out
-
-
-def _install_hooks() -> None:
-    """Give the agreement aggregation a real stderr in lm-eval's table (see judge.aggregate)."""
-    try:
-        from medeval_metrics.stats import install_stderr_hook
-
-        install_stderr_hook()
-    except ImportError:  # lm-eval absent: only the loader/metrics are being used
-        pass
-
-
-_install_hooks()

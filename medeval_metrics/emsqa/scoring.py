@@ -1,0 +1,49 @@
+"""EMSQA scoring: exact-set accuracy and per-item set F1 (the paper's definitions)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from medeval_metrics.emsqa.extract import extract_answer
+
+def set_f1(predicted: Iterable[str], gold: Iterable[str]) -> float:
+    """Per-item set F1: both empty -> 1.0, exactly one empty -> 0.0, else 2PR/(P+R)."""
+    p, g = set(predicted), set(gold)
+    if not p and not g:
+        return 1.0
+    if not p or not g:
+        return 0.0
+    overlap = len(p & g)
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(p), overlap / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def score(predicted: list[str] | None, gold: Iterable[str]) -> dict[str, float]:
+    """The per-item metrics: ``acc`` (exact set match), ``f1`` (set F1), ``unparseable`` (no answer)."""
+    pred = predicted or []
+    gold_set = set(gold)
+    return {
+        "acc": float(set(pred) == gold_set),
+        "f1": set_f1(pred, gold_set),
+        "unparseable": float(predicted is None),
+    }
+
+
+def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, float]:
+    """Generative variants: ``results[0]`` is the filtered answer (letters or ``None``)."""
+    predicted = results[0]
+    if isinstance(predicted, str):  # an unfiltered raw response (e.g. a user-added filter ensemble)
+        predicted = extract_answer(predicted, doc["letters"])
+    return score(predicted, doc["gold"])
+
+
+def process_results_mc(doc: dict[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:
+    """Log-likelihood variant: the prediction is the single most likely option, scored as a set."""
+    logliks = [ll for ll, _ in results]
+    best = max(range(len(logliks)), key=lambda i: logliks[i])
+    predicted = [doc["letters"][best]]
+    metrics = score(predicted, doc["gold"])
+    del metrics["unparseable"]
+    return metrics

@@ -1,0 +1,59 @@
+"""MedicationQA scoring: ROUGE-L and BLEU always, the judge panel's per-item scores when it ran."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from medeval_metrics.judge.aggregate import item_metrics
+from medeval_metrics.medicationqa.judging import RUBRIC
+
+@lru_cache(maxsize=1)
+def _rouge_scorer():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+def rouge_l(prediction: str, reference: str) -> float:
+    """ROUGE-L F-measure (rouge-score, Porter stemming), 0-1."""
+    if not prediction.strip() or not reference.strip():
+        return 0.0
+    return float(_rouge_scorer().score(reference, prediction)["rougeL"].fmeasure)
+
+
+def bleu(prediction: str, reference: str) -> float:
+    """Sentence BLEU (sacrebleu defaults: 13a tokenisation, exponential smoothing), 0-100."""
+    import sacrebleu
+
+    if not prediction.strip():
+        return 0.0
+    return float(sacrebleu.sentence_bleu(prediction, [reference]).score)
+
+
+def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
+    record = results[0]
+    if not isinstance(record, dict):  # a filter other than the judge filter: plain text
+        record = {"answer": str(record), "verdicts": None, "judges": None}
+    answer = str(record.get("answer") or "").strip()
+    out: dict[str, Any] = {
+        "rougeL": rouge_l(answer, doc["answer"]),
+        "bleu": bleu(answer, doc["answer"]),
+        "judge_computed": 0.0 if record.get("verdicts") is None else 1.0,
+    }
+    if record.get("verdicts") is not None:
+        out.update(item_metrics(record["verdicts"], list(RUBRIC.dimensions), record["judges"], RUBRIC.scale_max))
+    return out
+
+
+def _install_hooks() -> None:
+    """Give the agreement aggregation a real stderr in lm-eval's table (see judge.aggregate)."""
+    try:
+        from medeval_metrics.stats import install_stderr_hook
+
+        install_stderr_hook()
+    except ImportError:  # lm-eval absent: only the loader/metrics are being used
+        pass
+
+
+_install_hooks()
