@@ -3,86 +3,32 @@
 lm-eval's ``--log_samples`` writes each doc with its per-item metric values; a breakdown groups
 those values by fields of the doc (an item listed under several categories counts in each) and
 reports mean, stderr and count per category, as JSON and as a Markdown table.
-Each benchmark registers its breakdown dimensions in ``BREAKDOWNS`` (task-name prefix -> spec).
+Each benchmark declares its breakdown dimensions in its spec (``BenchmarkSpec.breakdowns``,
+task-name prefix -> ``BreakdownSpec``); ``task_breakdown`` is what every caller uses.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
-from itertools import product
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
+from medeval_metrics.spec import BreakdownSpec, Categories, crossed, doc_field  # noqa: F401  (re-exported)
 from medeval_metrics.stats import mean_and_stderr
-
-Categories = Callable[[dict[str, Any]], list[str]]
-
-
-@dataclass(frozen=True)
-class BreakdownSpec:
-    metrics: tuple[str, ...]
-    dimensions: dict[str, Categories]
-
-
-def _as_list(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return [str(value)]
-
-
-def doc_field(name: str) -> Categories:
-    return lambda doc: _as_list(doc.get(name))
-
-
-def crossed(first: Categories, second: Categories) -> Categories:
-    return lambda doc: [f"{a} x {b}" for a, b in product(first(doc), second(doc))]
-
-
-_emsqa_level, _emsqa_area = doc_field("level"), doc_field("category")
-BREAKDOWNS: dict[str, BreakdownSpec] = {
-    "medicationqa": BreakdownSpec(
-        metrics=("rougeL", "bleu", "judge_panel_score", "judge_reward", "judge_accuracy", "judge_completeness",
-                 "judge_clarity", "judge_unscored_rate"),
-        dimensions={"question_type": doc_field("question_type")},
-    ),
-    "emsqa": BreakdownSpec(
-        metrics=("acc", "f1", "unparseable"),
-        dimensions={
-            "level": _emsqa_level,
-            "subject_area": _emsqa_area,
-            "level x subject_area": crossed(_emsqa_level, _emsqa_area),
-        },
-    ),
-}
-
-
-def _emrqa_answer_types(doc: dict[str, Any]) -> list[str]:
-    # Evidence docs carry their gold answers as JSON; a question counts under each answer form it has.
-    try:
-        answers = json.loads(doc.get("answers_json") or "[]")
-    except (TypeError, ValueError):
-        return []
-    return sorted({str(answer.get("entity_type")) for answer in answers})
-
-
-BREAKDOWNS["emrqa"] = BreakdownSpec(
-    metrics=("relaxed_em", "f1", "strict_em", "acc", "unparseable", "prompt_too_long"),
-    dimensions={
-        "subset": doc_field("subset"),
-        "lf_template": doc_field("lf_template"),
-        "answer_type": _emrqa_answer_types,
-    },
-)
-BREAKDOWNS["emrql"] = BreakdownSpec(metrics=("lf_acc", "template_acc"), dimensions={"lf_template": doc_field("lf_template")})
 
 
 def spec_for_task(task: str) -> BreakdownSpec | None:
-    matches = [prefix for prefix in BREAKDOWNS if task == prefix or task.startswith(prefix + "_")]
-    return BREAKDOWNS[max(matches, key=len)] if matches else None
+    """The task's breakdown, as its benchmark's spec declares it (None: the task has none)."""
+    from medeval_metrics import registry
+
+    return registry.breakdown_for(task)
+
+
+def task_breakdown(task: str, samples: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one way a breakdown is made: the task's spec applied to its logged samples (None: no breakdown)."""
+    spec = spec_for_task(task)
+    return None if spec is None else compute_breakdown(samples, spec)
 
 
 def compute_breakdown(samples: Iterable[dict[str, Any]], spec: BreakdownSpec) -> dict[str, Any]:
@@ -121,7 +67,7 @@ def breakdown_markdown(task: str, breakdown: dict[str, Any]) -> str:
             for category, values in cats.items():
                 n = max(v["n"] for v in values.values())
                 cells = [f"{values[m]['value']:.4f} ± {values[m]['stderr']:.4f}" if m in values else "" for m in metrics]
-                # Categories can hold "|" (emrQA templates' |slot| placeholders): escape it for Markdown.
+                # Categories can hold "|" (e.g. templates' |slot| placeholders): escape it for Markdown.
                 cell = category.replace("|", "\\|")
                 lines.append(f"| {cell} | {n} | " + " | ".join(cells) + " |")
             parts.append("\n".join(lines))
@@ -149,9 +95,8 @@ def breakdowns_for_output(output_dir: Path, since: float | None = None) -> tuple
     """Breakdowns of every medeval task with logged samples, and the sample files they came from."""
     result, used = {}, []
     for task, path in find_sample_files(output_dir, since).items():
-        spec = spec_for_task(task)
-        if spec is not None:
-            result[task] = compute_breakdown(read_samples(path), spec)
+        if spec_for_task(task) is not None:
+            result[task] = task_breakdown(task, read_samples(path))
             used.append(path)
     return result, used
 

@@ -144,9 +144,9 @@ def _cmd_tasks_path(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from medeval_metrics.manifest import load_manifest, tasks_table
+    from medeval_metrics.manifest import build_manifest, tasks_table
 
-    print(tasks_table(load_manifest(), markdown=args.markdown))
+    print(tasks_table(build_manifest(), markdown=args.markdown))
     return 0
 
 

@@ -1,18 +1,78 @@
 """The pack's manifest: tasks, versions, sample counts, data sources and pins, licences.
 
-One file (``manifest.json``) feeds ``medeval list``, the README's task table and the tests that
-check it against the task YAMLs.
+``manifest.json`` is generated from the benchmark specs (``medeval_metrics.registry``) and shipped
+in the wheel, for tools that read the pack without importing it; the pack's own code reads the
+registry. After changing a spec: ``python -m medeval_metrics.manifest --write`` (a test fails while
+the file is stale). ``tasks_table`` renders a manifest for ``medeval list`` and the README.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterable
+
+from medeval_metrics.spec import BenchmarkSpec, Source
+
+PACK = "medeval-metrics"
+MANIFEST_FILE = Path(__file__).resolve().parent / "manifest.json"
 
 
 def load_manifest() -> dict[str, Any]:
+    """The shipped ``manifest.json``."""
     return json.loads(resources.files("medeval_metrics").joinpath("manifest.json").read_text(encoding="utf-8"))
+
+
+def _source_entry(source: Source) -> dict[str, Any]:
+    entry: dict[str, Any] = {"hub": source.hub}
+    if source.hub_split:
+        entry["hub_split"] = source.hub_split
+    entry["files"] = list(source.files)
+    entry["upstream"] = source.upstream
+    if source.sha256:
+        entry["sha256"] = dict(source.sha256)
+    return entry
+
+
+def build_manifest(benchmarks: Iterable[BenchmarkSpec] | None = None) -> dict[str, Any]:
+    """The manifest of the given benchmarks (default: the registry's)."""
+    if benchmarks is None:
+        from medeval_metrics import registry
+
+        benchmarks = registry.benchmarks()
+    benchmarks = list(benchmarks)
+    return {
+        "pack": PACK,
+        "benchmarks": {
+            spec.name: {
+                "paper": spec.paper,
+                "licence": spec.licence,
+                "citation_key": spec.citation_key,
+                "sources": {source.key: _source_entry(source) for source in spec.sources},
+            }
+            for spec in benchmarks
+        },
+        "tasks": [
+            {"task": t.name, "benchmark": spec.name, "version": t.version, "output_type": t.output_type,
+             "split": t.split, "samples": t.samples, "source": t.source, "metrics": list(t.metrics)}
+            for spec in benchmarks for t in spec.tasks
+        ],
+        "groups": [{"group": group, "tasks": list(tasks)} for spec in benchmarks for group, tasks in spec.groups.items()],
+    }
+
+
+def manifest_text(manifest: dict[str, Any]) -> str:
+    """The file's layout: one line per task and group, so a diff shows what changed."""
+    lines = ["{", f'  "pack": {json.dumps(manifest["pack"])},',
+             '  "benchmarks": ' + json.dumps(manifest["benchmarks"], indent=2, ensure_ascii=False).replace("\n", "\n  ") + ","]
+    for key in ("tasks", "groups"):
+        rows = [json.dumps(row, ensure_ascii=False) for row in manifest[key]]
+        lines.append(f'  "{key}": [' + ("\n    " + ",\n    ".join(rows) + "\n  " if rows else "") + "]"
+                     + ("," if key == "tasks" else ""))
+    return "\n".join(lines) + "\n}\n"
 
 
 def _source_text(manifest: dict[str, Any], task: dict[str, Any]) -> str:
@@ -40,3 +100,24 @@ def tasks_table(manifest: dict[str, Any], markdown: bool = False) -> str:
         return "\n".join(lines)
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate or check manifest.json from the benchmark specs.")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="exit 1 if manifest.json differs from the specs")
+    mode.add_argument("--write", action="store_true", help="rewrite manifest.json from the specs")
+    parser.add_argument("--path", type=Path, default=MANIFEST_FILE)
+    args = parser.parse_args(argv)
+    text = manifest_text(build_manifest())
+    if args.write:
+        args.path.write_text(text, encoding="utf-8")
+        return 0
+    if args.path.read_text(encoding="utf-8") != text:
+        print(f"{args.path} is stale. Run: python -m medeval_metrics.manifest --write")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

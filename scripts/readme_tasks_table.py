@@ -1,4 +1,4 @@
-"""Keep README.md's task table equal to the manifest (`medeval list --markdown`).
+"""Keep README.md's task table equal to the benchmark specs (`medeval list --markdown`).
 
 The table sits between TABLE_START and TABLE_END. Usage:
   python scripts/readme_tasks_table.py --check   # exit 1 and show both tables if they differ
@@ -17,9 +17,9 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def generated_table() -> str:
-    from medeval_metrics.manifest import load_manifest, tasks_table
+    from medeval_metrics.manifest import build_manifest, tasks_table
 
-    return tasks_table(load_manifest(), markdown=True)
+    return tasks_table(build_manifest(), markdown=True)
 
 
 def current_table(text: str) -> str:

@@ -236,7 +236,7 @@ def test_run_labels_are_unique(tmp_path):
 
 
 def test_figures_show_at_most_the_largest_categories():
-    from medeval_metrics.report import MAX_FIGURE_CATEGORIES, _figure_categories
+    from medeval_metrics.report.build import MAX_FIGURE_CATEGORIES, _figure_categories
 
     few = {f"c{i}": {"value": 0.5, "stderr": 0.1, "n": i + 1} for i in range(3)}
     assert _figure_categories(few) == (few, "")
@@ -247,14 +247,17 @@ def test_figures_show_at_most_the_largest_categories():
     assert note == " (40 largest of 100)"
 
 
-def test_pack_version_of_the_run_is_shown_where_recorded(tmp_path):
+def test_versions_shown_are_the_task_versions_and_the_report_pack_version(tmp_path):
+    """Runs are compared by task version (bumped whenever a task's scores change); the pack version
+    shown is the report's. (No run records a pack version: the earlier "version (run)" row read a
+    field nothing wrote, and is gone.)"""
     from medeval_metrics.report.runs import Run
     from medeval_metrics.report.tables import run_section
 
     results = {"results": {"emsqa_public": {"acc,extract_answer": 0.5, "acc_stderr,extract_answer": 0.1}},
-               "configs": {"emsqa_public": {"metadata": {"version": 1, "pack_version": "0.1.0"}}}, "config": {}}
+               "versions": {"emsqa_public": 2}, "n-shot": {"emsqa_public": 0},
+               "configs": {"emsqa_public": {"metadata": {"version": 2, "pack_version": "0.1.0"}}}, "config": {}}
     text = run_section(Run(tmp_path / "results_2026-01-01T00-00-00.json", results, label="m"), "0.2.0")
-    assert "| medeval-metrics version (run) | 0.1.0 |" in text and "| medeval-metrics version (report) | 0.2.0 |" in text
-    del results["configs"]["emsqa_public"]["metadata"]["pack_version"]
-    text = run_section(Run(tmp_path / "results_2026-01-01T00-00-00.json", results, label="m"), "0.2.0")
-    assert "version (run)" not in text
+    assert "| `emsqa_public` | 2 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | 0.1000 |" in text
+    assert "| medeval-metrics version (report) | 0.2.0 |" in text
+    assert "version (run)" not in text and "0.1.0" not in text

@@ -126,14 +126,14 @@ def test_no_secret_or_private_path_in_any_file_written(report_a, runs):
 
 
 def test_breakdowns_are_the_pack_breakdowns_of_the_logged_samples(report_a, runs):
-    from medeval_metrics.breakdown import BREAKDOWNS, compute_breakdown, read_samples
+    from medeval_metrics.breakdown import compute_breakdown, read_samples, spec_for_task
 
     out, report = report_a
     breakdowns = json.loads((out / "breakdowns.json").read_text())["scripted-a"]["emsqa_private"]["extract_answer"]
     # EMR items are 0, 4, 7, 9, 10: answered right 0, 7, 9 -> 3 of 5.
     assert breakdowns["level"]["emr"]["acc"] == {"value": pytest.approx(0.6), "stderr": pytest.approx((0.3 / 5) ** 0.5), "n": 5}
     samples = read_samples(next(runs[0].rglob("samples_emsqa_private_*.jsonl")))
-    assert breakdowns == json.loads(json.dumps(compute_breakdown(samples, BREAKDOWNS["emsqa"])))["extract_answer"]
+    assert breakdowns == json.loads(json.dumps(compute_breakdown(samples, spec_for_task("emsqa_private"))))["extract_answer"]
     assert "| emr | 5 | 0.6000 ±" in (out / "breakdowns.md").read_text()
 
 

@@ -1,23 +1,14 @@
-"""How other benchmarks plug into the report: a manifest entry, a BREAKDOWNS spec and a
-metric-info table entry. Shown with a MedicationQA-shaped judged run (results and samples written
-as lm-eval writes them, judge verdicts as the judge filter logs them)."""
+"""How a benchmark plugs into the report: through its spec (``BenchmarkSpec.reporting``, its sources
+and tasks). Shown with a MedicationQA-shaped judged run (results and samples written as lm-eval
+writes them, judge verdicts as the judge filter logs them); a benchmark new to the pack is in
+tests/test_registry_new_benchmark.py."""
 
 import json
 
 import pytest
 import yaml
 
-import medeval_metrics.manifest
 from medeval_metrics.report.metric_info import metric_info
-
-JUDGED_MANIFEST = {
-    "pack": "medeval-metrics",
-    "benchmarks": {"medicationqa": {"sources": {"medicationqa_path": {"hub": "truehealth/medicationqa", "hub_split": "train"}}}},
-    "tasks": [{"task": "medicationqa", "benchmark": "medicationqa", "version": 1, "output_type": "generate_until",
-               "split": "test", "samples": 690, "source": "medicationqa_path",
-               "metrics": ["rougeL", "judge_panel_score", "judge_agreement", "judge_ok_judge-a"]}],
-    "groups": [],
-}
 
 
 @pytest.mark.parametrize(
@@ -37,8 +28,7 @@ def test_metric_info(benchmark, metric, in_index, hub_type):
 
 
 @pytest.fixture
-def judged_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(medeval_metrics.manifest, "load_manifest", lambda: JUDGED_MANIFEST)
+def judged_run(tmp_path):
     run = tmp_path / "run" / "org__model"
     run.mkdir(parents=True)
     date = "2026-02-01T10-00-00.000000"

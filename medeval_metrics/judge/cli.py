@@ -21,15 +21,20 @@ from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 
-# task-name prefix -> module with RUBRIC, process_results, and the doc fields the judge reads
-JUDGED_TASKS: dict[str, dict[str, str]] = {
-    "medicationqa": {"module": "medeval_metrics.medicationqa", "question_field": "question", "reference_field": "answer"},
-}
-
 
 def _judged_spec(task: str) -> dict[str, str] | None:
-    matches = [p for p in JUDGED_TASKS if task == p or task.startswith(p + "_")]
-    return JUDGED_TASKS[max(matches, key=len)] if matches else None
+    """The module with RUBRIC and process_results, and the doc fields the judge reads (the benchmark's spec)."""
+    from medeval_metrics import registry
+
+    judging = registry.judging_for(task)
+    return None if judging is None else {"module": judging.module, "question_field": judging.question_field,
+                                         "reference_field": judging.reference_field}
+
+
+def _judged_benchmarks() -> tuple[str, ...]:
+    from medeval_metrics import registry
+
+    return registry.judged_benchmarks()
 
 
 def _newest_results(folder: Path) -> Path | None:
@@ -47,7 +52,7 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True) -> list[di
     found = {t: p for t, p in find_sample_files(output_dir).items() if _judged_spec(t)}
     if not found:
         raise MedevalDataError(
-            f"{output_dir}: no logged samples of a judged task ({', '.join(JUDGED_TASKS)}) found. Run lm-eval with "
+            f"{output_dir}: no logged samples of a judged task ({', '.join(_judged_benchmarks())}) found. Run lm-eval with "
             "`--output_path DIR --log_samples` and pass that DIR."
         )
     for task, samples_path in sorted(found.items()):

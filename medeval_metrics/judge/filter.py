@@ -12,7 +12,7 @@ with ``medeval judge``. YAML::
       - name: judge
         filter:
           - function: !function medeval_metrics.judge.filter.JudgeFilter
-            rubric: medeval_metrics.medicationqa.RUBRIC
+            rubric: medeval_metrics.<benchmark>.RUBRIC
             question_field: question
             reference_field: answer
 """
@@ -62,7 +62,7 @@ def judge_answers(
 
 
 class JudgeFilter(Filter):
-    def __init__(self, rubric: str = "medeval_metrics.medicationqa.RUBRIC", question_field: str = "question",
+    def __init__(self, rubric: str, question_field: str = "question",
                  reference_field: str = "answer", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rubric = load_rubric(rubric)

@@ -24,20 +24,17 @@ DEFAULT_SOURCE_URL = "https://github.com/EleutherAI/lm-evaluation-harness"
 
 
 def _dataset_of(task: str) -> tuple[str, str, str | None]:
-    """(dataset type, dataset name, split) for a pack task, from the manifest."""
-    from medeval_metrics.manifest import load_manifest
+    """(dataset type, dataset name, split) for a pack task, from its benchmark's spec."""
+    from medeval_metrics import registry
 
-    manifest = load_manifest()
-    entry = next(t for t in manifest["tasks"] if t["task"] == task)
-    benchmark = manifest["benchmarks"][entry["benchmark"]]
-    source = benchmark["sources"][entry["source"]]
-    hub = source.get("hub")
-    display = reporting_for(entry["benchmark"]).display_name or entry["benchmark"]
-    if hub:
-        # the split as the Hub copy names it (MedicationQA's whole set is its Hub "train" split)
-        return hub, f"{display} ({task})", source.get("hub_split") or entry.get("split")
-    # A set with no public copy (e.g. EMSQA's private set): name it so it cannot pass for a Hub dataset.
-    return f"medeval/{entry['source'].removesuffix('_path')}", f"{display} ({task}, the evaluator's own copy)", entry.get("split")
+    entry, benchmark = registry.task(task), registry.benchmark_of(task)
+    source = benchmark.source(entry.source)
+    display = reporting_for(benchmark.name).display_name or benchmark.name
+    if source.hub:
+        # the split as the Hub copy names it (where a whole set is published as one Hub split)
+        return source.hub, f"{display} ({task})", source.hub_split or entry.split
+    # A set with no public copy (e.g. a private set): name it so it cannot pass for a Hub dataset.
+    return f"medeval/{entry.source.removesuffix('_path')}", f"{display} ({task}, the evaluator's own copy)", entry.split
 
 
 def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, source_url: str = DEFAULT_SOURCE_URL):

@@ -28,19 +28,15 @@ class ScoreRow:
         return (self.task, self.metric, self.filter)
 
 
-def pack_tasks() -> dict[str, dict[str, Any]]:
-    from medeval_metrics.manifest import load_manifest
-
-    return {task["task"]: task for task in load_manifest()["tasks"]}
-
-
 def score_rows(run: Run) -> list[ScoreRow]:
     """Every metric of every pack task in the run (tasks outside the pack are left out)."""
-    tasks = pack_tasks()
+    from medeval_metrics import registry
+
     results = run.results
     rows = []
     for task, metrics in sorted(results.get("results", {}).items()):
-        if task not in tasks:
+        benchmark = registry.benchmark_of(task)
+        if benchmark is None:
             continue
         counts = results.get("n-samples", {}).get(task, {})
         for key, value in metrics.items():
@@ -51,7 +47,7 @@ def score_rows(run: Run) -> list[ScoreRow]:
             rows.append(
                 ScoreRow(
                     task=task,
-                    benchmark=tasks[task]["benchmark"],
+                    benchmark=benchmark.name,
                     version=results.get("versions", {}).get(task, "?"),
                     filter=filter_name,
                     metric=metric,
@@ -62,12 +58,12 @@ def score_rows(run: Run) -> list[ScoreRow]:
                     samples_total=counts.get("original"),
                 )
             )
-    rows.sort(key=lambda r: (r.task, _metric_position(tasks[r.task], r.metric), r.filter))
+    rows.sort(key=lambda r: (r.task, _metric_position(registry.task(r.task).metrics, r.metric), r.filter))
     return rows
 
 
-def _metric_position(task: dict[str, Any], metric: str) -> int:
-    return task["metrics"].index(metric) if metric in task["metrics"] else len(task["metrics"])
+def _metric_position(task_metrics: tuple[str, ...], metric: str) -> int:
+    return task_metrics.index(metric) if metric in task_metrics else len(task_metrics)
 
 
 def _fmt(value: float | None) -> str:
@@ -102,25 +98,13 @@ def settings_table(settings: dict[str, str]) -> str:
 
 def run_section(run: Run, pack_version: str, heading: str = "###") -> str:
     rows = score_rows(run)
-    settings = {**run.settings(), **_pack_versions(run, [r.task for r in rows]), "medeval-metrics version (report)": pack_version}
+    settings = {**run.settings(), "medeval-metrics version (report)": pack_version}
     parts = [f"{heading} {run.label}", "", results_table(rows) if rows else "_No medeval task in this run._", "",
              "Settings that change scores:", "", settings_table(settings)]
     generation = _task_generation_settings(run, [r.task for r in rows])
     if generation:
         parts += ["", "Generation settings per task (task YAML, after command-line overrides):", "", generation]
     return "\n".join(parts)
-
-
-def _pack_versions(run: Run, tasks: list[str]) -> dict[str, str]:
-    """The pack version the run used, where its task configs record one (``metadata.pack_version``)."""
-    from medeval_metrics.report.runs import redact
-
-    versions = sorted({
-        str(run.results.get("configs", {}).get(task, {}).get("metadata", {}).get("pack_version"))
-        for task in tasks
-        if run.results.get("configs", {}).get(task, {}).get("metadata", {}).get("pack_version")
-    })
-    return {"medeval-metrics version (run)": redact(", ".join(versions))} if versions else {}
 
 
 def _task_generation_settings(run: Run, tasks: list[str]) -> str:
@@ -168,7 +152,15 @@ def judge_table(task: str, summary: dict[str, dict[str, dict[str, float]]]) -> s
     return "\n".join(lines)
 
 
-def primary_metric(benchmark: str, task_metrics: list[str]) -> str:
+def primary_metric(benchmark: str, task_metrics: list[str] | tuple[str, ...]) -> str:
     """The benchmark's headline metric, else the task's first metric."""
     primary = reporting_for(benchmark).primary_metric
     return primary if primary in task_metrics or not task_metrics else task_metrics[0]
+
+
+def task_primary_metric(task: str) -> tuple[str, str]:
+    """(benchmark, headline metric) of a pack task."""
+    from medeval_metrics import registry
+
+    benchmark = registry.benchmark_of(task)
+    return benchmark.name, primary_metric(benchmark.name, registry.task(task).metrics)

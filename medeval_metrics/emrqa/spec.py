@@ -1,0 +1,80 @@
+"""emrQA's benchmark spec: sources, tasks, breakdowns and reporting (see ``medeval_metrics.spec``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from medeval_metrics.emrqa.prepare import DATA_JSON, DATA_QL_CSV
+from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, doc_field
+
+_UPSTREAM = "n2c2 portal (https://portal.dbmi.hms.harvard.edu/) or generated with https://github.com/panushri25/emrQA"
+LOGICAL_FORM = ("lf_acc", "template_acc")
+EVIDENCE = ("relaxed_em", "f1", "strict_em", "prompt_too_long")
+CLASSIFICATION = ("acc", "macro_f1", "unparseable", "prompt_too_long")
+QL, QA = DATA_QL_CSV.key, DATA_JSON.key
+
+
+def answer_types(doc: dict[str, Any]) -> list[str]:
+    """Breakdown categories of an evidence doc: the answer forms (entity types) of its gold answers.
+
+    Evidence docs carry their gold answers as JSON; a question counts under each answer form it has.
+    """
+    try:
+        answers = json.loads(doc.get("answers_json") or "[]")
+    except (TypeError, ValueError):
+        return []
+    return sorted({str(answer.get("entity_type")) for answer in answers})
+
+
+SPEC = BenchmarkSpec(
+    name="emrqa",
+    paper=("Pampari et al. 2018, emrQA: A Large Corpus for Question Answering on Electronic Medical Records "
+           "(EMNLP 2018), arXiv:1809.00732"),
+    licence="n2c2 data-use agreement (no redistribution); users bring their own files",
+    citation_key="pampari2018emrqa",
+    listing_position=3,
+    sources=(
+        Source(DATA_JSON, files=("data.json",), upstream=_UPSTREAM),
+        Source(DATA_QL_CSV, files=("data-ql.csv",), upstream=_UPSTREAM),
+    ),
+    # Sample counts are None: the test sets are drawn from the user's files.
+    tasks=(
+        Task("emrql_1", QL, LOGICAL_FORM),
+        Task("emrql_2", QL, LOGICAL_FORM),
+        Task("emrqa_medication", QA, EVIDENCE),
+        Task("emrqa_relations", QA, EVIDENCE),
+        Task("emrqa_risk", QA, EVIDENCE),
+        Task("emrqa_smoking", QA, CLASSIFICATION),
+        Task("emrqa_obesity", QA, CLASSIFICATION),
+        Task("emrqa_evidence_window", QA, EVIDENCE),
+    ),
+    groups={"emrqa": ("emrql_1", "emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
+                      "emrqa_obesity")},
+    breakdowns={
+        "emrqa": BreakdownSpec(
+            metrics=("relaxed_em", "f1", "strict_em", "acc", "unparseable", "prompt_too_long"),
+            dimensions={"subset": doc_field("subset"), "lf_template": doc_field("lf_template"),
+                        "answer_type": answer_types},
+        ),
+        "emrql": BreakdownSpec(metrics=LOGICAL_FORM, dimensions={"lf_template": doc_field("lf_template")}),
+    },
+    # The primary metric falls back to a task's first metric where a task does not report relaxed EM
+    # (classification: acc; logical forms: lf_acc).
+    reporting=Reporting(
+        display_name="emrQA",
+        task_type="question-answering",
+        primary_metric="relaxed_em",
+        metrics={
+            "relaxed_em": MetricInfo("Relaxed exact match", "exact_match"),
+            "strict_em": MetricInfo("Strict exact match", "exact_match_strict"),
+            "f1": MetricInfo("Token F1", "f1"),
+            "acc": MetricInfo("Accuracy", "accuracy"),
+            "macro_f1": MetricInfo("Macro F1", "f1"),
+            "lf_acc": MetricInfo("Logical-form accuracy", "accuracy"),
+            "template_acc": MetricInfo("Logical-form template accuracy", "accuracy"),
+            "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
+            "prompt_too_long": MetricInfo("Prompt too long rate", "prompt_too_long_rate", in_model_index=False),
+        },
+    ),
+)

@@ -1,0 +1,62 @@
+"""EMSQA's benchmark spec: sources, tasks, breakdowns and reporting (see ``medeval_metrics.spec``)."""
+
+from __future__ import annotations
+
+from medeval_metrics.emsqa.data import PRIVATE_SOURCE, PUBLIC_SOURCE
+from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, crossed, doc_field
+
+PUBLIC, PRIVATE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key
+PUBLIC_SAMPLES = 3721  # test_open.json
+GENERATED = ("acc", "f1", "unparseable")
+SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
+
+_level, _area = doc_field("level"), doc_field("category")
+
+SPEC = BenchmarkSpec(
+    name="emsqa",
+    paper=("Ge et al. 2025, Expert-Guided Prompting and Retrieval-Augmented Generation for Emergency Medical "
+           "Service Question Answering (AAAI 2026), arXiv:2511.10900"),
+    licence="MIT (dataset card of Xueren/EMS-MCQA); private set: the user's own licence",
+    citation_key="ge2026emsqa",
+    listing_position=1,
+    sources=(
+        Source(PUBLIC_SOURCE, files=("test_open.json", "val_open.json"),
+               upstream="https://github.com/UVA-DSA/EMSQA (data/final/)",
+               sha256={"test_open.json": "53e225049d0deb9b57da30cc1569844762fdd3d97bce9137eb8f410d4b4b9847",
+                       "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774"}),
+        Source(PRIVATE_SOURCE, files=("the user's private file in the public schema",),
+               upstream="not released; users bring their copy"),
+    ),
+    # One line per task.
+    tasks=(
+        Task("emsqa_public", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES),
+        Task("emsqa_public_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES),
+        Task("emsqa_public_expert_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES),
+        Task("emsqa_public_mc", PUBLIC, SCORED_CHOICES, samples=PUBLIC_SAMPLES, output_type="multiple_choice"),
+        Task("emsqa_private", PRIVATE, GENERATED),
+        Task("emsqa_private_cot", PRIVATE, GENERATED),
+        Task("emsqa_private_expert_cot", PRIVATE, GENERATED),
+        Task("emsqa_private_mc", PRIVATE, SCORED_CHOICES, output_type="multiple_choice"),
+    ),
+    groups={
+        "emsqa_public_variants": ("emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_mc"),
+        "emsqa": ("emsqa_public_variants", "emsqa_private_variants"),
+        "emsqa_private_variants": ("emsqa_private", "emsqa_private_cot", "emsqa_private_expert_cot", "emsqa_private_mc"),
+    },
+    breakdowns={
+        "emsqa": BreakdownSpec(
+            metrics=GENERATED,
+            dimensions={"level": _level, "subject_area": _area, "level x subject_area": crossed(_level, _area)},
+        ),
+    },
+    reporting=Reporting(
+        display_name="EMSQA",
+        task_type="multiple-choice",
+        primary_metric="acc",
+        metrics={
+            "acc": MetricInfo("Exact set-match accuracy", "accuracy"),
+            "f1": MetricInfo("Set F1 (per item, averaged)", "f1"),
+            "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
+        },
+    ),
+)

@@ -1,0 +1,311 @@
+"""``build_report``: the report's steps, in order (see ``medeval_metrics.report`` for what is written).
+
+1. load the runs (``runs.load_runs``) and check that they hold a pack task;
+2. the model-index per model (``model_card``), leaving ``--limit`` runs out unless asked;
+3. the results tables (``tables``), per run and compared across runs;
+4. breakdowns (recomputed from each run's samples, with ``medeval judge``'s re-scored metrics where it
+   ran) and judge-score summaries;
+5. figures (``figures``, matplotlib);
+6. the model-card section, and the in-place card update;
+7. ``report.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_FIGURE_CATEGORIES = 40  # beyond this a bar chart is unreadable: the largest categories are shown
+INTRO = ("Scores from lm-evaluation-harness with the medeval-metrics task pack. "
+         "± is the standard error of the mean; sample counts are items scored.")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "run"
+
+
+@dataclass
+class _Output:
+    """The report folder, and the files written into it (relative names, for ``report.json``)."""
+
+    folder: Path
+    written: list[str] = field(default_factory=list)
+
+    def write(self, name: str, text: str) -> None:
+        (self.folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (self.folder / name).write_text(text, encoding="utf-8")
+        self.written.append(name)
+
+
+def build_report(
+    folders: list[Path],
+    output: Path,
+    figures: bool = True,
+    update_card: Path | None = None,
+    model: str | None = None,
+    source_name: str | None = None,
+    source_url: str | None = None,
+    include_partial_runs: bool = False,
+) -> dict[str, Any]:
+    """Write the report files (see ``medeval_metrics.report``); returns the contents of ``report.json``."""
+    from medeval_metrics import __version__
+    from medeval_metrics.report import model_card, tables
+
+    if figures:  # fail before writing anything when the figures cannot be drawn
+        from medeval_metrics.report.figures import _pyplot
+
+        _pyplot()
+    runs = _load_runs(folders)
+    out = _Output(Path(output))
+    out.folder.mkdir(parents=True, exist_ok=True)
+    source = {"source_name": source_name or model_card.DEFAULT_SOURCE_NAME,
+              "source_url": source_url or model_card.DEFAULT_SOURCE_URL}
+
+    models: dict[str, list] = {}
+    for run in runs:
+        models.setdefault(run.model_name, []).append(run)
+    publishable = {m: [r for r in rs if include_partial_runs or not r.partial] for m, rs in models.items()}
+    index_files, notes = _write_model_indexes(out, models, publishable, source)
+
+    sections = {run.label: tables.run_section(run, __version__) for run in runs}
+    results_md = ["# medeval results", "", INTRO, ""]
+    for text in sections.values():
+        results_md += [text, ""]
+    all_breakdowns = {run.label: b for run in runs if (b := run_breakdowns(run))}
+    judge_collected = {run.label: c for run in runs if (c := _judge_scores(run))}
+    results_md += _write_breakdowns(out, all_breakdowns)
+    _write_judges(out, judge_collected)
+    if len(runs) > 1:
+        comparison = tables.comparison_table(runs)
+        out.write("comparison.md", "# medeval comparison\n\n" + comparison + "\n")
+        results_md += ["## Comparison", "", comparison, ""]
+    out.write("results.md", "\n".join(results_md).rstrip() + "\n")
+
+    figure_files = _write_figures(out, runs, all_breakdowns, judge_collected) if figures else []
+
+    card_model = _card_model(models, model)
+    card_section = _card_section(sections, publishable[card_model] or models[card_model])
+    out.write("card_section.md", card_section)
+    card_changed = None
+    if update_card is not None:
+        card_changed = _update_card(Path(update_card), card_model, publishable[card_model], card_section, source)
+
+    report = {
+        "medeval_metrics_version": __version__,
+        "runs": [{"label": run.label, "model": run.model_name, "results_file": str(run.results_path),
+                  "samples_files": {t: str(p) for t, p in run.sample_paths.items()},
+                  "scores": [row.__dict__ for row in tables.score_rows(run)]} for run in runs],
+        "model_index_files": index_files,
+        "figures": figure_files,
+        "written": sorted(out.written),
+        "card_updated": card_changed,
+        "notes": notes,
+    }
+    (out.folder / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return report
+
+
+def _load_runs(folders: list[Path]) -> list:
+    from medeval_metrics.data import MedevalDataError
+    from medeval_metrics.report import tables
+    from medeval_metrics.report.runs import load_runs
+
+    runs = load_runs([Path(f) for f in folders])
+    if not any(tables.score_rows(run) for run in runs):
+        raise MedevalDataError(
+            f"{', '.join(str(f) for f in folders)}: no medeval task in these results. "
+            "Pass the output folder of a run of the pack's tasks (`medeval list` shows them)."
+        )
+    return runs
+
+
+def _write_model_indexes(out: _Output, models: dict[str, list], publishable: dict[str, list],
+                         source: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """One model-index per model; runs with --limit stay out of card metadata unless asked for."""
+    from medeval_metrics.report import model_card
+
+    index_files, notes = {}, []
+    for model_name, model_runs in publishable.items():
+        if not model_runs:
+            notes.append(f"{model_name}: no model-index written: every run used --limit (partial test sets); "
+                         "pass --include-partial-runs to publish them anyway")
+            continue
+        name = "model_index.yaml" if len(models) == 1 else f"model_index_{_slug(model_name)}.yaml"
+        out.write(name, model_card.model_index_yaml(model_name, model_card.runs_eval_results(model_runs, **source)))
+        index_files[model_name] = name
+    return index_files, notes
+
+
+def scored_samples(run, task: str) -> list[dict[str, Any]]:
+    """The task's logged samples with their per-item metrics. After ``medeval judge``, the metrics it
+    recomputed (its ``judged_<task>_<time>.jsonl``, matched by doc_id) replace lm-eval's, scored as it
+    scored them: one sample per doc, in doc order, under the first sample's filter."""
+    samples, judged = run.samples(task), run.judge_records(task)
+    if not judged or not samples:
+        return samples
+    metrics = {int(record["doc_id"]): record.get("metrics") or {} for record in judged}
+    by_doc: dict[int, dict[str, Any]] = {}
+    for sample in samples:
+        by_doc.setdefault(int(sample["doc_id"]), sample)
+    filter_name = by_doc[min(by_doc)].get("filter", "none")
+    return [{"doc": sample["doc"], "filter": filter_name, **metrics[doc_id]}
+            for doc_id, sample in sorted(by_doc.items()) if doc_id in metrics]
+
+
+def run_breakdowns(run) -> dict[str, Any]:
+    """``{task: breakdown}`` for each task of the run with logged samples and a breakdown."""
+    from medeval_metrics.breakdown import task_breakdown
+
+    out = {}
+    for task in sorted(run.sample_paths):
+        breakdown = task_breakdown(task, scored_samples(run, task))
+        if breakdown is not None:
+            out[task] = breakdown
+    return out
+
+
+def _judge_scores(run) -> dict[str, Any]:
+    """``{task: {judge: {dimension: [scores]}}}`` from the run's samples or ``medeval judge``'s records."""
+    from medeval_metrics.report import judges
+
+    out = {}
+    for task in sorted(set(run.sample_paths) | set(run.results.get("medeval_judge", {}))):
+        collected = judges.collect_judge_scores(run.judge_records(task) or run.samples(task))
+        if collected:
+            out[task] = collected
+    return out
+
+
+def _write_breakdowns(out: _Output, all_breakdowns: dict[str, dict[str, Any]]) -> list[str]:
+    """``breakdowns.{json,md}``; returns the lines pointing at them from results.md."""
+    from medeval_metrics.breakdown import breakdown_markdown
+
+    if not all_breakdowns:
+        return []
+    out.write("breakdowns.json", json.dumps(all_breakdowns, indent=2, sort_keys=True) + "\n")
+    md = []
+    for label, per_task in all_breakdowns.items():
+        md += [f"## {label}", ""]
+        md += [breakdown_markdown(task, b) + "\n" for task, b in sorted(per_task.items())]
+    out.write("breakdowns.md", "\n".join(md))
+    return ["Per-category breakdowns: [breakdowns.md](breakdowns.md).", ""]
+
+
+def _write_judges(out: _Output, judge_collected: dict[str, dict[str, Any]]) -> None:
+    from medeval_metrics.report import judges, tables
+
+    if not judge_collected:
+        return
+    summaries = {label: {task: judges.summarise(c) for task, c in per_task.items()}
+                 for label, per_task in judge_collected.items()}
+    out.write("judges.json", json.dumps(summaries, indent=2, sort_keys=True) + "\n")
+    md = []
+    for label, per_task in summaries.items():
+        md += [f"## {label}", ""] + [tables.judge_table(t, s) + "\n" for t, s in sorted(per_task.items())]
+    out.write("judges.md", "\n".join(md))
+
+
+def _figure_categories(values: dict[str, dict[str, float]]) -> tuple[dict[str, dict[str, float]], str]:
+    """The categories to plot (all, or the MAX_FIGURE_CATEGORIES with most items) and a title note."""
+    if len(values) <= MAX_FIGURE_CATEGORIES:
+        return values, ""
+    largest = sorted(values, key=lambda c: (-values[c]["n"], c))[:MAX_FIGURE_CATEGORIES]
+    return {c: values[c] for c in sorted(largest)}, f" ({MAX_FIGURE_CATEGORIES} largest of {len(values)})"
+
+
+def _figure_dimensions(breakdown: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(filter, dimension, categories) worth one figure each."""
+    return [(f, d, cats) for f, dims in breakdown.items() for d, cats in dims.items() if cats]
+
+
+def _only_filter(breakdown: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(breakdown) if len(breakdown) == 1 else ()
+
+
+def _write_figures(out: _Output, runs: list, all_breakdowns: dict[str, Any], judge_collected: dict[str, Any]) -> list[str]:
+    """Per-category figures of each breakdown (its primary metric), judge score distributions, comparisons."""
+    from medeval_metrics.report import figures as fig
+    from medeval_metrics.report.metric_info import metric_info
+    from medeval_metrics.report.tables import task_primary_metric
+
+    figure_files: list[str] = []
+    for run in runs:
+        folder = Path("figures") / _slug(run.label)
+        for task, breakdown in all_breakdowns.get(run.label, {}).items():
+            benchmark, primary = task_primary_metric(task)
+            info = metric_info(benchmark, primary)
+            for filter_name, dimension, cats in _figure_dimensions(breakdown):
+                values, note = _figure_categories({c: m[primary] for c, m in cats.items() if primary in m})
+                if not values:
+                    continue
+                suffix = "" if filter_name in ("none", *_only_filter(breakdown)) else f"__{_slug(filter_name)}"
+                name = folder / f"{task}__{_slug(dimension)}{suffix}.png"
+                fig.category_scores_figure(out.folder / name, f"{run.label}: {task} by {dimension}{note}", info.label,
+                                           values, info.scale)
+                figure_files.append(name.as_posix())
+        for task, collected in judge_collected.get(run.label, {}).items():
+            name = folder / f"{task}__judge_scores.png"
+            fig.judge_distribution_figure(out.folder / name, f"{run.label}: {task}", collected)
+            figure_files.append(name.as_posix())
+    if len(runs) > 1:
+        figure_files += _comparison_figures(runs, out.folder, fig)
+    out.written += figure_files
+    return figure_files
+
+
+def _comparison_figures(runs, output: Path, fig) -> list[str]:
+    """One comparison figure per benchmark: its primary metric per task, one bar per run."""
+    from medeval_metrics.report import tables
+    from medeval_metrics.report.metric_info import metric_info, reporting_for
+
+    # one figure per (benchmark, primary metric): tasks whose headline metric differs get their own
+    per_figure: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for run in runs:
+        for row in tables.score_rows(run):
+            if row.metric != tables.task_primary_metric(row.task)[1]:
+                continue
+            per_figure.setdefault((row.benchmark, row.metric), {}).setdefault(row.task, {})[run.label] = {
+                "value": row.value, "stderr": row.stderr or 0.0, "n": row.samples,
+            }
+    names = []
+    for (benchmark, metric), series in sorted(per_figure.items()):
+        info = metric_info(benchmark, metric)
+        primary = tables.primary_metric(benchmark, [])
+        name = f"comparison__{_slug(benchmark)}.png" if metric == primary else f"comparison__{_slug(benchmark)}__{_slug(metric)}.png"
+        display = reporting_for(benchmark).display_name or benchmark
+        fig.comparison_figure(output / name, f"{display}: comparison of runs", info.label, series, info.scale)
+        names.append(name)
+    return names
+
+
+def _card_model(models: dict[str, list], chosen: str | None) -> str:
+    from medeval_metrics.data import MedevalDataError
+
+    if chosen is not None:
+        if chosen not in models:
+            raise MedevalDataError(f"--model {chosen!r} is not among the runs' models: {sorted(models)}.")
+        return chosen
+    # the newest run's model, when several are given
+    return list(models)[-1]
+
+
+def _card_section(sections: dict[str, str], card_runs: list) -> str:
+    return "\n".join(
+        ["## Medical QA evaluation (medeval)", "", INTRO, ""]
+        + [sections[run.label].replace("### ", "#### ", 1) + "\n" for run in card_runs]
+    ).rstrip() + "\n"
+
+
+def _update_card(card: Path, card_model: str, publishable_runs: list, card_section: str, source: dict[str, str]) -> bool:
+    from medeval_metrics.data import MedevalDataError
+    from medeval_metrics.report import model_card
+
+    if not publishable_runs:
+        raise MedevalDataError(
+            f"{card_model}: every run used --limit, so its scores cover part of the test sets; the card was "
+            "not changed. Run on the full sets, or pass --include-partial-runs to publish partial scores."
+        )
+    return model_card.update_card(card, card_model, model_card.runs_eval_results(publishable_runs, **source), card_section)

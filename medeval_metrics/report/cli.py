@@ -1,0 +1,50 @@
+"""``medeval report``: the command line of ``build_report`` (``medeval_metrics.report.build``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from medeval_metrics.report.build import build_report
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from medeval_metrics.report.figures import MissingReportExtra
+
+    try:
+        report = _build_from_args(args)
+    except MissingReportExtra as exc:
+        print(f"medeval: error: {exc}", file=sys.stderr)
+        return 2
+    print((Path(args.output) / "card_section.md").read_text(encoding="utf-8"))
+    print(f"medeval report: wrote {len(report['written'])} files to {args.output}")
+    if args.update_card:
+        print(f"model card {args.update_card}: {'updated' if report['card_updated'] else 'already up to date'}")
+    return 0
+
+
+def _build_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    report = build_report(
+        args.folders, Path(args.output), figures=not args.no_figures,
+        update_card=Path(args.update_card) if args.update_card else None, model=args.model,
+        source_name=args.source_name, source_url=args.source_url, include_partial_runs=args.include_partial_runs,
+    )
+    for note in report["notes"]:
+        print(f"medeval report: note: {note}", file=sys.stderr)
+    return report
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="model-index, results table, breakdowns and figures from lm-eval output folders")
+    p.add_argument("folders", nargs="+", help="folders given to lm-eval's --output_path (or results_*.json files)")
+    p.add_argument("--output", required=True, help="folder to write the report into")
+    p.add_argument("--update-card", metavar="README.md", help="merge the results into this model card in place")
+    p.add_argument("--model", help="with runs of several models: the one whose card is written/updated")
+    p.add_argument("--include-partial-runs", action="store_true",
+                   help="also put runs made with --limit into the model-index (left out by default: not comparable)")
+    p.add_argument("--no-figures", action="store_true", help="skip the PNG figures (no matplotlib needed)")
+    p.add_argument("--source-name", help=f"model-index source name (default: {'lm-evaluation-harness with medeval-metrics'})")
+    p.add_argument("--source-url", help="model-index source URL (default: the lm-evaluation-harness repository)")
+    p.set_defaults(func=_cmd)

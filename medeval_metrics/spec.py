@@ -1,0 +1,144 @@
+"""What the pack knows about one benchmark, declared in one place: its ``BenchmarkSpec``.
+
+Each benchmark package holds a ``spec.py`` with ``SPEC = BenchmarkSpec(...)``: its paper and
+licence, its data sources, its tasks (sample counts, metric names, which source each reads), the
+categories its scores are broken down by, how the report names and publishes its metrics, and
+whether a judge panel scores it. ``medeval_metrics.registry`` collects the specs; ``medeval list``,
+``manifest.json``, the README's task table, breakdowns, the report and ``medeval judge`` read them
+from there, so the generic modules name no benchmark. This module holds only light dataclasses: a
+spec module must import nothing heavy (``medeval list`` imports every spec).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any, Callable, Mapping
+
+from medeval_metrics.data import DataSource
+
+Categories = Callable[[dict[str, Any]], list[str]]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A ``DataSource`` with what the manifest publishes about it: files, upstream home, pins."""
+
+    data: DataSource
+    files: tuple[str, ...]
+    upstream: str
+    sha256: Mapping[str, str] = field(default_factory=dict)
+    hub_split: str | None = None  # the split as the Hub copy names it, where it differs from the task's
+
+    @property
+    def key(self) -> str:
+        return self.data.key
+
+    @property
+    def hub(self) -> str | None:
+        return self.data.hub_repo
+
+
+@dataclass(frozen=True)
+class Task:
+    """One lm-eval task of the benchmark (its YAML in ``tasks/<benchmark>/`` must agree: a test checks)."""
+
+    name: str
+    source: str  # key of one of the benchmark's sources
+    metrics: tuple[str, ...]  # in the task YAML's metric_list order
+    samples: int | None = None  # items in the test set; None where it is the user's own file
+    output_type: str = "generate_until"
+    split: str = "test"
+    version: int = 1
+
+
+@dataclass(frozen=True)
+class BreakdownSpec:
+    """Per-category scores: ``metrics`` averaged within each category of each dimension."""
+
+    metrics: tuple[str, ...]
+    dimensions: dict[str, Categories]
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def doc_field(name: str) -> Categories:
+    """Categories from a doc field (a list field puts an item in each of its categories)."""
+    return lambda doc: _as_list(doc.get(name))
+
+
+def crossed(first: Categories, second: Categories) -> Categories:
+    return lambda doc: [f"{a} x {b}" for a, b in product(first(doc), second(doc))]
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    label: str  # human-readable name, used in tables and as the model-index metric name
+    hub_type: str  # model-index metric type (a Hub metric id where one fits)
+    in_model_index: bool = True  # diagnostics (e.g. the unparseable rate) stay out of the card metadata
+    scale: tuple[float, float] = (0.0, 1.0)  # range for figures
+
+
+@dataclass(frozen=True)
+class Reporting:
+    """How the report names and publishes the benchmark's metrics.
+
+    Only listed metrics with ``in_model_index`` go into the model-index; other metrics (e.g.
+    per-judge success rates) are shown in the tables only.
+    """
+
+    display_name: str
+    task_type: str  # model-index task type (a Hub task id)
+    primary_metric: str  # plotted per category and compared across runs; a task without it uses its first metric
+    metrics: dict[str, MetricInfo] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How a judged benchmark's logged answers are (re-)judged by ``medeval judge``.
+
+    ``module`` exposes ``RUBRIC`` (the ``Rubric`` the task YAML's ``JudgeFilter`` names) and
+    ``process_results(doc, [judge record])``; the fields are the doc fields the judge reads.
+    """
+
+    module: str
+    question_field: str = "question"
+    reference_field: str = "answer"
+
+    @property
+    def rubric(self) -> str:
+        return f"{self.module}.RUBRIC"
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    name: str  # the package name, and the prefix of its task names
+    paper: str
+    licence: str
+    citation_key: str  # the BibTeX key in the README's "Citing" section
+    sources: tuple[Source, ...]
+    tasks: tuple[Task, ...]
+    reporting: Reporting
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)  # group -> its tasks (or groups)
+    # task-name prefix -> breakdown; a task takes the longest prefix its name starts with
+    breakdowns: dict[str, BreakdownSpec] = field(default_factory=dict)
+    judging: Judging | None = None
+    listing_position: int = 100  # order of benchmarks in `medeval list`, the manifest and the README
+
+    def source(self, key: str) -> Source:
+        for source in self.sources:
+            if source.key == key:
+                return source
+        raise KeyError(f"{self.name} has no source {key!r} (has: {', '.join(s.key for s in self.sources)})")
+
+    def task(self, name: str) -> Task:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise KeyError(f"{self.name} has no task {name!r}")
