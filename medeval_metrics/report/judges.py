@@ -1,4 +1,4 @@
-"""Judge scores in logged samples (MedicationQA's LLM-judge panel), summarised per judge and dimension.
+"""Judge scores in logged samples (a judged task's LLM-judge panel), summarised per judge and dimension.
 
 The sample field read here (the contract with the judged tasks):
 
@@ -12,7 +12,7 @@ as a score.
 
 Also read, where ``judge_scores`` is absent: the judge filter's record as lm-eval logs it in
 ``filtered_resps[0]`` (a Python ``repr`` of ``{"answer", "verdicts": {judge: {"scores": {dimension:
-score} or None, ...}}, "judges"}``, which is what MedicationQA's JudgeFilter emits), and the
+score} or None, ...}}, "judges"}``, which is what the JudgeFilter emits), and the
 records of ``judged_<task>_<time>.jsonl`` written by ``medeval judge`` (``verdicts`` at the top).
 """
 
