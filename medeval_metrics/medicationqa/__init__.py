@@ -11,25 +11,30 @@ accuracy / completeness / clarity (1-5), HELM panel score, MedARC reward, unscor
 success rate and agreement when a panel is configured (``medeval_metrics.judge``).
 
 Modules: ``data`` (sources, readers, validation), ``prompts``, ``judging`` (the rubric),
-``scoring``. The names the task YAML uses are re-exported here.
+``scoring``, ``spec``. The names the task YAML uses are re-exported here.
 """
 
-from medeval_metrics.medicationqa.data import (
-    COLUMNS,
-    HUB_SPLIT,
-    REQUIRED,
-    SHEET,
-    SOURCE,
-    load_medicationqa,
-    load_rows,
-    normalise_rows,
-    read_local,
-)
-from medeval_metrics.medicationqa.judging import RUBRIC
-from medeval_metrics.medicationqa.prompts import INSTRUCTION, doc_to_text
-from medeval_metrics.medicationqa.scoring import bleu, process_results, rouge_l
+import importlib
+from typing import Any
 
-__all__ = [
-    "COLUMNS", "HUB_SPLIT", "REQUIRED", "SHEET", "SOURCE", "load_medicationqa", "load_rows", "normalise_rows",
-    "read_local", "RUBRIC", "INSTRUCTION", "doc_to_text", "bleu", "process_results", "rouge_l",
-]
+# Re-exported lazily: the spec (read by `medeval list`) imports `data` only, and `scoring` pulls in lm-eval.
+_EXPORTS = {
+    **dict.fromkeys(("COLUMNS", "HUB_SPLIT", "REQUIRED", "SHEET", "SOURCE", "load_medicationqa", "load_rows",
+                     "normalise_rows", "read_local"), "data"),
+    "RUBRIC": "judging",
+    **dict.fromkeys(("INSTRUCTION", "doc_to_text"), "prompts"),
+    **dict.fromkeys(("bleu", "process_results", "rouge_l"), "scoring"),
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
