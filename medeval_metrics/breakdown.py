@@ -14,8 +14,14 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from medeval_metrics.spec import BreakdownSpec, Categories, crossed, doc_field  # noqa: F401  (re-exported)
+from medeval_metrics.spec import BreakdownSpec, Categories, crossed, doc_field
 from medeval_metrics.stats import mean_and_stderr
+
+__all__ = [
+    "BreakdownSpec", "Categories", "crossed", "doc_field",  # defined in medeval_metrics.spec, where specs use them
+    "spec_for_task", "task_breakdown", "compute_breakdown", "breakdown_markdown", "find_sample_files", "read_samples",
+    "breakdowns_for_output", "write_breakdowns", "register_cli",
+]
 
 
 def spec_for_task(task: str) -> BreakdownSpec | None:
