@@ -244,3 +244,73 @@ def test_compat_module_imports_nothing_from_lm_eval():
     source = Path(lm_eval_compat.__file__).read_text()
     top_level = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
     assert not [line for line in top_level if "lm_eval" in line]
+
+
+# --- `medeval lm-eval-tasks`: refusals are one line; `enable` keeps runs quiet --------------------
+
+
+def _cli(argv, capsys) -> tuple[int, str, str]:
+    from medeval_metrics.cli import main
+
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_lm_eval_tasks_refusals_are_one_line(tmp_path, capsys, monkeypatch):
+    foreign = tmp_path / "lm_eval_tasks"
+    (foreign / "medeval").mkdir(parents=True)
+    for action in ("enable", "disable"):
+        code, out, err = _cli(["lm-eval-tasks", action, "--target", str(foreign)], capsys)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert err.startswith("medeval lm-eval-tasks: ") and "was not made by medeval" in err
+    code, _, err = _cli(["lm-eval-tasks", "enable", "--target", str(tmp_path / "typo")], capsys)
+    assert (code, err.count("\n")) == (2, 1) and "is not an existing folder" in err
+    assert not (tmp_path / "typo").exists()  # a mistyped --target is not created
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(lm_eval_link.shutil, "copytree", read_only)
+    writable_name = tmp_path / "site_packages_tasks"
+    writable_name.mkdir()
+    code, _, err = _cli(["lm-eval-tasks", "enable", "--target", str(writable_name)], capsys)
+    assert (code, err.count("\n")) == (2, 1)
+    assert "cannot write" in err and "Permission denied" in err and "medeval run" in err
+
+
+def test_status_reports_a_copy_whose_files_differ(tmp_path, capsys):
+    target = tmp_path / "lm_eval_tasks"
+    target.mkdir()
+    code, out, _ = _cli(["lm-eval-tasks", "enable", "--target", str(target)], capsys)
+    assert code == 0 and "medeval tasks copied to" in out
+    code, out, _ = _cli(["lm-eval-tasks", "status", "--target", str(target)], capsys)
+    assert out.strip() == f"enabled in {target / 'medeval'}"
+    (target / "medeval" / "emsqa" / "_template_yaml").write_text("# edited\n")
+    (target / "medeval" / lm_eval_link.MARKER).write_text("{not json")  # a damaged marker: no traceback
+    code, out, _ = _cli(["lm-eval-tasks", "status", "--target", str(target)], capsys)
+    assert code == 0 and "its files differ from this medeval's: run `enable` again" in out
+
+
+@pytest.mark.e2e
+def test_medeval_run_after_enable_prints_no_override_warnings(tmp_path):
+    """`medeval run` where lm-eval's index already holds the enabled copy: no "overrides" lines."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import FIXTURES, run_cli
+
+    indexed = _enabled_copy(tmp_path)
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
+    proc = run_cli(
+        ["run", "--include_path", str(indexed), "--tasks", "emsqa_private", "--model", "medeval-scripted",
+         "--model_args", f"table={table}",
+         "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")})],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "emsqa_private" in proc.stdout
+    assert "overrides existing task" not in proc.stderr
+    assert f"Task: emsqa_private ({indexed / 'medeval'}" in proc.stderr  # served from the enabled copy
