@@ -164,8 +164,8 @@ def redact_results_writer() -> None:
     EvaluationTracker.save_results_samples = save_results_samples  # type: ignore[method-assign]
 
 
-# --- 4. API backend headers (TemplateAPI._header / .header) --------------------------------------
-# PLACEHOLDER for the judge engineer: the patch that gives each judge exactly the key its config
-# names (lm-eval 0.4.13's chat backends fall back to OPENAI_API_KEY in ``header``/``api_key``)
-# moves here from judge/runner.py, with its comment (behaviour, versions) and its test in
-# tests/test_lm_eval_compat.py.
+# --- 4. API backend headers (TemplateAPI.header / _header) ---------------------------------------
+# PLACEHOLDER, filled by the judge engineer: ``set_api_request_headers(lm, headers)`` (now in the
+# judge branch) goes here with its comment (lm-eval 0.4.x up to 0.4.13: ``TemplateAPI.header`` falls
+# back to ``Bearer $OPENAI_API_KEY`` through the OpenAI-style backends' ``api_key``) and its test in
+# tests/test_lm_eval_compat.py; add it to ``__all__`` and to the list in the module docstring.

@@ -436,3 +436,19 @@ def test_private_documents_mode_applies_to_lm_eval_log_records(installed, monkey
     assert second == (f"WARNING API request failed! Status code: 400, Response text: [response body withheld: "
                       f"{len(body)} chars, sha256 {_sha12(body)}]. Retrying...")
     assert redact.private_documents_in_use() == ("emrQA clinical notes",)
+
+
+def test_install_in_the_lm_eval_command_registers_its_model_args_secrets(installed, monkeypatch):
+    """Plain ``lm_eval --include_path <pack>``: the loader's install() reads the command's own
+    --model_args, so a header value given there is redacted by value from then on."""
+    import io as io_module
+
+    monkeypatch.setattr(sys, "stdout", io_module.StringIO())
+    monkeypatch.setattr(sys, "stderr", io_module.StringIO())
+    header_value = "opaque-gateway-value-4242"
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/lm_eval", "--model", "local-chat-completions", "--model_args",
+                                      json.dumps({"model": "m", "header": {"X-Gateway-Auth": header_value}})])
+    assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") != "headers={'X-Gateway-Auth': '[REDACTED]'}"
+    redact.install()
+    assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") == "headers={'X-Gateway-Auth': '[REDACTED]'}"
+    assert isinstance(sys.stdout, redact.RedactingStream)  # the command's console is redacted too
