@@ -13,6 +13,7 @@ import pytest
 
 from medeval_metrics import lm_eval_compat, lm_eval_link, tasks_path
 from medeval_metrics.stats import with_stderr
+from conftest import FIXTURES, run_cli
 
 CANARY = "canary-compat-0123456789abcdef"
 HEADER_CANARY = "hdr-canary-9876543210fedcba"
@@ -296,11 +297,6 @@ def test_status_reports_a_copy_whose_files_differ(tmp_path, capsys):
 @pytest.mark.e2e
 def test_medeval_run_after_enable_prints_no_override_warnings(tmp_path):
     """`medeval run` where lm-eval's index already holds the enabled copy: no "overrides" lines."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from conftest import FIXTURES, run_cli
-
     indexed = _enabled_copy(tmp_path)
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
