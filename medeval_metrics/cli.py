@@ -25,73 +25,23 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def _add_pack_tasks_to_lm_eval() -> None:
-    """Make every TaskManager built in this process also index the pack's tasks folder.
-
-    Patching in-process (rather than appending ``--include_path``) keeps the user's own
-    ``--include_path`` working alongside the pack's.
-    """
-    from lm_eval.tasks import TaskManager
-
-    from medeval_metrics import tasks_path
-
-    if getattr(TaskManager.__init__, "_medeval_patched", False):
-        return
-    original_init = TaskManager.__init__
-    pack = tasks_path()
-
-    def init_with_pack(self, *args, include_path=None, **kwargs):
-        paths = [] if include_path is None else (
-            list(include_path) if isinstance(include_path, (list, tuple)) else [include_path]
-        )
-        if pack not in [str(p) for p in paths]:
-            paths.append(pack)
-        original_init(self, *args, include_path=paths, **kwargs)
-
-    init_with_pack._medeval_patched = True  # type: ignore[attr-defined]
-    TaskManager.__init__ = init_with_pack  # type: ignore[method-assign]
-
-
-def _secrets_in_model_args(argv: Sequence[str]) -> list[str]:
-    """Values of secret-named keys (``api_key=...``, ``auth_token=...``) in ``--model_args``.
-
-    Keys belong in environment variables, but a value given here must still never be printed.
-    """
-    from medeval_metrics.redact import _SECRET_KEY_NAME
-
-    values = []
-    for index, arg in enumerate(argv):
-        if arg == "--model_args" and index + 1 < len(argv):
-            text = argv[index + 1]
-        elif arg.startswith("--model_args="):
-            text = arg.split("=", 1)[1]
-        else:
-            continue
-        for pair in text.split(","):
-            key, sep, value = pair.partition("=")
-            if sep and _SECRET_KEY_NAME.match(key.strip()):
-                values.append(value.strip())
-    return values
-
-
 def run_lm_eval(argv: Sequence[str]) -> int:
     """Run lm-eval's CLI in this process with the pack's tasks indexed; returns an exit code.
 
     Credential redaction is on for the whole run, and this process's stdout/stderr pass through
     it too (lm-eval ``print``s its model_args summary).
     """
-    from medeval_metrics import redact
+    from medeval_metrics import lm_eval_compat, redact
     from medeval_metrics.data import MedevalDataError
 
     argv = list(argv)
-    redact.install(extra_secrets=_secrets_in_model_args(argv))
+    redact.install(extra_secrets=redact.secrets_in_model_args(argv))
     if "medeval-scripted" in argv:
         importlib.import_module("medeval_metrics.testing.scripted")
-    _add_pack_tasks_to_lm_eval()
+    lm_eval_compat.index_pack_tasks()
+    lm_eval_compat.redact_results_writer()
     from lm_eval.__main__ import cli_evaluate
-    import lm_eval.loggers.evaluation_tracker  # noqa: F401  (loaded now so install() patches its writer)
 
-    redact.install()
     saved_argv, saved_stdout, saved_stderr = sys.argv, sys.stdout, sys.stderr
     sys.argv = ["lm-eval", "run", *argv]
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)

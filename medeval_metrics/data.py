@@ -44,7 +44,6 @@ class DataSource:
 
     def local_path(self, metadata: Mapping[str, Any] | None = None) -> Path | None:
         """The user's local copy, if one is configured; an error if it is configured but absent."""
-        protect_secrets()
         value = (metadata or {}).get(self.key) or os.environ.get(self.env_var)
         if not value:
             return None
@@ -64,14 +63,6 @@ class DataSource:
         )
 
 
-def protect_secrets() -> None:
-    """Turn on credential redaction (``medeval_metrics.redact.install``); every loader reaches this
-    through DataSource, so keys are never printed while any of the pack's tasks is in use."""
-    from medeval_metrics.redact import install
-
-    install()
-
-
 def hub_offline() -> bool:
     return any(
         os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
@@ -85,7 +76,6 @@ def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revi
     Any failure (offline, unreachable, file not in the repo) becomes a MedevalDataError that says
     what to download and how to point the pack at it.
     """
-    protect_secrets()
     if source.hub_repo is None:
         raise source.missing("it has no public download")
     if hub_offline():

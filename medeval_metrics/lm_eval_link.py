@@ -12,10 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 
 MARKER = ".medeval-installed"
 FOLDER_NAME = "medeval"
+_COPIED = shutil.ignore_patterns("__pycache__", "*.py", "*.pyc")
+
+
+class LinkRefused(RuntimeError):
+    """``enable``/``disable`` refused to act; the message says why and what to do (one line)."""
 
 
 def lm_eval_tasks_dir() -> Path:
@@ -23,25 +29,54 @@ def lm_eval_tasks_dir() -> Path:
 
     spec = importlib.util.find_spec("lm_eval.tasks")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("lm-eval is not installed in this environment")
+        raise LinkRefused("lm-eval is not installed in this environment; `pip install lm-eval` first")
     return Path(list(spec.submodule_search_locations)[0])
 
 
 def _copy_target(target: Path | None) -> Path:
+    if target is not None and not Path(target).is_dir():
+        raise LinkRefused(f"--target {target} is not an existing folder; pass lm-eval's tasks folder")
     return (target or lm_eval_tasks_dir()) / FOLDER_NAME
 
 
-def status(target: Path | None = None) -> dict:
-    from medeval_metrics import __version__
+def _files(root: Path) -> dict[str, bytes]:
+    """The files ``enable`` copies from ``root`` (relative path -> bytes)."""
+    ignored = _COPIED
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not ignored(str(path.parent), [path.name]) and not any(
+            part == "__pycache__" for part in path.relative_to(root).parts
+        ):
+            out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
 
+
+def copy_state(tasks_dir: Path) -> str | None:
+    """Whether ``tasks_dir`` (a folder lm-eval indexes) holds the pack's enabled copy: ``"current"``
+    (byte for byte the pack's task files), ``"stale"`` (made by medeval, different files) or None."""
+    from medeval_metrics import tasks_path
+
+    folder = Path(tasks_dir) / FOLDER_NAME
+    if not (folder / MARKER).is_file():
+        return None
+    copied = _files(folder)
+    copied.pop(MARKER, None)
+    return "current" if copied == _files(Path(tasks_path())) else "stale"
+
+
+def status(target: Path | None = None) -> dict:
     folder = _copy_target(target)
     marker = folder / MARKER
     if not folder.exists():
         return {"enabled": False, "folder": str(folder)}
     if not marker.exists():
         return {"enabled": False, "folder": str(folder), "foreign": True}
-    info = json.loads(marker.read_text(encoding="utf-8"))
-    return {"enabled": True, "folder": str(folder), "version": info.get("version"), "current": info.get("version") == __version__}
+    try:
+        info = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        info = {}
+    version = info.get("version") if isinstance(info, dict) else None
+    return {"enabled": True, "folder": str(folder), "version": version, "current": copy_state(folder.parent) == "current"}
 
 
 def enable(target: Path | None = None) -> Path:
@@ -49,13 +84,17 @@ def enable(target: Path | None = None) -> Path:
 
     folder = _copy_target(target)
     if folder.exists() and not (folder / MARKER).exists():
-        raise RuntimeError(f"{folder} exists and was not made by medeval; refusing to overwrite it")
-    if folder.exists():
-        shutil.rmtree(folder)
-    shutil.copytree(
-        tasks_path(), folder, ignore=shutil.ignore_patterns("__pycache__", "*.py", "*.pyc")
-    )
-    (folder / MARKER).write_text(json.dumps({"version": __version__, "source": tasks_path()}), encoding="utf-8")
+        raise LinkRefused(f"{folder} exists and was not made by medeval; refusing to overwrite it")
+    try:
+        if folder.exists():
+            shutil.rmtree(folder)
+        shutil.copytree(tasks_path(), folder, ignore=_COPIED)
+        (folder / MARKER).write_text(json.dumps({"version": __version__, "source": tasks_path()}), encoding="utf-8")
+    except OSError as exc:
+        raise LinkRefused(
+            f"cannot write {folder} ({exc.strerror or type(exc).__name__}); "
+            "use `--include_path \"$(medeval tasks-path)\"` or `medeval run` instead"
+        ) from None
     return folder
 
 
@@ -64,12 +103,23 @@ def disable(target: Path | None = None) -> bool:
     if not folder.exists():
         return False
     if not (folder / MARKER).exists():
-        raise RuntimeError(f"{folder} was not made by medeval; leaving it alone")
-    shutil.rmtree(folder)
+        raise LinkRefused(f"{folder} was not made by medeval; leaving it alone")
+    try:
+        shutil.rmtree(folder)
+    except OSError as exc:
+        raise LinkRefused(f"cannot remove {folder} ({exc.strerror or type(exc).__name__})") from None
     return True
 
 
 def _cmd(args: argparse.Namespace) -> int:
+    try:
+        return _run_action(args)
+    except LinkRefused as exc:  # a refusal is one line, not a traceback
+        print(f"medeval lm-eval-tasks: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_action(args: argparse.Namespace) -> int:
     target = Path(args.target) if args.target else None
     if args.action == "enable":
         print(f"medeval tasks copied to {enable(target)}; `lm_eval --tasks emsqa_public ...` now works without flags.")
@@ -79,7 +129,7 @@ def _cmd(args: argparse.Namespace) -> int:
     else:
         state = status(target)
         if state["enabled"]:
-            note = "" if state["current"] else " (made by another medeval version: run `enable` again)"
+            note = "" if state["current"] else " (its files differ from this medeval's: run `enable` again)"
             print(f"enabled in {state['folder']}{note}")
         else:
             print(f"not enabled ({state['folder']})")

@@ -47,22 +47,12 @@ def install_stderr_hook() -> None:
 
     lm-eval reports "N/A" as the stderr of every aggregation it does not know (a corpus-level
     macro-F1, an agreement statistic); with this hook such aggregations get a real number, e.g. a
-    seeded bootstrap. Idempotent; modules defining such aggregations call it when imported.
+    seeded bootstrap. Idempotent; modules defining such aggregations call it when their task is
+    built. The patch itself lives in ``lm_eval_compat.use_attached_stderrs``.
     """
-    import lm_eval.evaluator_utils as evaluator_utils
+    from medeval_metrics.lm_eval_compat import use_attached_stderrs
 
-    original = evaluator_utils.stderr_for_metric
-    if getattr(original, "_medeval", False):
-        return
-
-    def stderr_for_metric(metric, bootstrap_iters):  # type: ignore[no-untyped-def]
-        own = getattr(metric, "medeval_stderr", None)
-        if own is not None and (getattr(own, "closed_form", False) or (bootstrap_iters and bootstrap_iters > 0)):
-            return own
-        return original(metric=metric, bootstrap_iters=bootstrap_iters)
-
-    stderr_for_metric._medeval = True  # type: ignore[attr-defined]
-    evaluator_utils.stderr_for_metric = stderr_for_metric
+    use_attached_stderrs()
 
 
 def _order_free_stderr(items: list[float]) -> float:

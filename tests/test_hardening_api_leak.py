@@ -197,3 +197,147 @@ def test_keys_of_evaluated_api_model_and_judge_leave_no_trace(tmp_path):
     )
     assert ENV_KEY_CANARY not in everything and judge_canary not in everything
     assert "[REDACTED:OPENAI_API_KEY]" in everything  # the model's retried failures were logged, redacted
+
+
+# --- each key only to its own endpoint; header values recognised by value ---------------------------
+
+OTHER_VENDOR_KEYS = {
+    "ANTHROPIC_API_KEY": "canary-anthropic-11223344556",
+    "AZURE_OPENAI_API_KEY": "canary-azure-22334455667",
+    "MEDEVAL_JUDGE_API_KEY": "canary-judge-33445566778",
+    "HF_TOKEN": "hf_canaryTokenAbCdEfGhIjKlMnOpQrSt",
+    "PANEL_CREDENTIAL": "canary-panel-44556677889",
+}
+HEADER_CANARY = "canary-header-5a6b7c8d9e0f1122"
+
+
+def _everything_written(out: Path) -> dict[str, str]:
+    return {str(p.relative_to(out)): p.read_bytes().decode("utf-8", "replace") for p in out.rglob("*") if p.is_file()}
+
+
+def _probe_reply(body: dict) -> str:
+    text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    return next((a for q, a in ANSWERS.items() if f"Item {q}." in text), "?")
+
+
+@pytest.mark.e2e
+def test_evaluated_model_gets_only_its_own_key(tmp_path):
+    """openai-chat-completions reads OPENAI_API_KEY (lm-eval's variable for that backend): the model
+    endpoint receives exactly that key, and no other vendor's or the judge's key in any header or body."""
+    from medeval_metrics.testing.recording_api import RecordingChatServer
+
+    tasks = _write_task(tmp_path)
+    with RecordingChatServer(reply=_probe_reply, fail={1: 429}) as server:
+        result = run_cli(
+            ["run", "--model", "openai-chat-completions", "--model_args",
+             f"model=fake-gpt,base_url={server.chat_url},num_concurrent=1,max_retries=3",
+             "--include_path", str(tasks), "--tasks", "leak_probe", "--apply_chat_template"],
+            cwd=tmp_path, env={"OPENAI_API_KEY": ENV_KEY_CANARY, **OTHER_VENDOR_KEYS}, timeout=300)
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(requests) == len(ANSWERS) + 1  # the 429 was retried
+    assert {r["headers"].get("Authorization") for r in requests} == {f"Bearer {ENV_KEY_CANARY}"}
+    sent = "\n".join(json.dumps(r["headers"]) + r["raw"] for r in requests)
+    for name, value in OTHER_VENDOR_KEYS.items():
+        assert value not in sent, f"{name} reached the evaluated model's endpoint"
+    console = result.stdout + result.stderr
+    assert ENV_KEY_CANARY not in console and not any(v in console for v in OTHER_VENDOR_KEYS.values())
+
+
+def _header_run(kind: str, tasks: Path, out: Path, cwd: Path, server) -> str:
+    model_args = json.dumps({"model": "fake-gpt", "base_url": server.chat_url, "num_concurrent": 1, "max_retries": 3,
+                             "header": {"X-Gateway-Auth": HEADER_CANARY, "Content-Type": "application/json"}})
+    args = ["--model", "local-chat-completions", "--model_args", model_args, "--include_path", str(tasks),
+            "--tasks", "leak_probe", "--apply_chat_template", "--output_path", str(out), "--log_samples"]
+    runner = run_lm_eval_cli if kind == "plain" else run_cli
+    result = runner(args if kind == "plain" else ["run", *args], cwd=cwd,
+                    env={"OPENAI_API_KEY": ENV_KEY_CANARY}, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+@pytest.mark.e2e
+def test_custom_header_key_from_model_args_json_never_printed_or_written(tmp_path):
+    """A gateway key passed as a header in ``--model_args`` JSON: sent to that endpoint only (and the
+    OpenAI key is not), never in the run summary, retry logs, results JSON or sample logs."""
+    from medeval_metrics.testing.recording_api import RecordingChatServer
+
+    tasks = _write_task(tmp_path)
+    # Control: plain lm-eval prints the header value and writes it to the results JSON.
+    with RecordingChatServer(reply=_probe_reply, fail={1: 500}) as server:
+        console = _header_run("plain", tasks, tmp_path / "plain", tmp_path, server)
+    written = "\n".join(_everything_written(tmp_path / "plain").values())
+    assert HEADER_CANARY in console and HEADER_CANARY in written, "control: lm-eval no longer leaks header values"
+
+    out = tmp_path / "medeval"
+    with RecordingChatServer(reply=_probe_reply, fail={1: 500, 2: 429}) as server:
+        console = _header_run("medeval", tasks, out, tmp_path, server)
+        requests = list(server.requests)
+    # the header reached its endpoint on every request, and lm-eval's OpenAI fallback key did not
+    assert [r["headers"].get("X-Gateway-Auth") for r in requests] == [HEADER_CANARY] * len(requests)
+    assert not any(ENV_KEY_CANARY in json.dumps(r["headers"]) for r in requests)
+    assert [r["status"] for r in requests].count(200) == len(ANSWERS)
+    assert "X-Gateway-Auth" in console and "retrying" in console.lower()  # the leaky lines ran
+    assert HEADER_CANARY not in console
+    files = _everything_written(out)
+    assert any(name.endswith(".jsonl") for name in files)
+    for name, text in files.items():
+        assert HEADER_CANARY not in text, f"header value written to {name}"
+    results, samples = find_results(out)
+    assert results["config"]["model_args"]["header"] == {"X-Gateway-Auth": "[REDACTED]", "Content-Type": "application/json"}
+    assert results["results"]["leak_probe"]["exact_match,none"] == 1.0
+    assert len(samples["leak_probe"]) == len(ANSWERS)
+
+
+# --- emrQA notes in error bodies ----------------------------------------------------------------------
+
+
+def _planted_emrqa(tmp_path: Path) -> tuple[dict, list[str]]:
+    """Synthetic emrQA files with one distinctive invented line planted in every smoking note."""
+    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+
+    info = write_synthetic(tmp_path / "emrqa", notes_per_subset=20, questions_per_note=8, lines_per_note=12)
+    data = json.loads(info.data_json.read_text())
+    planted = []
+    for subset in data["data"]:
+        if subset["title"] != "smoking":
+            continue
+        for number, note in enumerate(subset["paragraphs"]):
+            line = f"Planted note line {number}: Mr. Quillfeather-{number} keeps bees on Larkspur Lane."
+            note["context"] += "\n" + line
+            planted.append(line)
+    info.data_json.write_text(json.dumps(data))
+    metadata = {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(info.data_ql_csv),
+                "emrqa_cache_dir": str(tmp_path / "emrqa-cache"), "emrqa_sample_size": 4}
+    return metadata, planted
+
+
+@pytest.mark.e2e
+def test_emrqa_note_lines_in_a_422_body_never_reach_the_console(tmp_path):
+    """An OpenAI-compatible server rejects requests with a 422 that quotes the request body (the note);
+    lm-eval logs that body on every retry. The body is replaced by its length and hash."""
+    from medeval_metrics.testing.recording_api import RecordingChatServer
+
+    metadata, planted = _planted_emrqa(tmp_path)
+    out = tmp_path / "out"
+    with RecordingChatServer(reply="NON-SMOKER", fail={1: 422, 2: 422, 4: 422, 6: 422},
+                             echo_request_in_errors=True) as server:
+        result = run_cli(
+            ["run", "--model", "local-chat-completions", "--model_args",
+             f"model=fake-gpt,base_url={server.chat_url},num_concurrent=2,max_retries=5",
+             "--tasks", "emrqa_smoking", "--apply_chat_template", "--metadata", json.dumps(metadata),
+             "--output_path", str(out)],
+            cwd=tmp_path, timeout=600)
+        requests = list(server.requests)
+    assert result.returncode == 0, result.stderr[-3000:]
+    failed = [r for r in requests if r["status"] == 422]
+    assert len(failed) == 4
+    # the check can fail: the rejected requests carried planted note lines, which the 422 bodies quoted
+    assert any(line in r["raw"] for r in failed for line in planted)
+    console = result.stdout + result.stderr
+    assert console.count("Status code: 422") == 4 and console.count("[response body withheld: ") == 4
+    leaked = [line for line in planted if line in console or line.split(": ", 1)[1] in console]
+    assert leaked == [], f"{len(leaked)} of {len(planted)} planted note lines reached the console"
+    assert "Quillfeather" not in console and "Larkspur" not in console
+    for name, text in _everything_written(out).items():
+        assert "Quillfeather" not in text, f"note text in {name}"

@@ -3,7 +3,9 @@ uncaught exceptions) with handlers and loggers that exist before and after insta
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import logging
 import subprocess
 import sys
@@ -212,6 +214,7 @@ def test_root_logger_and_basic_config_redacted(installed, capsys):
     assert CANARY not in err and "access_token=[REDACTED" in err
 
 
+@pytest.mark.e2e
 def test_warnings_redacted(canary_env):
     # a fresh interpreter: pytest records warnings itself, which would hide stderr
     code = (
@@ -226,6 +229,7 @@ def test_warnings_redacted(canary_env):
     assert CANARY not in result.stderr
 
 
+@pytest.mark.e2e
 def test_uncaught_exception_in_fresh_process_is_redacted(canary_env):
     code = (
         "from medeval_metrics import redact\n"
@@ -283,25 +287,168 @@ def test_redacting_stream_passes_other_attributes():
 
 
 def test_secrets_in_model_args_are_found():
-    from medeval_metrics.cli import _secrets_in_model_args
+    from medeval_metrics.redact import secrets_in_model_args
 
     argv = ["--model", "x", "--model_args", "model=m,api_key=k-111111111, auth_token=t-22222222,base_url=u",
             "--model_args=password=p-33333333", "--tasks", "t"]
-    assert _secrets_in_model_args(argv) == ["k-111111111", "t-22222222", "p-33333333"]
+    assert secrets_in_model_args(argv) == ["k-111111111", "t-22222222", "p-33333333"]
 
 
+@pytest.mark.e2e
 def test_loaders_turn_redaction_on_and_import_stays_cheap(tmp_path):
-    """Any DataSource lookup (every loader does one) installs the hooks, without importing lm-eval."""
+    """Building a pack task (its loader, lm-eval's ``custom_dataset``) installs the hooks, without
+    importing lm-eval; a DataSource lookup alone no longer does (no hidden side effect)."""
+    from conftest import FIXTURES
+
     code = (
         "import sys, logging, warnings\n"
         "from medeval_metrics import redact\n"
         "from medeval_metrics.data import DataSource\n"
+        "from medeval_metrics.emsqa.data import load_private\n"
         "assert not redact.installed()\n"
         "DataSource(key='x_path', description='X', how_to_get='.').local_path({})\n"
-        "assert redact.installed()\n"
+        "assert not redact.installed()\n"
         "assert 'lm_eval' not in sys.modules and 'torch' not in sys.modules\n"
+        f"load_private(emsqa_private_path={str(FIXTURES / 'emsqa_synthetic.json')!r})\n"
+        "assert redact.installed()\n"
+        "assert 'lm_eval' not in sys.modules\n"
         "print('ok')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+# --- one pattern table for logs and reports --------------------------------------------------------
+
+ONE_TABLE_CASES = [
+    # (text, log mode, display mode): the report's redactor used to be the only one catching URLs
+    ("base_url=https://user:hunter2@example.org/v1", "base_url=https://[REDACTED]@example.org/v1",
+     "base_url=https://[redacted]@example.org/v1"),
+    ("proxy http://svc:pa55word@10.0.0.1:8080/", "proxy http://[REDACTED]@10.0.0.1:8080/", "proxy http://[redacted]@10.0.0.1:8080/"),
+    ("mailto-like user@example.org stays", "mailto-like user@example.org stays", "mailto-like user@example.org stays"),
+    ("api_key=abc123", "api_key=[REDACTED]", "[redacted]"),
+    ("aws AKIAABCDEFGHIJKLMNOP key", "aws [REDACTED] key", "aws [redacted] key"),
+    # display mode also drops opaque shapes that would shred hashes in a log
+    ("sha a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4e5f6a1b2", "sha a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4e5f6a1b2", "sha [redacted]"),
+    ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"),
+]
+
+
+@pytest.mark.parametrize("text, log_mode, display_mode", ONE_TABLE_CASES)
+def test_log_and_display_modes_share_one_pattern_table(canary_env, text, log_mode, display_mode):
+    from medeval_metrics.redact import redact_for_display
+    from medeval_metrics.report.runs import redact as report_redact
+
+    assert redact_text(text) == log_mode
+    assert redact_for_display(text) == display_mode == report_redact(text)
+
+
+def test_display_mode_removes_configured_secret_values(canary_env):
+    from medeval_metrics.redact import redact_for_display
+
+    assert redact_for_display(f"model served at /m/{CANARY}") == "model served at /m/[redacted]"
+
+
+def test_header_dicts_in_results_are_blanked_by_value_position(canary_env):
+    model_args = {"model": "m", "header": {"X-Gateway-Auth": "opaque", "Content-Type": "application/json"},
+                  "headers": {"x-custom": "v"}, "base_url": "http://h"}
+    assert redact_obj({"model_args": model_args}) == {"model_args": {
+        "model": "m", "header": {"X-Gateway-Auth": REDACTED, "Content-Type": "application/json"},
+        "headers": {"x-custom": REDACTED}, "base_url": "http://h"}}
+
+
+MODEL_ARGS_CASES = [
+    # JSON --model_args with a custom header: its value is a secret whatever the header's name
+    (["--model_args", '{"model": "m", "header": {"X-Gateway-Auth": "gw-0123456789", "Accept": "*/*"}}'],
+     ["gw-0123456789"]),
+    # several values after one flag (lm-eval's nargs="+"), the short flag
+    (["-a", "model=m", "api_key=k-0123456789", "--tasks", "t"], ["k-0123456789"]),
+    # a header dict given as JSON inside k=v form, nested dicts
+    (["--model_args", '{"model": "m", "extra": {"auth_token": "tok-0123456789"}}'], ["tok-0123456789"]),
+    (["--model_args", "model=m,base_url=http://h", "--tasks", "api_key=not-model-args"], []),
+]
+
+
+@pytest.mark.parametrize("argv, expected", MODEL_ARGS_CASES)
+def test_secrets_in_model_args_by_value(argv, expected):
+    from medeval_metrics.redact import secrets_in_model_args
+
+    assert secrets_in_model_args(argv) == expected
+
+
+# --- error bodies that quote the request (emrQA notes) ----------------------------------------------
+
+NOTE_BODY = json.dumps({"detail": [{"type": "extra_forbidden", "loc": ["body", "bogus"], "msg": "Extra inputs",
+                                    "input": {"messages": [{"role": "user", "content": "Pt denies chest pain."}]}}]})
+
+
+def _sha12(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def test_error_body_quoting_the_request_is_withheld_always():
+    from medeval_metrics.redact import withhold_request_echoes
+
+    line = f"API request failed! Status code: 422, Response text: {NOTE_BODY}. Retrying..."
+    expected = (f"API request failed! Status code: 422, Response text: [response body withheld: {len(NOTE_BODY)} chars, "
+                f"sha256 {_sha12(NOTE_BODY)}]. Retrying...")
+    assert withhold_request_echoes(line) == expected
+    assert withhold_request_echoes(line, private_documents=True) == expected
+    sync = f"API request failed with error message: {NOTE_BODY}. Retrying..."
+    assert "Pt denies" not in withhold_request_echoes(sync)
+
+
+def test_plain_error_body_is_kept_unless_documents_are_private():
+    from medeval_metrics.redact import withhold_request_echoes
+
+    body = '{"error": {"message": "model fake-gpt not found", "code": 404}}'
+    line = f"API request failed! Status code: 404, Response text: {body}. Retrying..."
+    assert withhold_request_echoes(line) == line
+    assert withhold_request_echoes(line, private_documents=True) == (
+        f"API request failed! Status code: 404, Response text: [response body withheld: {len(body)} chars, "
+        f"sha256 {_sha12(body)}]. Retrying...")
+    outputs = "Exception:KeyError('choices'), {'echo': 'Pt denies chest pain.'}, retrying."
+    assert withhold_request_echoes(outputs) == outputs
+    assert withhold_request_echoes(outputs, private_documents=True) == (
+        "Exception:KeyError [details withheld: 46 chars, sha256 "
+        f"{_sha12(outputs[len('Exception:KeyError'):-len(', retrying.')])}], retrying.")
+    nothing = "Exception:ClientResponseError(status=500), (no outputs), retrying."
+    assert withhold_request_echoes(nothing, private_documents=True) == nothing
+    assert withhold_request_echoes("Running generate_until requests") == "Running generate_until requests"
+
+
+def test_private_documents_mode_applies_to_lm_eval_log_records(installed, monkeypatch):
+    from medeval_metrics.redact import hooks
+
+    monkeypatch.setattr(hooks, "_private_documents", set())
+    parent, stream = _stream_logger("lm_eval")
+    child = logging.getLogger("lm_eval.models.api_models")
+    body = '{"error": "bad request: Pt denies chest pain"}'
+    try:
+        child.warning(f"API request failed! Status code: 400, Response text: {body}. Retrying...")
+        redact.install(private_documents="emrQA clinical notes")
+        child.warning(f"API request failed! Status code: 400, Response text: {body}. Retrying...")
+    finally:
+        parent.handlers = []
+    first, second = stream.getvalue().splitlines()
+    assert "Pt denies chest pain" in first  # not quoting the request, no private documents: kept
+    assert second == (f"WARNING API request failed! Status code: 400, Response text: [response body withheld: "
+                      f"{len(body)} chars, sha256 {_sha12(body)}]. Retrying...")
+    assert redact.private_documents_in_use() == ("emrQA clinical notes",)
+
+
+def test_install_in_the_lm_eval_command_registers_its_model_args_secrets(installed, monkeypatch):
+    """Plain ``lm_eval --include_path <pack>``: the loader's install() reads the command's own
+    --model_args, so a header value given there is redacted by value from then on."""
+    import io as io_module
+
+    monkeypatch.setattr(sys, "stdout", io_module.StringIO())
+    monkeypatch.setattr(sys, "stderr", io_module.StringIO())
+    header_value = "opaque-gateway-value-4242"
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/lm_eval", "--model", "local-chat-completions", "--model_args",
+                                      json.dumps({"model": "m", "header": {"X-Gateway-Auth": header_value}})])
+    assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") != "headers={'X-Gateway-Auth': '[REDACTED]'}"
+    redact.install()
+    assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") == "headers={'X-Gateway-Auth': '[REDACTED]'}"
+    assert isinstance(sys.stdout, redact.RedactingStream)  # the command's console is redacted too

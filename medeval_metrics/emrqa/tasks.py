@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from medeval_metrics import redact
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa import metrics as M
 from medeval_metrics.emrqa.prepare import ensure_prepared, stable_fraction
@@ -27,6 +28,8 @@ DEFAULT_SAMPLE_SIZE = 1000
 MAX_GEN_TOKS = 256  # the evidence/classification YAMLs' generation budget, reserved when checking fit
 _HF_DEFAULT_MAX_LENGTH = 2048  # lm-eval's HFLM default when the model declares no length
 WINDOW_LINES = 12  # windowed variant: lines of note around the evidence
+# Prompts hold clinical notes: error bodies lm-eval logs are withheld (length and hash only).
+PRIVATE_DOCUMENTS = "emrQA clinical notes"
 
 
 # --- sampling -----------------------------------------------------------------------------------
@@ -223,6 +226,7 @@ def _notes(folder: Path, keys: set[str]) -> dict[str, str]:
 
 
 def _qa_docs(subset: str, kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    redact.install(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
     folder, manifest = ensure_prepared(kwargs)
     counts = manifest["qa"]["test_lf_template_counts"].get(subset, {})
     if not counts:
@@ -303,6 +307,7 @@ def _window(kwargs: Mapping[str, Any]) -> Any:
 
 
 def _logical_forms(variant: str, kwargs: Mapping[str, Any]) -> Any:
+    redact.install(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
     folder, manifest = ensure_prepared(kwargs)
     counts = manifest["emrql"]["test_lf_template_counts"][variant]
     docs = stratified_sample(folder / f"{variant}_test.jsonl", counts, sample_size(kwargs), manifest["seed"], variant, "line")

@@ -184,6 +184,9 @@ def _dataset_dict(splits: dict[str, list[dict[str, Any]]]):
 
 def load_public(**metadata: Any):
     """``custom_dataset`` for the public set: test split scored, validation as the few-shot pool."""
+    from medeval_metrics import redact
+
+    redact.install()  # task building is an entry point: keys are redacted before the first request
     test_path, val_path = _public_files(metadata)
     test = load_docs(test_path, "the EMSQA public test set")
     splits = {"test": test}
@@ -197,6 +200,9 @@ def load_public(**metadata: Any):
 
 def load_private(**metadata: Any):
     """``custom_dataset`` for the user's private set (few-shot examples are other private items)."""
+    from medeval_metrics import redact
+
+    redact.install()  # task building is an entry point: keys are redacted before the first request
     path = PRIVATE_SOURCE.local_path(metadata)
     if path is None:
         raise PRIVATE_SOURCE.missing("no file was given")

@@ -134,6 +134,10 @@ def load_medicationqa(**metadata: Any):
     """lm-eval ``custom_dataset``: all rows as the ``test`` split (a ``datasets.DatasetDict``)."""
     import datasets
 
+    from medeval_metrics import redact
+
+    redact.install()  # task building is an entry point: keys are redacted before the first request
+
     from medeval_metrics.judge.config import configure_from_metadata
 
     configure_from_metadata(metadata)  # a bad judges config fails here, before any generation

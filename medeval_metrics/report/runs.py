@@ -9,31 +9,22 @@ still goes through ``redact``.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.redact import DISPLAY_REDACTED as REDACTED
+from medeval_metrics.redact import redact_for_display
 
 # Model arguments that name the model; every other model argument is left out of reports.
 SAFE_MODEL_ARGS = ("pretrained", "model", "revision", "dtype")
 
-_SECRET_PATTERNS = (
-    re.compile(r"\b(?:sk|hf|ghp|gho|github_pat|xox[abp]|AKIA|AIza|api|key|token)[-_][A-Za-z0-9_\-]{8,}", re.IGNORECASE),
-    re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),  # user:password in a URL
-    re.compile(r"(?i)\b(?:api[_-]?key|token|secret|password|authorization)\s*[=:]\s*\S+"),
-    re.compile(r"\b(?=[A-Za-z0-9_\-]*\d)(?=[A-Za-z0-9_\-]*[A-Za-z])[A-Za-z0-9_\-]{32,}\b"),  # long opaque tokens
-)
-REDACTED = "[redacted]"
-
 
 def redact(text: Any) -> str:
-    """The text with anything that looks like a credential replaced by ``[redacted]``."""
-    out = str(text)
-    for pattern in _SECRET_PATTERNS:
-        out = pattern.sub(REDACTED, out)
-    return out
+    """The text with anything that looks like a credential replaced by ``[redacted]``
+    (``redact.redact_for_display``: the pack's one pattern table, in display mode)."""
+    return redact_for_display(text)
 
 
 def parse_model_args(model_args: Any) -> dict[str, str]:

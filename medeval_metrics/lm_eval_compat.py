@@ -1,0 +1,171 @@
+"""Every patch the pack applies to lm-eval internals, in one place (tested on lm-eval 0.4.13).
+
+Each patch says which lm-eval behaviour it works around and for which versions, is idempotent,
+is applied only by an explicit call (never at import), and has a test in
+``tests/test_lm_eval_compat.py`` that fails when lm-eval changes so that the patch is no longer
+needed, or when the patch stops working. Importing this module imports nothing from lm-eval.
+
+1. ``index_pack_tasks``: ``TaskManager.__init__`` also indexes the pack's tasks (``medeval run``).
+2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
+3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
+4. API backend headers (``TemplateAPI._header``): see the placeholder section at the end.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "redact_results_writer", "use_attached_stderrs"]
+
+TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
+
+log = logging.getLogger("medeval")
+
+
+# --- 1. TaskManager.__init__: the pack's tasks folder in every task index -------------------------
+# lm-eval 0.4.11-0.4.13 index only lm_eval/tasks and --include_path, read no plugin entry points
+# (upstream PR #4015 would add an ``lm_eval.tasks`` group) and take a single --include_path string
+# on the command line. ``medeval run`` patches TaskManager in its own process so the user's own
+# --include_path keeps working alongside the pack's. Remove once lm-eval discovers the pack's
+# ``lm_eval.tasks`` entry point (the test checks for entry-point discovery in lm-eval's task index).
+#
+# After ``medeval lm-eval-tasks enable`` the tasks are already in lm_eval/tasks/medeval; adding the
+# pack's folder as well made lm-eval warn "Task ... overrides existing task" for every pack task
+# (about 20 lines a run). So a current copy in an indexed folder means the pack's folder is not
+# added; a stale copy (another pack version) is overridden by the pack's folder, with one line.
+
+
+def _override_warning_filter(pack: str, copies: list[str], counter: list[int]) -> logging.Filter:
+    class DropPackOverrides(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            args = record.args if isinstance(record.args, tuple) else ()
+            if "overrides existing task" in str(record.msg) and len(args) == 3:
+                new, old = str(args[1]), str(args[2])  # "None" for tags (no YAML of their own)
+                if (new == old == "None" or new.startswith(pack)) and (old == "None" or old.startswith(tuple(copies))):
+                    counter[0] += 1
+                    return False
+            return True
+
+    return DropPackOverrides()
+
+
+def index_pack_tasks(pack_path: str | None = None) -> None:
+    """Make every TaskManager built in this process also index the pack's tasks folder."""
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import lm_eval_link, tasks_path
+
+    if getattr(TaskManager.__init__, "_medeval_patched", False):
+        return
+    original_init = TaskManager.__init__
+    signature = inspect.signature(original_init)
+    pack = str(Path(pack_path or tasks_path()).resolve())
+    lm_eval_tasks = lm_eval_link.lm_eval_tasks_dir()
+
+    def init_with_pack(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        include_path = bound.arguments.get("include_path")
+        paths = [] if include_path is None else (
+            list(include_path) if isinstance(include_path, (list, tuple)) else [include_path]
+        )
+        if pack in [str(Path(p).resolve()) for p in paths]:
+            return original_init(*bound.args, **bound.kwargs)
+        scanned = ([lm_eval_tasks] if bound.arguments.get("include_defaults", True) else []) + [Path(p) for p in paths]
+        copies = {str(p.resolve()): lm_eval_link.copy_state(p) for p in scanned}
+        if "current" in copies.values():
+            return original_init(*bound.args, **bound.kwargs)  # the enabled copy already holds the tasks
+        bound.arguments["include_path"] = [*paths, pack]
+        stale = [str(Path(folder, lm_eval_link.FOLDER_NAME)) for folder, state in copies.items() if state == "stale"]
+        if not stale:
+            return original_init(*bound.args, **bound.kwargs)
+        counter = [0]
+        index_logger = logging.getLogger("lm_eval.tasks._index")
+        drop = _override_warning_filter(pack, stale, counter)
+        index_logger.addFilter(drop)
+        try:
+            original_init(*bound.args, **bound.kwargs)
+        finally:
+            index_logger.removeFilter(drop)
+        if counter[0]:
+            log.warning(
+                "medeval: the pack's tasks override %d tasks of an older copy in %s; "
+                "run `medeval lm-eval-tasks enable` again to update it.", counter[0], ", ".join(stale),
+            )
+
+    init_with_pack._medeval_patched = True  # type: ignore[attr-defined]
+    init_with_pack._medeval_original = original_init  # type: ignore[attr-defined]
+    TaskManager.__init__ = init_with_pack  # type: ignore[method-assign]
+
+
+# --- 2. stderr_for_metric: a standard error for the pack's corpus-level aggregations -------------
+# lm-eval 0.4.x (read in 0.4.11-0.4.13) reports "N/A" as the stderr of every aggregation its
+# ``lm_eval.api.metrics.stderr_for_metric`` does not know (a corpus macro-F1, an agreement
+# statistic). ``evaluator_utils`` imports that function by name and calls it once per metric, so
+# replacing ``evaluator_utils.stderr_for_metric`` lets an aggregation carry its own
+# (``stats.with_stderr``). Remove once lm-eval asks the aggregation for its stderr itself.
+
+
+def use_attached_stderrs() -> None:
+    """Make lm-eval use an aggregation's ``medeval_stderr`` (attached by ``stats.with_stderr``).
+
+    The attached function is used when bootstrapping is on (``--bootstrap_iters`` > 0), or always
+    when it is closed-form; every other metric keeps lm-eval's own rule. Idempotent.
+    """
+    import lm_eval.evaluator_utils as evaluator_utils
+
+    original = evaluator_utils.stderr_for_metric
+    if getattr(original, "_medeval", False):
+        return
+
+    def stderr_for_metric(metric, bootstrap_iters):  # type: ignore[no-untyped-def]
+        own = getattr(metric, "medeval_stderr", None)
+        if own is not None and (getattr(own, "closed_form", False) or (bootstrap_iters and bootstrap_iters > 0)):
+            return own
+        return original(metric=metric, bootstrap_iters=bootstrap_iters)
+
+    stderr_for_metric._medeval = True  # type: ignore[attr-defined]
+    stderr_for_metric._medeval_original = original  # type: ignore[attr-defined]
+    evaluator_utils.stderr_for_metric = stderr_for_metric
+
+
+# --- 3. EvaluationTracker: redacted results JSON and sample logs ---------------------------------
+# lm-eval 0.4.x (0.4.13 checked) copies ``--model_args`` (API keys, auth_token, header values) and
+# ``--metadata`` verbatim into results_*.json, and the sample logs can quote a key a model or
+# server echoed. The pack redacts what ``EvaluationTracker.save_results_aggregated`` and
+# ``save_results_samples`` receive: results fully (``redact_obj``), samples for secret values only
+# (documents and model outputs are otherwise kept as they are). Remove if lm-eval stops writing
+# model_args values (the test checks that an unpatched writer still writes them).
+
+
+def redact_results_writer() -> None:
+    """Patch lm-eval's EvaluationTracker to redact what it writes. Idempotent."""
+    from lm_eval.loggers.evaluation_tracker import EvaluationTracker
+
+    from medeval_metrics.redact.text import redact_obj
+
+    if getattr(EvaluationTracker.save_results_aggregated, "_medeval_redacting", False):
+        return
+    save_aggregated = EvaluationTracker.save_results_aggregated
+    save_samples = EvaluationTracker.save_results_samples
+
+    def save_results_aggregated(self: Any, results: dict, samples: dict | None = None) -> None:
+        return save_aggregated(self, redact_obj(results), samples)
+
+    def save_results_samples(self: Any, task_name: str, samples: Any) -> None:
+        return save_samples(self, task_name, redact_obj(samples, patterns=False))
+
+    save_results_aggregated._medeval_redacting = True  # type: ignore[attr-defined]
+    save_results_aggregated._medeval_original = save_aggregated  # type: ignore[attr-defined]
+    save_results_samples._medeval_original = save_samples  # type: ignore[attr-defined]
+    EvaluationTracker.save_results_aggregated = save_results_aggregated  # type: ignore[method-assign]
+    EvaluationTracker.save_results_samples = save_results_samples  # type: ignore[method-assign]
+
+
+# --- 4. API backend headers (TemplateAPI.header / _header) ---------------------------------------
+# PLACEHOLDER, filled by the judge engineer: ``set_api_request_headers(lm, headers)`` (now in the
+# judge branch) goes here with its comment (lm-eval 0.4.x up to 0.4.13: ``TemplateAPI.header`` falls
+# back to ``Bearer $OPENAI_API_KEY`` through the OpenAI-style backends' ``api_key``) and its test in
+# tests/test_lm_eval_compat.py; add it to ``__all__`` and to the list in the module docstring.

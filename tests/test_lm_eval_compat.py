@@ -1,0 +1,312 @@
+"""Each patch in ``medeval_metrics.lm_eval_compat``: still needed (lm-eval's behaviour unchanged) and
+still working. A "needed" test failing means lm-eval changed: re-read the patch's comment and
+remove or adapt the patch. In-process and fast (no subprocess, no model)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from medeval_metrics import lm_eval_compat, lm_eval_link, tasks_path
+from medeval_metrics.stats import with_stderr
+from conftest import FIXTURES, run_cli
+
+CANARY = "canary-compat-0123456789abcdef"
+HEADER_CANARY = "hdr-canary-9876543210fedcba"
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def capture_logs():
+    """Records of the named loggers (lm-eval's loggers do not propagate to the root)."""
+    attached: list[tuple[logging.Logger, _Capture]] = []
+
+    def attach(name: str) -> _Capture:
+        handler = _Capture()
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        attached.append((logger, handler))
+        return handler
+
+    yield attach
+    for logger, handler in attached:
+        logger.removeHandler(handler)
+
+
+# --- 1. TaskManager.__init__ ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def patched_task_manager():
+    from lm_eval.tasks import TaskManager
+
+    before = TaskManager.__init__
+    original = getattr(before, "_medeval_original", before)
+    TaskManager.__init__ = original
+    lm_eval_compat.index_pack_tasks()
+    yield TaskManager
+    TaskManager.__init__ = before
+
+
+def test_task_manager_patch_still_needed():
+    """lm-eval's task index reads no entry points (our ``lm_eval.tasks`` entry point is ignored)."""
+    import lm_eval.tasks as tasks_package
+    from lm_eval.tasks import _index, manager
+
+    for module in (tasks_package, manager, _index):
+        assert "entry_points" not in inspect.getsource(module), f"{module.__name__} now reads entry points"
+    from lm_eval.tasks import TaskManager
+
+    original = getattr(TaskManager.__init__, "_medeval_original", TaskManager.__init__)
+    params = list(inspect.signature(original).parameters)
+    assert params[:5] == ["self", "verbosity", "include_path", "include_defaults", "metadata"]
+
+
+def test_task_manager_patch_indexes_the_pack_next_to_user_paths(patched_task_manager, tmp_path):
+    user = tmp_path / "user_tasks"
+    user.mkdir()
+    (user / "my_probe.yaml").write_text("task: my_probe\ndataset_path: json\noutput_type: generate_until\n")
+    alone = patched_task_manager(include_defaults=False)
+    assert "emsqa_public" in alone.all_tasks and "medicationqa" in alone.all_tasks
+    both = patched_task_manager(None, str(user), False)  # include_path given positionally
+    assert {"my_probe", "emsqa_public"} <= set(both.all_tasks)
+    listed = patched_task_manager(include_defaults=False, include_path=[user, tasks_path()])  # pack given twice
+    assert {"my_probe", "emsqa_public"} <= set(listed.all_tasks)
+
+
+def _enabled_copy(tmp_path: Path) -> Path:
+    fake_lm_eval_tasks = tmp_path / "lm_eval_tasks"
+    fake_lm_eval_tasks.mkdir()
+    lm_eval_link.enable(fake_lm_eval_tasks)
+    return fake_lm_eval_tasks
+
+
+def test_enabled_copy_causes_override_warnings_without_the_fix(tmp_path, capture_logs):
+    """The root cause of ~20 warnings a run after ``enable``: the pack indexed twice."""
+    from lm_eval.tasks import TaskManager
+
+    indexed = _enabled_copy(tmp_path)
+    index_log = capture_logs("lm_eval.tasks._index")
+    original = getattr(TaskManager.__init__, "_medeval_original", TaskManager.__init__)
+    manager = TaskManager.__new__(TaskManager)
+    original(manager, include_defaults=False, include_path=[indexed, tasks_path()])
+    overrides = [m for m in index_log.messages if "overrides existing task" in m]
+    assert len(overrides) >= 15  # every pack task and group
+
+
+def test_current_enabled_copy_is_not_indexed_twice(patched_task_manager, tmp_path, capture_logs):
+    indexed = _enabled_copy(tmp_path)
+    assert lm_eval_link.copy_state(indexed) == "current"
+    index_log, medeval_log = capture_logs("lm_eval.tasks._index"), capture_logs("medeval")
+    manager = patched_task_manager(include_defaults=False, include_path=str(indexed))
+    assert "emsqa_public" in manager.all_tasks
+    assert not [m for m in index_log.messages if "overrides existing task" in m]
+    assert medeval_log.messages == []
+    entry = manager._index["emsqa_public"]
+    assert Path(entry.yaml_path).is_relative_to(indexed / lm_eval_link.FOLDER_NAME)
+
+
+def test_stale_enabled_copy_is_overridden_with_one_line(patched_task_manager, tmp_path, capture_logs):
+    indexed = _enabled_copy(tmp_path)
+    stale_yaml = indexed / lm_eval_link.FOLDER_NAME / "emsqa" / "emsqa_public.yaml"
+    stale_yaml.write_text(stale_yaml.read_text() + "\n# older pack version\n")
+    assert lm_eval_link.copy_state(indexed) == "stale"
+    index_log, medeval_log = capture_logs("lm_eval.tasks._index"), capture_logs("medeval")
+    manager = patched_task_manager(include_defaults=False, include_path=[str(indexed)])
+    assert not [m for m in index_log.messages if "overrides existing task" in m]
+    assert len(medeval_log.messages) == 1
+    assert "run `medeval lm-eval-tasks enable` again" in medeval_log.messages[0]
+    assert Path(manager._index["emsqa_public"].yaml_path).is_relative_to(Path(tasks_path()))  # the current YAML wins
+
+
+# --- 2. stderr_for_metric -------------------------------------------------------------------------
+
+
+def _spread(items):
+    return float(max(items) - min(items))
+
+
+@with_stderr(_spread)
+def _corpus_max(items):
+    return float(max(items))
+
+
+class _FakeTask:
+    task_name = "probe"
+
+    def aggregation(self):
+        return {"score": _corpus_max}
+
+
+@pytest.fixture
+def unpatched_stderr():
+    import lm_eval.evaluator_utils as evaluator_utils
+
+    before = evaluator_utils.stderr_for_metric
+    evaluator_utils.stderr_for_metric = getattr(before, "_medeval_original", before)
+    yield evaluator_utils
+    evaluator_utils.stderr_for_metric = before
+
+
+def test_stderr_patch_still_needed(unpatched_stderr):
+    """Without the patch lm-eval reports "N/A" for an aggregation it does not know."""
+    metrics, _ = unpatched_stderr._compute_task_aggregations(_FakeTask(), {("score", "none"): [1.0, 4.0, 2.0]}, 100)
+    assert metrics["score,none"] == 4.0
+    assert metrics["score_stderr,none"] == "N/A"
+    # the patch replaces a module global that the aggregation step looks up at call time
+    assert "stderr_for_metric" in unpatched_stderr._compute_task_aggregations.__code__.co_names
+
+
+def test_stderr_patch_gives_the_attached_stderr(unpatched_stderr):
+    from lm_eval.api.metrics import mean
+
+    lm_eval_compat.use_attached_stderrs()
+    lm_eval_compat.use_attached_stderrs()  # idempotent: wraps once
+    assert not hasattr(unpatched_stderr.stderr_for_metric._medeval_original, "_medeval")
+    metrics, _ = unpatched_stderr._compute_task_aggregations(_FakeTask(), {("score", "none"): [1.0, 4.0, 2.0]}, 100)
+    assert metrics["score_stderr,none"] == 3.0
+    off, _ = unpatched_stderr._compute_task_aggregations(_FakeTask(), {("score", "none"): [1.0, 4.0]}, 0)
+    assert off["score_stderr,none"] == "N/A"  # --bootstrap_iters 0: lm-eval's own rule
+    assert unpatched_stderr.stderr_for_metric(metric=mean, bootstrap_iters=100)([0.0, 1.0]) == pytest.approx(0.5)
+
+
+# --- 3. EvaluationTracker -------------------------------------------------------------------------
+
+
+def _results() -> dict:
+    model_args = {"model": "fake-gpt", "api_key": CANARY, "header": {"X-Gateway-Auth": HEADER_CANARY,
+                                                                     "Content-Type": "application/json"}}
+    return {"results": {"probe": {"acc,none": 1.0}}, "config": {"model": "local-chat-completions",
+                                                                  "model_args": model_args},
+            "configs": {"probe": {"metadata": {**model_args, "version": 1}}}}
+
+
+def _sample() -> dict:
+    return {"doc_id": 0, "doc": {"q": "x"}, "target": "A", "arguments": [["prompt", {"until": []}]],
+            "resps": [[f"the server said {HEADER_CANARY}"]], "filtered_resps": ["A"],
+            "doc_hash": "d", "prompt_hash": "p", "target_hash": "t"}
+
+
+@pytest.fixture
+def tracker_class():
+    from lm_eval.loggers.evaluation_tracker import EvaluationTracker
+
+    saved = (EvaluationTracker.save_results_aggregated, EvaluationTracker.save_results_samples)
+    EvaluationTracker.save_results_aggregated = getattr(saved[0], "_medeval_original", saved[0])
+    EvaluationTracker.save_results_samples = getattr(saved[1], "_medeval_original", saved[1])
+    yield EvaluationTracker
+    EvaluationTracker.save_results_aggregated, EvaluationTracker.save_results_samples = saved
+
+
+def _write(tracker_class, out: Path) -> str:
+    tracker = tracker_class(output_path=str(out))
+    tracker.save_results_aggregated(results=_results(), samples=None)
+    tracker.save_results_samples("probe", [_sample()])
+    return "\n".join(p.read_text() for p in sorted(out.rglob("*")) if p.is_file())
+
+
+def test_tracker_patch_still_needed(tracker_class, tmp_path):
+    """lm-eval writes model_args values (keys, header values) verbatim into the results JSON."""
+    written = _write(tracker_class, tmp_path / "plain")
+    assert CANARY in written and HEADER_CANARY in written
+
+
+def test_tracker_patch_redacts_results_and_samples(tracker_class, tmp_path, monkeypatch):
+    from medeval_metrics import redact
+
+    redact.register_secret(HEADER_CANARY)  # what `medeval run` does with a header from --model_args
+    lm_eval_compat.redact_results_writer()
+    lm_eval_compat.redact_results_writer()  # idempotent
+    out = tmp_path / "patched"
+    written = _write(tracker_class, out)
+    assert CANARY not in written and HEADER_CANARY not in written
+    results = json.loads(next(out.rglob("results_*.json")).read_text())
+    assert results["config"]["model_args"] == {"model": "fake-gpt", "api_key": "[REDACTED]",
+                                               "header": {"X-Gateway-Auth": "[REDACTED]",
+                                                          "Content-Type": "application/json"}}
+    assert results["results"]["probe"]["acc,none"] == 1.0
+    sample = json.loads(next(out.rglob("samples_*.jsonl")).read_text())
+    assert sample["resps"] == [["the server said [REDACTED]"]] and sample["filtered_resps"] == ["A"]
+
+
+def test_compat_module_imports_nothing_from_lm_eval():
+    source = Path(lm_eval_compat.__file__).read_text()
+    top_level = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert not [line for line in top_level if "lm_eval" in line]
+
+
+# --- `medeval lm-eval-tasks`: refusals are one line; `enable` keeps runs quiet --------------------
+
+
+def _cli(argv, capsys) -> tuple[int, str, str]:
+    from medeval_metrics.cli import main
+
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_lm_eval_tasks_refusals_are_one_line(tmp_path, capsys, monkeypatch):
+    foreign = tmp_path / "lm_eval_tasks"
+    (foreign / "medeval").mkdir(parents=True)
+    for action in ("enable", "disable"):
+        code, out, err = _cli(["lm-eval-tasks", action, "--target", str(foreign)], capsys)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert err.startswith("medeval lm-eval-tasks: ") and "was not made by medeval" in err
+    code, _, err = _cli(["lm-eval-tasks", "enable", "--target", str(tmp_path / "typo")], capsys)
+    assert (code, err.count("\n")) == (2, 1) and "is not an existing folder" in err
+    assert not (tmp_path / "typo").exists()  # a mistyped --target is not created
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(lm_eval_link.shutil, "copytree", read_only)
+    writable_name = tmp_path / "site_packages_tasks"
+    writable_name.mkdir()
+    code, _, err = _cli(["lm-eval-tasks", "enable", "--target", str(writable_name)], capsys)
+    assert (code, err.count("\n")) == (2, 1)
+    assert "cannot write" in err and "Permission denied" in err and "medeval run" in err
+
+
+def test_status_reports_a_copy_whose_files_differ(tmp_path, capsys):
+    target = tmp_path / "lm_eval_tasks"
+    target.mkdir()
+    code, out, _ = _cli(["lm-eval-tasks", "enable", "--target", str(target)], capsys)
+    assert code == 0 and "medeval tasks copied to" in out
+    code, out, _ = _cli(["lm-eval-tasks", "status", "--target", str(target)], capsys)
+    assert out.strip() == f"enabled in {target / 'medeval'}"
+    (target / "medeval" / "emsqa" / "_template_yaml").write_text("# edited\n")
+    (target / "medeval" / lm_eval_link.MARKER).write_text("{not json")  # a damaged marker: no traceback
+    code, out, _ = _cli(["lm-eval-tasks", "status", "--target", str(target)], capsys)
+    assert code == 0 and "its files differ from this medeval's: run `enable` again" in out
+
+
+@pytest.mark.e2e
+def test_medeval_run_after_enable_prints_no_override_warnings(tmp_path):
+    """`medeval run` where lm-eval's index already holds the enabled copy: no "overrides" lines."""
+    indexed = _enabled_copy(tmp_path)
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
+    proc = run_cli(
+        ["run", "--include_path", str(indexed), "--tasks", "emsqa_private", "--model", "medeval-scripted",
+         "--model_args", f"table={table}",
+         "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")})],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "emsqa_private" in proc.stdout
+    assert "overrides existing task" not in proc.stderr
+    assert f"Task: emsqa_private ({indexed / 'medeval'}" in proc.stderr  # served from the enabled copy
