@@ -80,8 +80,9 @@ def test_json_and_csv_exports_with_snake_case_columns(tmp_path):
     "header, rows, message",
     [
         (["Question", "Focus (Drug)"], [["q", "d"]], "column(s) ['Answer'] not found"),
-        (HEADER, [ROWS[0], ["q2", "d", "Dose", "   ", "", ""]], "row 2 has an empty 'Answer'"),
-        (HEADER, [["", "d", "Dose", "a", "", ""]], "row 1 has an empty 'Question'"),
+        # spreadsheet rows as Excel shows them: the header is row 1, the first data row is row 2
+        (HEADER, [ROWS[0], ["q2", "d", "Dose", "   ", "", ""]], "sheet 'DrugQA': row 3 has an empty 'Answer'"),
+        (HEADER, [["", "d", "Dose", "a", "", ""]], "sheet 'DrugQA': row 2 has an empty 'Question'"),
     ],
 )
 def test_bad_rows_are_named(tmp_path, header, rows, message):
