@@ -12,11 +12,16 @@ Secrets never travel through ``--metadata``: lm-eval copies it into the results 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
+
+log = logging.getLogger("medeval.data")
 
 
 class MedevalDataError(ValueError):
@@ -55,6 +60,7 @@ class DataSource:
                 f"{self.description}: {origin} points at {path}, which does not exist. "
                 f"{self.how_to_get} {self.how_to_point()}"
             )
+        check_known_checksum(path)
         return path.resolve()
 
     def missing(self, reason: str) -> MedevalDataError:
@@ -100,11 +106,78 @@ def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revi
             raise source.missing(
                 f"the Hub dataset {source.hub_repo} has no file ending in {', '.join(suffixes)}"
             )
-        return Path(hf_hub_download(source.hub_repo, matches[0], repo_type="dataset", revision=revision))
+        downloaded = Path(hf_hub_download(source.hub_repo, matches[0], repo_type="dataset", revision=revision))
     except MedevalDataError:
         raise
     except Exception as exc:  # network, auth, 404: all mean "get it yourself"
         raise source.missing(f"downloading from the Hub dataset {source.hub_repo} failed ({type(exc).__name__})") from exc
+    return downloaded
+
+
+# --------------------------------------------------------------------------- known checksums
+
+CHECKSUM_ENV = "MEDEVAL_DATA_CHECKSUMS"  # "warn" (default), "error", or "off"
+
+
+@lru_cache(maxsize=1)
+def known_checksums() -> dict[str, str]:
+    """File name -> sha256 for every pinned public file in the pack's manifest (``sources.*.sha256``)."""
+    from medeval_metrics.manifest import load_manifest
+
+    pinned: dict[str, str] = {}
+    for benchmark in load_manifest().get("benchmarks", {}).values():
+        for source in benchmark.get("sources", {}).values():
+            pinned.update(source.get("sha256") or {})
+    return pinned
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256, so a file is hashed once
+
+
+def check_known_checksum(path: Path, mode: str | None = None) -> str:
+    """Compare a local file named like a pinned public file (``test_open.json``,
+    ``MedInfo2019-QA-Medications.xlsx``...) with the manifest's sha256.
+
+    Returns "match", "mismatch" or "unpinned" (a name the manifest does not pin, a folder, or
+    checking off). A mismatch means the scores will not be comparable with published ones: by
+    default a warning (once per file) naming the file and both digests; ``MEDEVAL_DATA_CHECKSUMS=error``
+    makes it a ``MedevalDataError``, ``=off`` skips the check (``mode`` overrides the variable).
+    """
+    path = Path(path)
+    mode = (mode or os.environ.get(CHECKSUM_ENV) or "warn").strip().lower()
+    if mode not in ("warn", "error", "off"):
+        raise MedevalDataError(f"{CHECKSUM_ENV}={mode!r}: use 'warn' (the default), 'error' or 'off'.")
+    expected = known_checksums().get(path.name)
+    if mode == "off" or expected is None or not path.is_file():
+        return "unpinned"
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    first_time = key not in _digests
+    if first_time:
+        _digests[key] = _sha256(path)
+    actual = _digests[key]
+    if actual == expected:
+        return "match"
+    if mode == "error":
+        raise MedevalDataError(
+            f"{path}: not the published {path.name} (sha256 {actual}, expected {expected}); scores on it would not "
+            f"be comparable with published ones. Download it again, or set {CHECKSUM_ENV}=warn to use it anyway."
+        )
+    if first_time:
+        log.warning(
+            "medeval: %s is not the published %s (sha256 %s, expected %s); scores on it are not comparable with "
+            "published ones. Download it again if that is unintended (%s=error makes this an error, =off silences it).",
+            path, path.name, actual, expected, CHECKSUM_ENV,
+        )
+    return "mismatch"
 
 
 # --------------------------------------------------------------------------- what a file is
@@ -284,6 +357,7 @@ def read_json_records(path: Path, description: str, record_fields: Iterable[str]
     """
     path = Path(path)
     refuse_wrong_file_kind(path, description, {"json", "text"}, JSON_RECORDS_SHOULD_BE, (".json", ".jsonl"))
+    check_known_checksum(path)
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -623,3 +623,57 @@ def test_emrqa_offset_inside_the_note_with_unlocatable_evidence_is_counted_not_f
     manifest = prepare(data_json, ql, tmp_path / "out", log=lambda _: None)
     assert manifest["quirks_and_checks"]["evidence_not_in_note"] == 1
     assert sum(manifest["qa"]["sizes"].values()) == 1  # the question is kept, not silently dropped
+
+
+# --------------------------------------------------------------------------- pinned checksums of public files
+
+from medeval_metrics.data import CHECKSUM_ENV, check_known_checksum, known_checksums  # noqa: E402
+
+
+def test_manifest_pins_reach_the_checker():
+    """If the manifest's layout changes, the checker must not silently lose its pins."""
+    pins = known_checksums()
+    assert pins["MedInfo2019-QA-Medications.xlsx"].startswith("4f13d0e3")
+    assert set(pins) >= {"test_open.json", "val_open.json"}
+
+
+def test_real_public_files_match_their_pins(shared_data):
+    assert check_known_checksum(shared_data / "emsqa" / "test_open.json") == "match"
+    assert check_known_checksum(shared_data / "medicationqa" / "MedInfo2019-QA-Medications.xlsx") == "match"
+    assert check_known_checksum(shared_data / "emrqa" / "templates-all.csv") == "unpinned"
+
+
+def test_changed_copy_of_a_pinned_file_warns_once_or_errors_on_request(tmp_path, monkeypatch, caplog, real_workbook_bytes):
+    workbook = _real_workbook(real_workbook_bytes)
+    workbook["DrugQA"]["D2"] = "An edited reference answer."
+    path = tmp_path / "MedInfo2019-QA-Medications.xlsx"
+    workbook.save(path)
+    monkeypatch.delenv(CHECKSUM_ENV, raising=False)
+    with caplog.at_level("WARNING", logger="medeval.data"):
+        rows = mqa.load_rows({"medicationqa_path": str(path)})
+        mqa.load_rows({"medicationqa_path": str(path)})
+    assert rows[0]["answer"] == "An edited reference answer." and len(rows) == 690
+    warnings = [r.getMessage() for r in caplog.records if "not the published" in r.getMessage()]
+    assert len(warnings) == 1, warnings  # once per file, not once per load
+    assert str(path) in warnings[0] and "expected 4f13d0e3b195bd6a" in warnings[0] and f"{CHECKSUM_ENV}=error" in warnings[0]
+
+    monkeypatch.setenv(CHECKSUM_ENV, "error")
+    with pytest.raises(MedevalDataError, match=r"MedInfo2019-QA-Medications\.xlsx: not the published MedInfo2019-QA-Medications\.xlsx "
+                       r"\(sha256 [0-9a-f]{64}, expected 4f13d0e3.*set MEDEVAL_DATA_CHECKSUMS=warn to use it anyway"):
+        mqa.load_rows({"medicationqa_path": str(path)})
+    monkeypatch.setenv(CHECKSUM_ENV, "off")
+    assert len(mqa.load_rows({"medicationqa_path": str(path)})) == 690
+    monkeypatch.setenv(CHECKSUM_ENV, "strict")
+    with pytest.raises(MedevalDataError, match=r"MEDEVAL_DATA_CHECKSUMS='strict': use 'warn' \(the default\), 'error' or 'off'"):
+        mqa.load_rows({"medicationqa_path": str(path)})
+
+
+def test_emsqa_file_inside_a_folder_is_checked_too(tmp_path, monkeypatch):
+    """EMSQA finds test_open.json inside a folder itself: the JSON reader checks it."""
+    path = tmp_path / "test_open.json"
+    path.write_text(json.dumps(_emsqa_records()), encoding="utf-8")
+    monkeypatch.setenv(CHECKSUM_ENV, "error")
+    with pytest.raises(MedevalDataError, match=r"test_open\.json: not the published test_open\.json"):
+        emsqa.load_public(emsqa_public_path=str(tmp_path))
+    monkeypatch.setenv(CHECKSUM_ENV, "warn")
+    assert len(emsqa.load_public(emsqa_public_path=str(tmp_path))["test"]) == 3
