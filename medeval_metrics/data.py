@@ -200,6 +200,7 @@ FILE_KINDS: dict[str, str] = {
     "parquet": "a Parquet file",
     "html": "an HTML web page (the page around the file, saved instead of the raw file?)",
     "lfs-pointer": "a Git LFS pointer (the data itself was not downloaded: run `git lfs pull`)",
+    "utf16": "UTF-16 text (what Excel's \"Unicode Text\" and Windows Notepad write)",
     "json": "JSON text",
     "csv": "CSV text",
     "text": "text",
@@ -243,6 +244,8 @@ def file_kind(path: Path) -> str:
         return "pdf"
     if head.startswith(b"PAR1"):
         return "parquet"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf16"
     if b"\x00" in head:
         return "binary"
     text = head.decode("utf-8", errors="ignore").lstrip("\ufeff").lstrip()
@@ -301,7 +304,7 @@ def refuse_wrong_file_kind(
         "ole-office": " Open it and save it as .xlsx (Excel Workbook).",
         "gzip": " Decompress it first (gunzip).",
         "zip": " Extract the file from the archive first.",
-        "lfs-pointer": "",
+        "utf16": " Re-save it as UTF-8.",
     }.get(kind, "")
     raise MedevalDataError(f"{path}: {description} should be {should_be}, but this file is {FILE_KINDS[kind]}.{fix}")
 

@@ -187,6 +187,12 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
                     if header is None:
                         header = [c.strip() for c in cells]
                     else:
+                        if any(c.strip() for c in cells[len(header):]):
+                            raise MedevalDataError(
+                                f"{path}: line {first_line} has {len(cells)} cells but the header has {len(header)}: "
+                                "a comma inside an unquoted cell would cut the text short. Quote cells that hold "
+                                "commas (re-export the CSV from the spreadsheet)."
+                            )
                         rows.append(dict(zip(header, cells)))
                         labels.append(f"line {first_line}")  # where the row starts (quoted cells may span lines)
                 first_line = reader.line_num + 1
