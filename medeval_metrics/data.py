@@ -12,11 +12,16 @@ Secrets never travel through ``--metadata``: lm-eval copies it into the results 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
+
+log = logging.getLogger("medeval.data")
 
 
 class MedevalDataError(ValueError):
@@ -54,6 +59,7 @@ class DataSource:
                 f"{self.description}: {origin} points at {path}, which does not exist. "
                 f"{self.how_to_get} {self.how_to_point()}"
             )
+        check_known_checksum(path)
         return path.resolve()
 
     def missing(self, reason: str) -> MedevalDataError:
@@ -90,18 +96,263 @@ def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revi
             raise source.missing(
                 f"the Hub dataset {source.hub_repo} has no file ending in {', '.join(suffixes)}"
             )
-        return Path(hf_hub_download(source.hub_repo, matches[0], repo_type="dataset", revision=revision))
+        downloaded = Path(hf_hub_download(source.hub_repo, matches[0], repo_type="dataset", revision=revision))
     except MedevalDataError:
         raise
     except Exception as exc:  # network, auth, 404: all mean "get it yourself"
         raise source.missing(f"downloading from the Hub dataset {source.hub_repo} failed ({type(exc).__name__})") from exc
+    return downloaded
 
 
-def read_json_records(path: Path, description: str) -> list[dict[str, Any]]:
-    """Records from a JSON array, a JSON object holding one array, or JSON Lines."""
+# --------------------------------------------------------------------------- known checksums
+
+CHECKSUM_ENV = "MEDEVAL_DATA_CHECKSUMS"  # "warn" (default), "error", or "off"
+
+
+@lru_cache(maxsize=1)
+def known_checksums() -> dict[str, str]:
+    """File name -> sha256 for every pinned public file in the pack's manifest (``sources.*.sha256``)."""
+    from medeval_metrics.manifest import load_manifest
+
+    pinned: dict[str, str] = {}
+    for benchmark in load_manifest().get("benchmarks", {}).values():
+        for source in benchmark.get("sources", {}).values():
+            pinned.update(source.get("sha256") or {})
+    return pinned
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256, so a file is hashed once
+
+
+def check_known_checksum(path: Path, mode: str | None = None) -> str:
+    """Compare a local file named like a pinned public file (``test_open.json``,
+    ``MedInfo2019-QA-Medications.xlsx``...) with the manifest's sha256.
+
+    Returns "match", "mismatch" or "unpinned" (a name the manifest does not pin, a folder, or
+    checking off). A mismatch means the scores will not be comparable with published ones: by
+    default a warning (once per file) naming the file and both digests; ``MEDEVAL_DATA_CHECKSUMS=error``
+    makes it a ``MedevalDataError``, ``=off`` skips the check (``mode`` overrides the variable).
+    """
+    path = Path(path)
+    mode = (mode or os.environ.get(CHECKSUM_ENV) or "warn").strip().lower()
+    if mode not in ("warn", "error", "off"):
+        raise MedevalDataError(f"{CHECKSUM_ENV}={mode!r}: use 'warn' (the default), 'error' or 'off'.")
+    expected = known_checksums().get(path.name)
+    if mode == "off" or expected is None or not path.is_file():
+        return "unpinned"
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    first_time = key not in _digests
+    if first_time:
+        _digests[key] = _sha256(path)
+    actual = _digests[key]
+    if actual == expected:
+        return "match"
+    if mode == "error":
+        raise MedevalDataError(
+            f"{path}: not the published {path.name} (sha256 {actual}, expected {expected}); scores on it would not "
+            f"be comparable with published ones. Download it again, or set {CHECKSUM_ENV}=warn to use it anyway."
+        )
+    if first_time:
+        log.warning(
+            "medeval: %s is not the published %s (sha256 %s, expected %s); scores on it are not comparable with "
+            "published ones. Download it again if that is unintended (%s=error makes this an error, =off silences it).",
+            path, path.name, actual, expected, CHECKSUM_ENV,
+        )
+    return "mismatch"
+
+
+# --------------------------------------------------------------------------- what a file is
+
+_ZIP_MAGIC = b"PK\x03\x04"
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Compound File: old .xls/.doc, and every encrypted OOXML file
+_SNIFF_BYTES = 4096
+_OLE_SCAN_LIMIT = 64 * 1024 * 1024
+
+FILE_KINDS: dict[str, str] = {
+    # kind -> how messages name it
+    "folder": "a folder",
+    "empty": "an empty file",
+    "xlsx": "an Excel workbook (.xlsx)",
+    "encrypted-office": "a password-protected (encrypted) Office file",
+    "ole-office": "an old-format Office file (.xls or .doc)",
+    "zip": "a ZIP archive",
+    "gzip": "a gzip-compressed file",
+    "pdf": "a PDF document",
+    "parquet": "a Parquet file",
+    "html": "an HTML web page (the page around the file, saved instead of the raw file?)",
+    "lfs-pointer": "a Git LFS pointer (the data itself was not downloaded: run `git lfs pull`)",
+    "utf16": "UTF-16 text (what Excel's \"Unicode Text\" and Windows Notepad write)",
+    "json": "JSON text",
+    "csv": "CSV text",
+    "text": "text",
+    "binary": "binary data",
+}
+
+
+def file_kind(path: Path) -> str:
+    """What ``path`` is by its content, not its name: one of ``FILE_KINDS``.
+
+    Cheap (the first few KB; an Office container is scanned for its encryption streams). Text is
+    told apart only roughly ("json" starts with ``[``/``{``, "csv" has a separator in its first
+    line); a loader still parses it and reports the exact problem.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return "folder"
+    with path.open("rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+    if not head:
+        return "empty"
+    if head.startswith(_ZIP_MAGIC):
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = set(archive.namelist())
+        except (zipfile.BadZipFile, OSError):
+            return "zip"  # damaged or truncated: the reader that expected a ZIP says so
+        return "xlsx" if "xl/workbook.xml" in names else "zip"
+    if head.startswith(_OLE_MAGIC):
+        with path.open("rb") as handle:
+            container = handle.read(_OLE_SCAN_LIMIT)
+        # An encrypted .xlsx/.docx is an OLE container with these two streams (MS-OFFCRYPTO 2.3.4).
+        if "EncryptedPackage".encode("utf-16-le") in container and "EncryptionInfo".encode("utf-16-le") in container:
+            return "encrypted-office"
+        return "ole-office"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"%PDF"):
+        return "pdf"
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf16"
+    if b"\x00" in head:
+        return "binary"
+    text = head.decode("utf-8", errors="ignore").lstrip("\ufeff").lstrip()
+    if text.startswith(("[", "{")):
+        return "json"
+    if text.startswith("version https://git-lfs.github.com/spec/"):
+        return "lfs-pointer"
+    if text[:15].lower().startswith(("<!doctype html", "<html")):
+        return "html"
+    first_line = text.split("\n", 1)[0]
+    if any(separator in first_line for separator in (",", "\t", ";")):
+        return "csv"
+    return "text"
+
+
+def _folder_hint(path: Path, suffixes: Iterable[str]) -> str:
+    suffixes = tuple(s.lower() for s in suffixes)
+    try:
+        names = sorted(p.name for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+    except OSError:
+        names = []
+    if not names:
+        return f"it holds no {'/'.join(suffixes)} file."
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"it holds {shown}."
+
+
+def refuse_wrong_file_kind(
+    path: Path, description: str, accepted: Iterable[str], should_be: str, suffixes: Iterable[str] = ()
+) -> str:
+    """Raise a ``MedevalDataError`` when ``path`` is plainly not the kind of file a loader reads
+    (a workbook or CSV where JSON is expected, a folder, an archive, a web page...); else return its kind.
+
+    ``accepted``: the ``FILE_KINDS`` the loader reads (it still parses them and reports details);
+    ``should_be``: what the file should be, for the message; ``suffixes``: file names to suggest
+    when ``path`` is a folder.
+    """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        kind = file_kind(path)
+    except OSError as exc:
+        raise MedevalDataError(f"{path}: cannot read {description} ({exc.strerror}).") from exc
+    accepted = set(accepted)
+    if kind in accepted:
+        return kind
+    if kind == "folder":
+        raise MedevalDataError(
+            f"{path}: {description} is a folder; point at the file itself ({should_be}): "
+            f"{_folder_hint(path, suffixes)}"
+        )
+    if kind == "empty":
+        raise MedevalDataError(f"{path}: {description} is empty. Point the pack at the full file.")
+    fix = {
+        "encrypted-office": " Open it in Excel, remove the password (File > Info > Protect Workbook) and save it "
+        "again, or point at the unprotected original.",
+        "ole-office": " Open it and save it as .xlsx (Excel Workbook).",
+        "gzip": " Decompress it first (gunzip).",
+        "zip": " Extract the file from the archive first.",
+        "utf16": " Re-save it as UTF-8.",
+    }.get(kind, "")
+    raise MedevalDataError(f"{path}: {description} should be {should_be}, but this file is {FILE_KINDS[kind]}.{fix}")
+
+
+# --------------------------------------------------------------------------- JSON / JSON Lines
+
+JSON_RECORDS_SHOULD_BE = "a JSON array of records, a JSON object holding one such array, or JSON Lines (one object per line), in UTF-8"
+
+
+class _DuplicateKeysDict(dict):
+    """A parsed object that had a key twice (``json`` keeps the last value silently)."""
+
+    duplicate: str = ""
+
+
+def _object_without_losing_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record = dict(pairs)
+    if len(record) == len(pairs):
+        return record
+    seen: set[str] = set()
+    marked = _DuplicateKeysDict(record)
+    marked.duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+    return marked
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_object_without_losing_keys)
+
+
+def _too_deep(path: Path, description: str, where: str = "") -> MedevalDataError:
+    return MedevalDataError(
+        f"{path}: {description}{where} nests arrays/objects too deeply to parse (thousands of levels). A file of "
+        "records is a flat list of objects; point the pack at the right file."
+    )
+
+
+def _duplicate_key_error(path: Path, description: str, where: str, key: str) -> MedevalDataError:
+    return MedevalDataError(
+        f"{path}: {where} of {description} has the key {key!r} twice; JSON readers keep only the last value, so "
+        "the other would be lost silently. Rename or remove one of them."
+    )
+
+
+def read_json_records(path: Path, description: str, record_fields: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Records from a JSON array, a JSON object holding one array, or JSON Lines (UTF-8, BOM or not).
+
+    The format is found by parsing, not by layout: the whole text is parsed as one JSON document
+    first, and as JSON Lines only when that fails. A lone JSON object is one record (a one-line
+    JSON Lines file, or one pretty-printed record) when it has one of ``record_fields``; otherwise it
+    must hold exactly one list, the records. A workbook, CSV, folder or archive is refused with a
+    message saying what it is (``refuse_wrong_file_kind``); a key present twice in a record, and
+    nesting deep enough to exhaust the parser, are errors naming the record.
+    """
+    path = Path(path)
+    refuse_wrong_file_kind(path, description, {"json", "text"}, JSON_RECORDS_SHOULD_BE, (".json", ".jsonl"))
+    check_known_checksum(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise MedevalDataError(
             f"{path}: {description} is not UTF-8 text (byte {exc.start}). Re-save the file as UTF-8."
@@ -110,41 +361,86 @@ def read_json_records(path: Path, description: str) -> list[dict[str, Any]]:
         raise MedevalDataError(f"{path}: cannot read {description} ({exc.strerror}).") from exc
     if not text.strip():
         raise MedevalDataError(f"{path}: {description} is empty. Point the pack at the full file.")
-    stripped = text.lstrip()
-    if stripped.startswith("[") or (stripped.startswith("{") and "\n{" not in stripped.rstrip()):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise MedevalDataError(
-                f"{path}: {description} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
-                "The file may be truncated; download it again."
-            ) from exc
-        if isinstance(data, dict):
-            lists = [v for v in data.values() if isinstance(v, list)]
-            if len(lists) != 1:
-                raise MedevalDataError(
-                    f"{path}: {description} is a JSON object; expected a list of records "
-                    "(or an object holding exactly one list)."
-                )
-            data = lists[0]
-        records = data
+    try:
+        document = _loads(text)
+    except RecursionError:
+        raise _too_deep(path, description) from None
+    except json.JSONDecodeError as document_error:
+        records, where = _json_lines(path, description, text, document_error)
     else:
-        records = []
-        for line_number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise MedevalDataError(
-                    f"{path}: line {line_number} of {description} (JSON Lines) is not valid JSON ({exc.msg}). "
-                    "Fix or remove that line."
-                ) from exc
+        records, where = _records_of_document(path, description, document, set(record_fields))
     if not records:
         raise MedevalDataError(f"{path}: {description} holds no records.")
     for index, record in enumerate(records):
         if not isinstance(record, dict):
             raise MedevalDataError(
-                f"{path}: record {index} of {description} is a {type(record).__name__}, not a JSON object."
+                f"{path}: {where(index)} of {description} is a {type(record).__name__}, not a JSON object."
             )
+        if isinstance(record, _DuplicateKeysDict):
+            raise _duplicate_key_error(path, description, where(index), record.duplicate)
     return records
+
+
+def _records_of_document(path: Path, description: str, document: Any, record_fields: set[str]):
+    def where(index: int) -> str:
+        return f"record {index}"
+
+    if isinstance(document, list):
+        return document, where
+    if not isinstance(document, dict):
+        raise MedevalDataError(
+            f"{path}: {description} is a single JSON {type(document).__name__}; expected {JSON_RECORDS_SHOULD_BE}."
+        )
+    if record_fields & document.keys():
+        return [document], where  # one record: a one-line JSON Lines file, or one pretty-printed object
+    if isinstance(document, _DuplicateKeysDict):
+        raise _duplicate_key_error(path, description, "the top-level object", document.duplicate)
+    lists = [value for value in document.values() if isinstance(value, list)]
+    if len(lists) != 1:
+        expected = f" (a single record needs a {sorted(record_fields)[0]!r} field)" if record_fields else ""
+        raise MedevalDataError(
+            f"{path}: {description} is a JSON object with {len(lists)} lists; expected a list of records "
+            f"(or an object holding exactly one list){expected}."
+        )
+    return lists[0], where
+
+
+def _json_lines(path: Path, description: str, text: str, document_error: json.JSONDecodeError):
+    """Parse ``text`` as JSON Lines; if its first line is not JSON either, report ``document_error``."""
+    records: list[Any] = []
+    line_numbers: list[int] = []
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(_loads(line))
+        except RecursionError:
+            raise _too_deep(path, description, f" (line {line_number})") from None
+        except json.JSONDecodeError as exc:
+            if not records:  # not JSON Lines either: the document's own error is the useful one
+                raise _document_error(path, description, document_error) from document_error
+            raise MedevalDataError(
+                f"{path}: line {line_number} of {description} (JSON Lines) is not valid JSON ({exc.msg}). "
+                "Fix or remove that line (a truncated download ends mid-line: download it again)."
+            ) from exc
+        line_numbers.append(line_number)
+    if records and isinstance(records[0], list) and document_error.msg == "Extra data":
+        # JSON arrays one after another (a file concatenated with itself), not one object per line
+        raise _document_error(path, description, document_error) from document_error
+
+    def where(index: int) -> str:
+        return f"line {line_numbers[index]} (record {index})"
+
+    return records, where
+
+
+def _document_error(path: Path, description: str, exc: json.JSONDecodeError) -> MedevalDataError:
+    if exc.msg == "Extra data":
+        return MedevalDataError(
+            f"{path}: {description} holds more than one JSON document: after the first, more follows from line "
+            f"{exc.lineno}, column {exc.colno}. Was it concatenated or appended to? Keep one copy of the data."
+        )
+    return MedevalDataError(
+        f"{path}: {description} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
+        "The file may be truncated; download it again."
+    )

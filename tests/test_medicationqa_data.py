@@ -80,8 +80,9 @@ def test_json_and_csv_exports_with_snake_case_columns(tmp_path):
     "header, rows, message",
     [
         (["Question", "Focus (Drug)"], [["q", "d"]], "column(s) ['Answer'] not found"),
-        (HEADER, [ROWS[0], ["q2", "d", "Dose", "   ", "", ""]], "row 2 has an empty 'Answer'"),
-        (HEADER, [["", "d", "Dose", "a", "", ""]], "row 1 has an empty 'Question'"),
+        # spreadsheet rows as Excel shows them: the header is row 1, the first data row is row 2
+        (HEADER, [ROWS[0], ["q2", "d", "Dose", "   ", "", ""]], "sheet 'DrugQA': row 3 has an empty 'Answer'"),
+        (HEADER, [["", "d", "Dose", "a", "", ""]], "sheet 'DrugQA': row 2 has an empty 'Question'"),
     ],
 )
 def test_bad_rows_are_named(tmp_path, header, rows, message):
@@ -182,3 +183,94 @@ def test_hub_mirror_is_the_default_source(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
     with pytest.raises(MedevalDataError, match=r"loading the Hub dataset truehealth/medicationqa failed \(ConnectionError\)"):
         mqa.load_rows({})
+
+
+# --------------------------------------------------------------------------- ROUGE-L: rouge-score's floats, faster
+
+
+def _rouge_score_reference(target: str, prediction: str) -> float:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True).score(target, prediction)["rougeL"].fmeasure
+
+
+def _model_like(index: int, rows: list[dict[str, str]]) -> str:
+    """An output in the style of a real model family, built from real text (another row's answer)."""
+    row, other = rows[index], rows[(index + 7) % len(rows)]
+    sentences = [s for s in other["answer"].replace("\n", " ").split(". ") if s]
+    style = index % 5
+    if style == 0:  # chatty instruction-tuned model
+        return (f"Great question! Here's what you should know about {row['focus_drug'] or 'this medicine'}:\n\n"
+                f"{'. '.join(sentences[:2])}.\n\nHowever, always talk to your doctor or pharmacist before changing "
+                "how you take any medication. Let me know if you have other questions! 😊")
+    if style == 1:  # reasoning model: thinking block, then the answer
+        return (f"<think>\nThe user asks: {row['question']}. I recall that {sentences[0].lower()}... "
+                "Let me make sure about the dose.\n</think>\n\n" + " ".join(reversed(sentences)))
+    if style == 2:  # format-ignoring: markdown bullets, unicode punctuation
+        return "**Answer:**\n" + "\n".join(f"• {s.strip()} — see label (200–400 mg/day, ≤3×)" for s in sentences[:4])
+    if style == 3:  # base model running on into the next question
+        return f" {other['answer'][:400]}\n\nQuestion: {rows[(index + 1) % len(rows)]['question']}\nAnswer: Yes"
+    return other["answer"].upper()[: 20 + index % 200]  # truncated, shouting
+
+
+def test_rouge_l_matches_rouge_score_exactly_on_all_real_references(shared_data):
+    """Every one of the 690 real references as the target, against another real reference (even rows)
+    or a model-like output (odd rows): the same float as rouge-score, to the last bit."""
+    path = shared_data / "medicationqa" / "MedInfo2019-QA-Medications.xlsx"
+    if not path.exists():
+        pytest.skip(f"{path} absent")
+    from medeval_metrics.medicationqa.rouge import rouge_l_f
+
+    rows = mqa.load_rows({"medicationqa_path": str(path)})
+    assert len(rows) == 690
+    mismatches, nonzero, values = [], 0, set()
+    for index, row in enumerate(rows):
+        prediction = rows[(index + 1) % 690]["answer"] if index % 2 == 0 else _model_like(index, rows)
+        expected = _rouge_score_reference(row["answer"], prediction)
+        got = rouge_l_f(row["answer"], prediction)
+        nonzero += expected > 0
+        values.add(expected)
+        if got != expected or type(got) is not float:
+            mismatches.append((index, got, expected))
+    assert mismatches == []
+    assert nonzero > 500 and len(values) > 400  # the pairs overlap: not 0 == 0 (or one value) throughout
+
+
+@pytest.mark.parametrize(
+    "target, prediction",
+    [
+        ("Take this medicine with food.", "take it with food"),
+        ("", "anything"),
+        ("Take 2 tablets", ""),
+        ("!!! ... ???", "— • —"),  # no tokens on either side
+        ("Ibuprofen İbuprofen ÍBUPROFEN straße", "ibuprofen i̇buprofen straße strasse"),  # lower() of İ adds a combining dot
+        ("the the the the", "the"),  # repeated tokens
+        ("a b c d e f g h", "h g f e d c b a"),  # reversed: LCS 1
+        ("running runs ran runner", "run running runs"),  # stems meet
+        ("generously generalization relational", "generous general relate"),  # Porter edge cases
+        ("abc123 x9 10mg 200-400mg", "ABC123 X9 10 mg 200 400mg"),
+        ("word " * 700, "word " * 3 + "other " * 500),  # longer than one machine word of bits
+    ],
+)
+def test_rouge_l_edge_cases_match_rouge_score(target, prediction):
+    from medeval_metrics.medicationqa.rouge import rouge_l_f
+
+    assert rouge_l_f(target, prediction) == _rouge_score_reference(target, prediction)
+
+
+def test_bit_parallel_lcs_equals_the_table():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from rouge_score.rouge_scorer import _lcs_table
+
+    from medeval_metrics.medicationqa.rouge import lcs_length
+
+    tokens = st.lists(st.sampled_from(["a", "b", "c", "dd"]), max_size=50).map(tuple)
+
+    @settings(max_examples=100, deadline=None)
+    @given(tokens, tokens)
+    def check(a, b):
+        expected = _lcs_table(a, b)[-1][-1] if a and b else 0
+        assert lcs_length(a, b) == expected == lcs_length(b, a)
+
+    check()

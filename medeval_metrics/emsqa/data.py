@@ -134,7 +134,7 @@ def load_docs(path: Path, description: str, skip_invalid: bool = False) -> list[
     """
     docs = []
     first_with_id: dict[str, int] = {}
-    for index, record in enumerate(read_json_records(path, description)):
+    for index, record in enumerate(read_json_records(path, description, record_fields=("question",))):
         # Duplicate explicit ids would merge two items in per-item logs and breakdowns: never allowed.
         if record.get("id") is not None:
             record_id = str(record["id"])

@@ -11,7 +11,8 @@ accuracy / completeness / clarity (1-5), HELM panel score, MedARC reward, unscor
 success rate and agreement when a panel is configured (``medeval_metrics.judge``).
 
 Modules: ``data`` (sources, readers, validation), ``prompts``, ``judging`` (the rubric),
-``scoring``, ``spec``. The names the task YAML uses are re-exported here.
+``scoring``, ``rouge`` (ROUGE-L with rouge-score's exact scores, faster), ``spec``. The names the task
+YAML uses are re-exported here.
 """
 
 import importlib

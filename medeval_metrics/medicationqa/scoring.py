@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from medeval_metrics.judge.aggregate import item_metrics
 from medeval_metrics.medicationqa.judging import RUBRIC
-
-@lru_cache(maxsize=1)
-def _rouge_scorer():
-    from rouge_score import rouge_scorer
-
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+from medeval_metrics.medicationqa.rouge import rouge_l_f
 
 
 def rouge_l(prediction: str, reference: str) -> float:
-    """ROUGE-L F-measure (rouge-score, Porter stemming), 0-1."""
+    """ROUGE-L F-measure (rouge-score's tokens and Porter stemming, the same floats; see ``rouge``), 0-1."""
     if not prediction.strip() or not reference.strip():
         return 0.0
-    return float(_rouge_scorer().score(reference, prediction)["rougeL"].fmeasure)
+    return float(rouge_l_f(reference, prediction))
 
 
 def bleu(prediction: str, reference: str) -> float:
