@@ -121,3 +121,26 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
     assert breakdown.returncode == 0, breakdown.stderr
     assert "**emrqa_risk** by lf_template" in breakdown.stdout and "**emrql_1** by lf_template" in breakdown.stdout
     assert "**emrqa_medication** by answer_type" in breakdown.stdout
+
+
+@pytest.mark.e2e
+def test_emrql_2_runs_five_shot_on_a_filtered_data_ql_csv(tmp_path):
+    """Issue 10: a pool of two templates crashed lm-eval's sampler with a bare ValueError."""
+    import medeval_metrics
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics.testing.scripted  # noqa: F401
+    from test_emrqa_fewshot import _tiny_ql
+
+    info = write_synthetic(tmp_path / "data", notes_per_subset=2, questions_per_note=3)
+    meta = {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(_tiny_ql(tmp_path, 40)),
+            "emrqa_cache_dir": str(tmp_path / "cache")}
+    assert len(emrqa_tasks.load_emrql_2(**meta)["train"].filter(lambda r: r["fewshot_role"] == "pool")) < 5
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata=meta)
+    out = simple_evaluate(model="medeval-scripted", model_args={"table": {"key": "qa_id", "generate": {}, "default": ""}},
+                          tasks=["emrql_2"], task_manager=manager, log_samples=True)
+    sample = out["samples"]["emrql_2"][0]
+    prompt = sample["arguments"][0][0]
+    assert prompt.count("Logical form:") == 6  # five examples and the question
+    assert out["results"]["emrql_2"]["lf_acc,none"] == 0.0

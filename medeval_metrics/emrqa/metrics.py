@@ -13,8 +13,8 @@ Our reading, stated so it can be checked:
 - Position rule: the candidate is found in the note (case-insensitive, whitespace runs collapsed;
   the occurrence nearest the gold evidence is used) and both its start and its end are within 20
   characters of the gold evidence's start and end.
-- Entity rule: ``single`` answers: the candidate contains the entity text (case-insensitive,
-  whitespace-collapsed); ``complex`` answers (a list of entities): it contains every entity;
+- Entity rule: ``single`` answers: the candidate contains the entity text on token boundaries
+  (case-insensitive, whitespace-collapsed: "25 mg" does not contain "5 mg"); ``complex`` answers (a list of entities): it contains every entity;
   ``empty`` answers (yes/no-type, no entity): only the position rule applies.
 - Scores are averaged over the gold answers of a question: each gold answer counts 1 if any counted
   candidate matches it.
@@ -176,11 +176,31 @@ def _only_space_between(index: NoteIndex, end: int, start: int) -> bool:
     return 0 <= start - end <= 3
 
 
+@lru_cache(maxsize=4096)
+def _entity_pattern(entity: str) -> re.Pattern[str] | None:
+    """The collapsed entity as a whole token run: "5 mg" is not in "25 mg" or "2.5 mg", "ekg" not in "ekgs".
+
+    A word character at the entity's edge may not touch another word character, nor a "." or "-"
+    that joins one ("2.5", "non-smoker"); an edge that is itself punctuation needs no boundary.
+    """
+    needle = collapse(entity)
+    if not needle:
+        return None
+    left = r"(?<!\w)(?<!\w[.-])" if re.match(r"\w", needle) else ""
+    right = r"(?!\w)(?![.-]\w)" if re.search(r"\w$", needle) else ""
+    return re.compile(left + re.escape(needle) + right)
+
+
+def contains_entity(text: str, entity: str) -> bool:
+    """``entity`` in ``text`` on token boundaries, case- and whitespace-insensitive."""
+    pattern = _entity_pattern(entity)
+    return pattern is not None and pattern.search(collapse(text)) is not None
+
+
 def _contains_entities(candidate: str, gold: GoldAnswer) -> bool:
     if gold.entity_type == "empty" or not gold.entities:
         return False
-    text = collapse(candidate)
-    return all(collapse(entity) and collapse(entity) in text for entity in gold.entities)
+    return all(contains_entity(candidate, entity) for entity in gold.entities)
 
 
 def _within_tolerance(span: tuple[int, int] | None, gold: GoldAnswer) -> bool:

@@ -36,7 +36,7 @@ from typing import Any, Iterator, Mapping
 from medeval_metrics.data import DataSource, MedevalDataError
 from medeval_metrics.emrqa.metrics import normalise_lf, template_pattern
 
-PREP_VERSION = 1
+PREP_VERSION = 2  # 2: evidence placed on its own numbered line; upstream's trailing newlines kept
 DEFAULT_SEED = 1234
 TEST_FRACTION = 0.2
 
@@ -84,19 +84,24 @@ def _fail(path: Path, where: str, problem: str, fix: str = "") -> MedevalDataErr
 
 
 def _note_text(context: Any, path: Path, where: str) -> tuple[str, list[int]]:
-    """The note as one string, and the character offset of each line (for line-numbered evidence)."""
+    """The note as one string, and the character offset of each line (for line-numbered evidence).
+
+    Upstream's lines keep their own trailing newline: those are not given a second one, so the note
+    (and the prompt) has exactly the note's own line breaks.
+    """
     if isinstance(context, str):
         lines = context.split("\n")
         text = context
     elif isinstance(context, list) and all(isinstance(line, str) for line in context):
         lines = context
-        text = "\n".join(context)
+        text = "".join(line if line.endswith("\n") or last else line + "\n"
+                       for last, line in ((n == len(context) - 1, line) for n, line in enumerate(context)))
     else:
         raise _fail(path, where, "'context' is neither a string nor a list of lines")
     offsets, offset = [], 0
     for line in lines:
         offsets.append(offset)
-        offset += len(line) + 1
+        offset += len(line) + (0 if line.endswith("\n") else 1)
     return text, offsets
 
 
@@ -115,11 +120,38 @@ def _locate_evidence(text: str, evidence: str, hint: int) -> int:
 
 
 def _line_text(text: str, line_offsets: list[int], line: int) -> str:
-    """Line ``line`` (0-based) of the note, or "" when out of range."""
+    """Line ``line`` (0-based) of the note without its line break, or "" when out of range."""
     if not 0 <= line < len(line_offsets):
         return ""
     end = line_offsets[line + 1] - 1 if line + 1 < len(line_offsets) else len(text)
-    return text[line_offsets[line]:end]
+    return text[line_offsets[line]:end].rstrip("\n")
+
+
+def _on_line(text: str, line_offsets: list[int], evidence: str, line: int) -> int:
+    """Offset of ``evidence`` where it starts on line ``line`` (0-based), or -1 if it does not start there."""
+    if not 0 <= line < len(line_offsets):
+        return -1
+    position = text.find(evidence, line_offsets[line])
+    next_line = line_offsets[line + 1] if line + 1 < len(line_offsets) else len(text) + 1
+    return position if 0 <= position < next_line else -1
+
+
+MAX_EXAMPLES = 3  # records named per counted check in the summary
+
+
+class Checks(Counter):
+    """Counted quirks and checks, with the first few records of each (note id and question, never note text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.examples: dict[str, list[str]] = {}
+
+
+def _count(stats: Counter, name: str, where: str) -> None:
+    stats[name] += 1
+    examples = getattr(stats, "examples", None)
+    if examples is not None and len(examples.setdefault(name, [])) < MAX_EXAMPLES:
+        examples[name].append(where)
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -162,14 +194,22 @@ def _gold_answers(
             start = starts[piece_number] if piece_number < len(starts) else starts[-1]
             stripped = evidence.strip()
             lead = len(evidence) - len(evidence.lstrip())
+            off_line = False
             if subset == "risk":
                 hint = start + lead
-            else:  # a line number; upstream writers disagree on 0- or 1-based, so try both
+            else:
+                # A line number: upstream's are 1-based, some writers' 0-based. The evidence must start
+                # *on* that line (a repeated line elsewhere is another place); where it is on neither,
+                # the copy nearest the line is taken and the record counted.
                 hint = -1
-                for line in (start, start - 1):
-                    if stripped and 0 <= line < len(line_offsets) and stripped in text[line_offsets[line]:]:
-                        hint = text.find(stripped, line_offsets[line])
+                for line in (start - 1, start):
+                    hint = _on_line(text, line_offsets, stripped, line) if stripped else -1
+                    if hint >= 0:
                         break
+                if hint < 0:
+                    line = start - 1 if 0 <= start - 1 < len(line_offsets) else start
+                    if 0 <= line < len(line_offsets):
+                        hint, off_line = line_offsets[line], True
             located = _locate_evidence(text, stripped, hint) if stripped else -1
             if located < 0 and stripped:  # spacing or case differs from the note: find it loosely
                 from medeval_metrics.emrqa.metrics import note_index
@@ -178,6 +218,8 @@ def _gold_answers(
                 if span is not None:
                     located, stripped = span[0], text[span[0]:span[1]]
                     stats["evidence_located_ignoring_case_and_spacing"] += 1
+            if off_line and located >= 0:
+                _count(stats, f"{subset}_evidence_not_on_its_line", here)
             if located < 0 and subset != "risk" and _line_text(text, line_offsets, start - 1).strip():
                 # Not in the note as written: upstream's ground truth is the note line it points at.
                 line_text = _line_text(text, line_offsets, start - 1)
@@ -390,7 +432,7 @@ def prepare(
             f"--metadata '{{\"{CACHE_DIR_KEY}\": \"/path\"}}' or MEDEVAL_EMRQA_CACHE_DIR."
         ) from exc
     try:
-        stats: Counter = Counter()
+        stats = Checks()
         manifest: dict[str, Any] = {"prep_version": PREP_VERSION, "seed": seed, "test_fraction": TEST_FRACTION}
         manifest["qa"] = _prepare_qa(Path(data_json), work, seed, stats)
         manifest["emrql"] = _prepare_emrql(Path(data_ql), work, seed, stats)
@@ -399,6 +441,7 @@ def prepare(
             "data_ql_csv_sha256": _sha256(Path(data_ql)),
         }
         manifest["quirks_and_checks"] = dict(sorted(stats.items()))
+        manifest["check_examples"] = dict(sorted(stats.examples.items()))
         (work / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         if out_dir.exists():
             shutil.rmtree(out_dir)
@@ -540,8 +583,11 @@ def describe(manifest: Mapping[str, Any]) -> list[str]:
         lines.append(f"  {name}: {size:,} questions")
     for name, size in manifest["qa"]["notes"].items():
         lines.append(f"  notes {name}: {size:,}")
+    examples = manifest.get("check_examples", {})
     for name, count in manifest.get("quirks_and_checks", {}).items():
         lines.append(f"  check {name}: {count:,}")
+        for where in examples.get(name, []):
+            lines.append(f"    e.g. {where}")
     return lines
 
 

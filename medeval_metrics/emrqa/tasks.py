@@ -310,9 +310,35 @@ def _logical_forms(variant: str, kwargs: Mapping[str, Any]) -> Any:
         fewshot = [json.loads(line) for line in handle]
     if not docs or not fewshot:
         raise MedevalDataError(f"the emrQA data-ql.csv gives an empty {variant} test split or few-shot pool.")
+    fewshot = [{**row, "fewshot_role": "pool"} for row in fewshot]
+    fewshot += [{**row, "fewshot_role": "top_up"} for row in _top_up_rows(folder, variant, fewshot, manifest["seed"])]
     for doc in docs + fewshot:
         doc["qa_id"] = f"ql:{doc['line']}"  # one id field across every emrQA task
+    for doc in fewshot:
+        doc["emrql_variant"] = variant
     return _dataset(docs, fewshot)
+
+
+def _top_up_rows(folder: Path, variant: str, pool: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """Training rows outside a small pool (seeded order), so the pool reaches FEWSHOT_TOP_UP rows where training allows."""
+    from medeval_metrics.emrqa.fewshot import FEWSHOT_TOP_UP
+
+    wanted = FEWSHOT_TOP_UP - len(pool)
+    if wanted <= 0:
+        return []
+    in_pool = {row["line"] for row in pool}
+    ranked: list[tuple[float, int, dict[str, Any]]] = []
+    with open(folder / f"{variant}_train.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["line"] in in_pool:
+                continue
+            item = (-stable_fraction(seed, "fewshot-top-up", variant, row["line"]), row["line"], row)
+            if len(ranked) < wanted:
+                heapq.heappush(ranked, item)
+            elif item[:2] > ranked[0][:2]:
+                heapq.heapreplace(ranked, item)
+    return [row for _, _, row in sorted(ranked, key=lambda item: (-item[0], item[1]))]
 
 
 def load_emrql_1(**kwargs: Any) -> Any:
