@@ -73,17 +73,17 @@ def _tiny_ql(tmp_path, rows: int):
 
 
 def test_loader_tops_up_a_small_pool_from_training(tmp_path):
-    from medeval_metrics.emrqa.tasks import load_emrql_2
+    from medeval_metrics.emrqa.tasks import load_logical_forms
     from medeval_metrics.testing.emrqa_synthetic import write_synthetic
 
     info = write_synthetic(tmp_path / "data", notes_per_subset=2, questions_per_note=3)
     meta = {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(_tiny_ql(tmp_path, 40)),
             "emrqa_cache_dir": str(tmp_path / "cache")}
-    train = list(load_emrql_2(**meta)["train"])
+    train = list(load_logical_forms("emrql_2", **meta)["train"])
     roles = [row["fewshot_role"] for row in train]
     assert roles[:2] == ["pool", "pool"] and set(roles[2:]) == {"top_up"}  # two templates, then the top-up
     folder = next((tmp_path / "cache").iterdir())
     train_rows = [json.loads(line) for line in (folder / "emrql_2_train.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(train) == min(FEWSHOT_TOP_UP, len(train_rows)) and len({r["line"] for r in train}) == len(train)
     assert {r["line"] for r in train} <= {r["line"] for r in train_rows}
-    assert list(load_emrql_2(**meta)["train"]["line"]) == [r["line"] for r in train]  # seeded: the same every time
+    assert list(load_logical_forms("emrql_2", **meta)["train"]["line"]) == [r["line"] for r in train]  # seeded: the same every time
