@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa.text import normalise_lf, template_pattern
@@ -13,13 +13,16 @@ from medeval_metrics.emrqa.text import normalise_lf, template_pattern
 QL_HEADER = ("question", "logical form", "qtemplate", "ltemplate")
 
 
-def read_ql_csv(path: Path, stats: Counter | None = None) -> Iterator[dict[str, Any]]:
+def read_ql_csv(
+    path: Path, stats: Counter | None = None, progress: Callable[[int], None] | None = None
+) -> Iterator[dict[str, Any]]:
     """Rows of data-ql.csv as dicts, tolerating its writer's quirks.
 
     Quirks handled: a byte-order mark, CRLF, blank lines, repeated header lines, a trailing empty
     field, and unquoted commas inside logical forms and templates: the first field is the question,
     and the rest is split into logical form, question template and logical-form template at the
-    commas where the logical form fits the structure of its template.
+    commas where the logical form fits the structure of its template. ``progress``, if given, is
+    called now and then with the number of bytes read so far.
     """
     stats = stats if stats is not None else Counter()
     try:
@@ -28,9 +31,13 @@ def read_ql_csv(path: Path, stats: Counter | None = None) -> Iterator[dict[str, 
         raise MedevalDataError(f"{path}: cannot read the emrQA data-ql.csv ({exc.strerror}).") from exc
     with handle:
         header_seen = False
+        read = 0
         # Decoded line by line: a text-mode file decodes ahead in chunks, so a bad byte would surface
         # from the iterator itself, as a bare UnicodeDecodeError with no line number.
         for line_number, raw in enumerate(handle, start=1):
+            read += len(raw)
+            if progress is not None and line_number % 4096 == 0:
+                progress(read)
             try:
                 line = raw.decode("utf-8-sig" if line_number == 1 else "utf-8")
             except UnicodeDecodeError as exc:
@@ -53,6 +60,8 @@ def read_ql_csv(path: Path, stats: Counter | None = None) -> Iterator[dict[str, 
                     "'Question, Logical Form, QTemplate, LTemplate'."
                 )
             yield _split_ql_fields(path, line_number, fields, stats)
+        if progress is not None:
+            progress(read)
 
 
 def _split_ql_fields(path: Path, line_number: int, fields: list[str], stats: Counter) -> dict[str, Any]:

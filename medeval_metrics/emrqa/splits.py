@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -53,16 +54,83 @@ def _dump(handle: Any, record: dict[str, Any]) -> None:
     handle.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+_WORK_PREFIX = ".prep-"
+_LEGACY_WORK_AGE_S = 6 * 3600  # work folders named before they carried host and pid: removed when this old
+
+
+def _work_prefix() -> str:
+    return f"{_WORK_PREFIX}{socket.gethostname()}-{os.getpid()}-"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_stale_work_folders(parent: Path) -> list[Path]:
+    """Remove the partial folders that killed preparations left in ``parent``; returns what was removed.
+
+    A work folder is named ``.prep-<host>-<pid>-<random>``: one from this host whose process is gone
+    is stale; a live process's folder (a preparation running now) is left alone.
+    """
+    removed = []
+    host = socket.gethostname()
+    try:
+        entries = list(Path(parent).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(_WORK_PREFIX) or not entry.is_dir():
+            continue
+        owner, _, rest = entry.name[len(_WORK_PREFIX):].rpartition("-")
+        owner_host, _, pid = owner.rpartition("-")
+        if owner_host and pid.isdigit():
+            stale = owner_host == host and not _process_alive(int(pid))
+        else:
+            try:
+                stale = time.time() - entry.stat().st_mtime > _LEGACY_WORK_AGE_S
+            except OSError:
+                continue
+        if stale:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+def _bar(total: int, desc: str, enabled: bool | None) -> Any:
+    """A tqdm bar in bytes (tqdm comes with lm-eval and datasets); ``None`` shows it only on a terminal."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, leave=False, disable=None if enabled is None else not enabled)
+
+
+def _advance(bar: Any) -> Any:
+    return lambda done: bar.update(max(0, min(done, bar.total) - bar.n))
+
+
 def prepare(
-    data_json: Path, data_ql: Path, out_dir: Path, seed: int = DEFAULT_SEED, log: Any = None
+    data_json: Path, data_ql: Path, out_dir: Path, seed: int = DEFAULT_SEED, log: Any = None,
+    progress: bool | None = None,
 ) -> dict[str, Any]:
-    """Read both inputs, validate, and write every split to ``out_dir`` (atomically). Returns the manifest."""
+    """Read both inputs, validate, and write every split to ``out_dir`` (atomically). Returns the manifest.
+
+    Nothing partial is left behind: the work folder is removed on any failure, and folders left by a
+    killed preparation are removed when the next one starts. ``progress``: progress bars on stderr
+    (``None``: only on a terminal).
+    """
     log = log or (lambda message: print(message, file=sys.stderr))
     started = time.time()
     out_dir = Path(out_dir)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".prep-", dir=out_dir.parent))
+        for stale in remove_stale_work_folders(out_dir.parent):
+            log(f"emrQA: removed {stale.name}, left by an interrupted preparation")
+        work = Path(tempfile.mkdtemp(prefix=_work_prefix(), dir=out_dir.parent))
     except OSError as exc:
         raise MedevalDataError(
             f"cannot write the emrQA cache under {out_dir.parent} ({exc.strerror}). Choose another folder with "
@@ -71,8 +139,10 @@ def prepare(
     try:
         stats = Checks()
         manifest: dict[str, Any] = {"prep_version": PREP_VERSION, "seed": seed, "test_fraction": TEST_FRACTION}
-        manifest["qa"] = _prepare_qa(Path(data_json), work, seed, stats)
-        manifest["emrql"] = _prepare_emrql(Path(data_ql), work, seed, stats)
+        with _bar(Path(data_json).stat().st_size, "emrQA data.json", progress) as bar:
+            manifest["qa"] = _prepare_qa(Path(data_json), work, seed, stats, _advance(bar))
+        with _bar(Path(data_ql).stat().st_size, "emrQA data-ql.csv", progress) as bar:
+            manifest["emrql"] = _prepare_emrql(Path(data_ql), work, seed, stats, _advance(bar))
         manifest["inputs"] = {
             "data_json_sha256": _sha256(Path(data_json)),
             "data_ql_csv_sha256": _sha256(Path(data_ql)),
@@ -98,7 +168,7 @@ def prepare(
     return manifest
 
 
-def _prepare_qa(path: Path, work: Path, seed: int, stats: Counter) -> dict[str, Any]:
+def _prepare_qa(path: Path, work: Path, seed: int, stats: Counter, progress: Any = None) -> dict[str, Any]:
     from medeval_metrics.emrqa.jsonstream import iter_notes
 
     handles: dict[str, Any] = {}
@@ -110,7 +180,7 @@ def _prepare_qa(path: Path, work: Path, seed: int, stats: Counter) -> dict[str, 
     seen_notes: set[str] = set()
     try:
         with open(work / "notes.jsonl", "w", encoding="utf-8") as notes:
-            for title, note_number, note in iter_notes(path):
+            for title, note_number, note in iter_notes(path, progress):
                 subset = SUBSETS.get(title.strip().lower())
                 if subset is None:
                     raise MedevalDataError(
@@ -172,14 +242,14 @@ def _prepare_qa(path: Path, work: Path, seed: int, stats: Counter) -> dict[str, 
     }
 
 
-def _prepare_emrql(path: Path, work: Path, seed: int, stats: Counter) -> dict[str, Any]:
+def _prepare_emrql(path: Path, work: Path, seed: int, stats: Counter, progress: Any = None) -> dict[str, Any]:
     sizes: Counter = Counter()
     template_counts: dict[str, Counter] = {"emrql_1": Counter(), "emrql_2": Counter()}
     fewshot: dict[str, dict[str, tuple[float, dict[str, Any]]]] = {"emrql_1": {}, "emrql_2": {}}
     names = [f"{v}_{s}" for v in ("emrql_1", "emrql_2") for s in ("train", "test")]
     handles = {name: open(work / f"{name}.jsonl", "w", encoding="utf-8") for name in names}
     try:
-        for row in read_ql_csv(path, stats):
+        for row in read_ql_csv(path, stats, progress):
             pair_key = row["question"] + "\x1f" + row["logical_form"]
             splits = {
                 "emrql_1": "test" if is_test(seed, "emrql-1", pair_key) else "train",

@@ -16,6 +16,7 @@ import heapq
 import json
 import logging
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -394,10 +395,32 @@ def _top_up_rows(folder: Path, variant: str, pool: list[dict[str, Any]], seed: i
     return [row for _, _, row in sorted(ranked, key=lambda item: (-item[0], item[1]))]
 
 
+WRITE_OUT_WARNING = (
+    "emrQA: --write_out prints whole prompts to the console, and emrQA prompts hold patient-note text. "
+    "Keep that console output private (it is covered by the n2c2 data-use agreement), or run without --write_out."
+)
+
+
+def writes_out(argv: list[str]) -> bool:
+    """Whether an lm-eval command line asks for ``--write_out`` (``-w``)."""
+    return any(arg in ("--write_out", "-w") or arg.startswith("--write_out=") for arg in argv)
+
+
+@lru_cache(maxsize=1)
+def _warn_write_out() -> None:
+    logger.warning(WRITE_OUT_WARNING)  # once per process, however many note tasks are loaded
+
+
 def _install_hooks() -> None:
+    """What every note task's loader sets up: the generation-budget hook and the --write_out warning."""
+    import sys
+
     from medeval_metrics.lm_eval_compat import pass_generation_kwargs_to_process_results
 
     pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
+    # lm-eval does not tell a task's loader about --write_out; the command line (lm_eval or medeval run) does.
+    if writes_out(sys.argv[1:]):
+        _warn_write_out()
 
 
 # --- scoring ------------------------------------------------------------------------------------
