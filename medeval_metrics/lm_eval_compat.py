@@ -9,6 +9,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
 4. API backend headers (``TemplateAPI._header``): see the placeholder section at the end.
+5. ``pass_generation_kwargs_to_process_results``: ``ConfigurableTask.process_results`` passes the
+   task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "redact_results_writer", "use_attached_stderrs"]
+__all__ = [
+    "TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "pass_generation_kwargs_to_process_results", "redact_results_writer",
+    "use_attached_stderrs",
+]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
 
@@ -162,6 +167,37 @@ def redact_results_writer() -> None:
     save_results_samples._medeval_original = save_samples  # type: ignore[attr-defined]
     EvaluationTracker.save_results_aggregated = save_results_aggregated  # type: ignore[method-assign]
     EvaluationTracker.save_results_samples = save_results_samples  # type: ignore[method-assign]
+
+
+# --- 5. process_results: the generation settings lm-eval used, for scorers that need them -------
+
+
+def pass_generation_kwargs_to_process_results() -> None:
+    """Give a task's ``process_results`` the generation settings lm-eval actually used.
+
+    Works around (lm-eval 0.4.13, the 0.4 line): ``ConfigurableTask.process_results`` calls the task
+    config's ``process_results(doc, results)`` without the config, and ``--gen_kwargs`` is merged
+    into ``generation_kwargs`` only after the data set is loaded, so a scorer that depends on the
+    generation budget (emrQA's ``prompt_too_long``: prompt plus ``max_gen_toks`` against the
+    context) could only restate the YAML's value. A ``process_results`` function marked
+    ``wants_generation_kwargs = True`` is called with ``generation_kwargs=`` the task config's;
+    every other task is untouched. Idempotent.
+    """
+    from lm_eval.api.task import ConfigurableTask
+
+    original = ConfigurableTask.process_results
+    if getattr(original, "_medeval_generation_kwargs", False):
+        return
+
+    def process_results(self: Any, doc: Any, results: Any) -> Any:
+        function = self.config.process_results
+        if callable(function) and getattr(function, "wants_generation_kwargs", False):
+            return function(doc, results, generation_kwargs=self.config.generation_kwargs)
+        return original(self, doc, results)
+
+    process_results._medeval_generation_kwargs = True  # type: ignore[attr-defined]
+    process_results.__wrapped__ = original  # type: ignore[attr-defined]
+    ConfigurableTask.process_results = process_results  # type: ignore[method-assign]
 
 
 # --- 4. API backend headers (TemplateAPI.header / _header) ---------------------------------------

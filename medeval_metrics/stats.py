@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, TypeVar
+import random
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 Aggregation = TypeVar("Aggregation", bound=Callable[..., Any])
 
@@ -25,6 +26,22 @@ def mean_and_stderr(values: Iterable[float], order_free: bool = False) -> tuple[
         return mean, 0.0
     variance = total((x - mean) ** 2 for x in xs) / (n - 1)
     return mean, math.sqrt(variance / n)
+
+
+def bootstrap_stderr(
+    items: Sequence[Any], statistic: Callable[[list[Any]], float], iterations: int = 1000, seed: int = 1234
+) -> float:
+    """Standard error of ``statistic`` by a seeded bootstrap: ``iterations`` resamples of the items, with
+    replacement (sample sd with n-1 over the resampled values). Fewer than two items: 0.0. Same result every run.
+    """
+    items = list(items)
+    if len(items) < 2:
+        return 0.0
+    rng = random.Random(seed)
+    size = len(items)
+    values = [statistic([items[rng.randrange(size)] for _ in range(size)]) for _ in range(iterations)]
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
 
 
 def normal_ci(mean: float, stderr: float, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -12,6 +12,7 @@ Environment: MEDEVAL_BENCH_EMRQA_NOTES (notes per subset, default 400 -> about 2
 from __future__ import annotations
 
 import json
+from functools import partial
 import os
 import random
 import subprocess
@@ -112,7 +113,7 @@ def run() -> list[str]:
         from medeval_metrics.emrqa.prepare import ensure_prepared
 
         ensure_prepared(meta, log=lambda _: None)
-        for name, loader in (("emrqa_risk", emrqa_tasks.load_risk), ("emrql_1", emrqa_tasks.load_emrql_1)):
+        for name, loader in (("emrqa_risk", partial(emrqa_tasks.load_evidence, "risk")), ("emrql_1", partial(emrqa_tasks.load_logical_forms, "emrql_1"))):
             started = time.perf_counter()
             size = len(loader(**meta)["test"])
             elapsed = time.perf_counter() - started

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 import math
 
 import pytest
@@ -28,15 +29,15 @@ def metadata(tmp_path_factory):
 def _perfect_table(metadata: dict) -> dict:
     """What a perfect model says for every test doc of every emrQA task, keyed by qa_id."""
     answers: dict[str, str] = {}
-    loaders = {"emrqa_medication": emrqa_tasks.load_medication, "emrqa_relations": emrqa_tasks.load_relations,
-               "emrqa_risk": emrqa_tasks.load_risk, "emrqa_evidence_window": emrqa_tasks.load_evidence_window}
+    loaders = {"emrqa_medication": partial(emrqa_tasks.load_evidence, "medication"), "emrqa_relations": partial(emrqa_tasks.load_evidence, "relations"),
+               "emrqa_risk": partial(emrqa_tasks.load_evidence, "risk"), "emrqa_evidence_window": emrqa_tasks.load_evidence_window}
     for loader in loaders.values():
         for doc in loader(**metadata)["test"]:
             answers[doc["qa_id"]] = gold_evidence_output(doc)
-    for loader in (emrqa_tasks.load_smoking, emrqa_tasks.load_obesity):
+    for loader in (partial(emrqa_tasks.load_classification, "smoking"), partial(emrqa_tasks.load_classification, "obesity")):
         for doc in loader(**metadata)["test"]:
             answers[doc["qa_id"]] = f"{doc['label']}"
-    for loader in (emrqa_tasks.load_emrql_1, emrqa_tasks.load_emrql_2):
+    for loader in (partial(emrqa_tasks.load_logical_forms, "emrql_1"), partial(emrqa_tasks.load_logical_forms, "emrql_2")):
         for doc in loader(**metadata)["test"]:
             answers[doc["qa_id"]] = doc["logical_form"]
     return {"key": "qa_id", "generate": answers, "default": ""}
@@ -78,7 +79,7 @@ def test_macro_f1_gets_a_bootstrap_stderr_in_lm_eval_results(metadata):
 
     import medeval_metrics.testing.scripted  # noqa: F401
 
-    docs = list(emrqa_tasks.load_obesity(**metadata)["test"])
+    docs = list(emrqa_tasks.load_classification("obesity", **metadata)["test"])
     labels = docs[0]["labels"]
     # Right on even items, a fixed wrong label on odd ones: macro-F1 strictly between 0 and 1.
     table = {"key": "qa_id", "default": "", "generate": {
@@ -121,3 +122,48 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
     assert breakdown.returncode == 0, breakdown.stderr
     assert "**emrqa_risk** by lf_template" in breakdown.stdout and "**emrql_1** by lf_template" in breakdown.stdout
     assert "**emrqa_medication** by answer_type" in breakdown.stdout
+
+
+@pytest.mark.e2e
+def test_emrql_2_runs_five_shot_on_a_filtered_data_ql_csv(tmp_path):
+    """Issue 10: a pool of two templates crashed lm-eval's sampler with a bare ValueError."""
+    import medeval_metrics
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics.testing.scripted  # noqa: F401
+    from test_emrqa_fewshot import _tiny_ql
+
+    info = write_synthetic(tmp_path / "data", notes_per_subset=2, questions_per_note=3)
+    meta = {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(_tiny_ql(tmp_path, 40)),
+            "emrqa_cache_dir": str(tmp_path / "cache")}
+    assert len(emrqa_tasks.load_logical_forms("emrql_2", **meta)["train"].filter(lambda r: r["fewshot_role"] == "pool")) < 5
+    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata=meta)
+    out = simple_evaluate(model="medeval-scripted", model_args={"table": {"key": "qa_id", "generate": {}, "default": ""}},
+                          tasks=["emrql_2"], task_manager=manager, log_samples=True)
+    sample = out["samples"]["emrql_2"][0]
+    prompt = sample["arguments"][0][0]
+    assert prompt.count("Logical form:") == 6  # five examples and the question
+    assert out["results"]["emrql_2"]["lf_acc,none"] == 0.0
+
+
+@pytest.mark.e2e
+def test_gen_kwargs_budget_is_what_prompt_too_long_counts(metadata):
+    """Issue 9: the budget is read from the task config, and --gen_kwargs max_gen_toks is honoured."""
+    import medeval_metrics
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    import medeval_metrics.testing.scripted  # noqa: F401
+
+    def too_long(**extra):
+        manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
+                              metadata={**metadata, "emrqa_sample_size": 4})
+        out = simple_evaluate(model="medeval-scripted", model_args={"table": {"key": "qa_id", "generate": {}, "default": ""}},
+                              tasks=["emrqa_medication"], task_manager=manager, **extra)
+        return out["results"]["emrqa_medication"]["prompt_too_long,none"]
+
+    # The scripted model reports no length: the 2,048-token estimate. Synthetic notes (~500 tokens) fit with
+    # the YAML's 256 generated tokens, not with 2,000 (48 left for the prompt).
+    assert too_long() == 0.0
+    assert too_long(gen_kwargs="max_gen_toks=2000") == 1.0

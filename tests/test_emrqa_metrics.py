@@ -212,3 +212,40 @@ def test_breakdown_groups_by_subset_template_and_answer_form_and_escapes_pipes()
     assert result["answer_type"]["single"]["relaxed_em"]["n"] == 2 and result["answer_type"]["empty"]["relaxed_em"]["value"] == 0.0
     table = breakdown_markdown("emrqa_medication", {"none": result})
     assert "| MedicationEvent (\\|medication\\|) | 2 |" in table
+
+
+@pytest.mark.parametrize(
+    "text, entity, expected",
+    [
+        ("Metoprolol 25 mg twice a day", "5 mg", False),  # issue 10: a bare substring test said yes
+        ("Metoprolol 5 mg twice a day", "5 mg", True),
+        ("Coumadin 2.5 mg nightly", "5 mg", False),  # a decimal is one token
+        ("serial EKGs were normal", "EKG", False),
+        ("EKG: sinus rhythm", "ekg", True),  # case-insensitive
+        ("take 5\n  MG daily", "5 mg", True),  # whitespace-insensitive, across a line break
+        ("NON-SMOKER", "smoker", False),  # a hyphenated word is one token
+        ("aspirin, 81 mg", "aspirin", True),  # punctuation after the entity is a boundary
+        ("(aspirin) daily", "aspirin", True),
+        ("continue aspirin.", "aspirin", True),  # a sentence's full stop is not a decimal point
+        ("dose b.i.d. with food", "b.i.d.", True),  # an entity ending in punctuation
+        ("insulin   glargine 10 units", "Insulin Glargine", True),
+        ("metformin-xr 500 mg", "metformin", False),
+        ("", "aspirin", False),
+        ("aspirin", "   ", False),  # an empty entity never matches
+    ],
+)
+def test_entity_containment_on_token_boundaries(text, entity, expected):
+    from medeval_metrics.emrqa.metrics import contains_entity
+
+    assert contains_entity(text, entity) is expected
+
+
+def test_entity_rule_no_longer_credits_a_substring_of_a_number():
+    # Metoprolol's line is 30 characters from the aspirin gold (no position credit); "25 mg" contains "5 mg"
+    # only as a substring. Token F1 against the aspirin line: {mg} shared, P 1/5, R 1/6 -> 2/11.
+    gold_5mg = gold(ASPIRIN_LINE, 15, "single", ("5 mg",))
+    assert (lambda s: (s["relaxed_em"], s["f1"], s["strict_em"]))(score_evidence(METOPROLOL_LINE, [gold_5mg], NOTE)) == \
+        pytest.approx((0.0, 2 / 11, 0.0))
+    complex_gold = gold(LASIX_LINE, 75, "complex", ("aspirin", "25 mg"))
+    assert score_evidence("aspirin and metoprolol 25 mg", [complex_gold], NOTE)["relaxed_em"] == 1.0
+    assert score_evidence("aspirin and metoprolol 125 mg", [complex_gold], NOTE)["relaxed_em"] == 0.0

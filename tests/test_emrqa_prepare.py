@@ -11,7 +11,7 @@ import pytest
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa import jsonstream
 from medeval_metrics.emrqa.prepare import ensure_prepared, prepare, read_ql_csv
-from medeval_metrics.emrqa.tasks import load_medication, load_risk, sample_size, window_doc
+from medeval_metrics.emrqa.tasks import load_classification, load_evidence, sample_size, window_doc
 from medeval_metrics.testing.emrqa_synthetic import load_templates, write_synthetic
 from conftest import SHARED_DATA, run_cli
 
@@ -204,7 +204,7 @@ def test_missing_files_explain_the_n2c2_agreement(monkeypatch):
     monkeypatch.delenv("MEDEVAL_EMRQA_DATA_JSON", raising=False)
     monkeypatch.delenv("MEDEVAL_EMRQA_DATA_QL_CSV", raising=False)
     with pytest.raises(MedevalDataError) as caught:
-        load_medication()
+        load_evidence("medication")
     message = str(caught.value)
     assert "n2c2" in message and "MEDEVAL_EMRQA_DATA_JSON" in message and "emrqa_data_json" in message
 
@@ -224,10 +224,10 @@ def test_cache_is_reused_and_keyed_by_inputs(synthetic, tmp_path):
 def test_loader_samples_are_stratified_and_seeded(synthetic, tmp_path):
     meta = {"emrqa_data_json": str(synthetic.data_json), "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
             "emrqa_cache_dir": str(tmp_path), "emrqa_sample_size": 5}
-    first = load_risk(**meta)["test"]
-    again = load_risk(**meta)["test"]
+    first = load_evidence("risk", **meta)["test"]
+    again = load_evidence("risk", **meta)["test"]
     assert len(first) == 5 and list(first["qa_id"]) == list(again["qa_id"])
-    assert len(set(first["lf_template"])) == min(5, len(set(load_risk(**{**meta, "emrqa_sample_size": "all"})["test"]["lf_template"])))
+    assert len(set(first["lf_template"])) == min(5, len(set(load_evidence("risk", **{**meta, "emrqa_sample_size": "all"})["test"]["lf_template"])))
     assert all(first["fits_context"]) and first[0]["context_check"].startswith("estimate")
     with pytest.raises(MedevalDataError, match="emrqa_sample_size"):
         sample_size({"emrqa_sample_size": "many"})
@@ -369,9 +369,7 @@ def test_obesity_list_answer_questions_are_not_classification(tmp_path):
     assert manifest["qa"]["list_answer_templates_not_evaluated"] == {"obesity": ["Relates (|problem|)"]}
     tests = manifest["qa"]["sizes"]["qa_obesity_test"] // 2
     assert manifest["quirks_and_checks"]["obesity_list_answer_questions_not_evaluated"] == tests
-    from medeval_metrics.emrqa.tasks import load_obesity
-
-    docs = load_obesity(**meta)["test"]
+    docs = load_classification("obesity", **meta)["test"]
     assert len(docs) == tests and set(docs["label"]) == {"yes"} and set(docs["lf_template"]) == {"Status (|problem|)"}
 
 
@@ -382,3 +380,21 @@ def test_unwritable_cache_is_a_clear_error(synthetic, tmp_path):
             "emrqa_cache_dir": str(blocker / "cache")}
     with pytest.raises(MedevalDataError, match="cannot write the emrQA cache"):
         ensure_prepared(meta, log=lambda _: None)
+
+
+def test_seed_comes_from_metadata_then_the_environment(synthetic, tmp_path, monkeypatch):
+    from medeval_metrics.emrqa.sources import split_seed
+
+    meta = {"emrqa_data_json": str(synthetic.data_json), "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
+            "emrqa_cache_dir": str(tmp_path)}
+    monkeypatch.delenv("MEDEVAL_EMRQA_SEED", raising=False)
+    assert split_seed({}) == 1234
+    monkeypatch.setenv("MEDEVAL_EMRQA_SEED", "7")
+    assert split_seed({}) == 7 and split_seed({"emrqa_seed": 9}) == 9  # metadata wins
+    from_env, manifest = ensure_prepared(meta, log=lambda _: None)
+    assert manifest["seed"] == 7
+    monkeypatch.delenv("MEDEVAL_EMRQA_SEED")
+    assert ensure_prepared({**meta, "emrqa_seed": 7}, log=lambda _: None)[0] == from_env
+    monkeypatch.setenv("MEDEVAL_EMRQA_SEED", "seven")
+    with pytest.raises(MedevalDataError, match="emrqa_seed is 'seven'.*MEDEVAL_EMRQA_SEED"):
+        split_seed({})

@@ -20,7 +20,7 @@ from medeval_metrics import emsqa
 from medeval_metrics import medicationqa as mqa
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa.prepare import prepare
-from medeval_metrics.emrqa.tasks import load_medication
+from medeval_metrics.emrqa.tasks import load_evidence
 
 SECRET = "ZEBRA-PATIENT-TEXT"  # planted in every emrQA note: must never reach an error message
 
@@ -601,7 +601,7 @@ def test_emrqa_bad_data_json(tmp_path, case):
     ql.write_text(GOOD_QL, encoding="utf-8")
     with pytest.raises(MedevalDataError, match=pattern) as caught:
         # through the task loader, as lm-eval calls it (prepare runs inside, into a fresh cache)
-        load_medication(emrqa_data_json=str(data_json), emrqa_data_ql_csv=str(ql), emrqa_cache_dir=str(tmp_path / "cache"))
+        load_evidence("medication", emrqa_data_json=str(data_json), emrqa_data_ql_csv=str(ql), emrqa_cache_dir=str(tmp_path / "cache"))
     message = str(caught.value)
     assert str(data_json) in message
     assert SECRET not in message and "aspirin 81" not in message

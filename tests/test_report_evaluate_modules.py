@@ -2,6 +2,7 @@
 values the lm-eval tasks report on the same inputs."""
 
 import json
+from functools import partial
 import re
 import socket
 import subprocess
@@ -316,8 +317,8 @@ def _scripted_emrqa_outputs(metadata):
                 re.sub(r"\|[^|]*\|", "zzz", template), "LabEvent (x)", "", f"\n{doc['logical_form']}\nextra"]
 
     outputs = {}
-    for loader, styles in ((emrqa_tasks.load_medication, evidence_styles), (emrqa_tasks.load_risk, evidence_styles),
-                           (emrqa_tasks.load_evidence_window, evidence_styles), (emrqa_tasks.load_emrql_2, logical_form_styles)):
+    for loader, styles in ((partial(emrqa_tasks.load_evidence, "medication"), evidence_styles), (partial(emrqa_tasks.load_evidence, "risk"), evidence_styles),
+                           (emrqa_tasks.load_evidence_window, evidence_styles), (partial(emrqa_tasks.load_logical_forms, "emrql_2"), logical_form_styles)):
         for i, doc in enumerate(loader(**metadata)["test"]):
             choices = styles(doc)
             outputs[doc["qa_id"]] = choices[i % len(choices)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from medeval_metrics.data import MedevalDataError
 
@@ -24,8 +24,9 @@ _DECODER = json.JSONDecoder()
 
 
 class _Reader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, progress: Callable[[int], None] | None = None) -> None:
         self.path = path
+        self.progress = progress  # called with the bytes read so far
         self.handle = open(path, "r", encoding="utf-8-sig")
         self.buffer = ""
         self.position = 0  # index into buffer
@@ -45,6 +46,8 @@ class _Reader:
                 f"{self.path}: emrQA data.json is not UTF-8 text (near character {self.consumed + len(self.buffer)}). "
                 "Use the file exactly as downloaded from the n2c2 portal or written by the emrQA scripts."
             ) from exc
+        if self.progress is not None:
+            self.progress(self.handle.buffer.tell())
         if not chunk:
             self.eof = True
             return False
@@ -141,9 +144,12 @@ class _Reader:
                 raise self.error(f"',' or ']' in {what}")
 
 
-def iter_notes(path: Path) -> Iterator[tuple[str, int, Any]]:
-    """Yield ``(subset title, index of the note in its subset, note object)`` in file order."""
-    reader = _Reader(Path(path))
+def iter_notes(path: Path, progress: Callable[[int], None] | None = None) -> Iterator[tuple[str, int, Any]]:
+    """Yield ``(subset title, index of the note in its subset, note object)`` in file order.
+
+    ``progress``, if given, is called with the number of bytes read so far after each chunk.
+    """
+    reader = _Reader(Path(path), progress)
     try:
         if reader.peek() == "[":  # some versions of the combining script dump the subset list bare
             for subset_index, _ in enumerate(reader.array_items("the top-level list")):

@@ -13,8 +13,8 @@ Our reading, stated so it can be checked:
 - Position rule: the candidate is found in the note (case-insensitive, whitespace runs collapsed;
   the occurrence nearest the gold evidence is used) and both its start and its end are within 20
   characters of the gold evidence's start and end.
-- Entity rule: ``single`` answers: the candidate contains the entity text (case-insensitive,
-  whitespace-collapsed); ``complex`` answers (a list of entities): it contains every entity;
+- Entity rule: ``single`` answers: the candidate contains the entity text on token boundaries
+  (case-insensitive, whitespace-collapsed: "25 mg" does not contain "5 mg"); ``complex`` answers (a list of entities): it contains every entity;
   ``empty`` answers (yes/no-type, no entity): only the position rule applies.
 - Scores are averaged over the gold answers of a question: each gold answer counts 1 if any counted
   candidate matches it.
@@ -33,10 +33,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
+from medeval_metrics.emrqa.text import NoteIndex, collapse, normalise_lf, note_index, template_pattern
+
+__all__ = [  # the text helpers are re-exported: scorers and tests reach them here too
+    "GoldAnswer", "NoteIndex", "bootstrap_stderr", "collapse", "contains_entity", "first_line", "macro_f1", "normalise_lf", "note_index",
+    "parse_label", "prediction_lines", "score_evidence", "score_logical_form", "squad_tokens", "template_pattern",
+    "token_f1",
+]
+
 MAX_PREDICTIONS = 10
 POSITION_TOLERANCE = 20
 
-_WHITESPACE = re.compile(r"\s+")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
 
@@ -61,11 +68,6 @@ class GoldAnswer:
 # --- text normalisation ------------------------------------------------------------------------
 
 
-def collapse(text: str) -> str:
-    """Lower-cased, whitespace runs as one space, stripped: for matching and strict EM."""
-    return _WHITESPACE.sub(" ", text.lower()).strip()
-
-
 def squad_tokens(text: str) -> list[str]:
     text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
     return _ARTICLES.sub(" ", text).split()
@@ -81,51 +83,6 @@ def token_f1(prediction: str, gold: str) -> float:
         return 0.0
     precision, recall = common / len(pred), common / len(ref)
     return 2 * precision * recall / (precision + recall)
-
-
-class NoteIndex:
-    """A note in collapsed form with a map back to original character offsets, to locate spans."""
-
-    def __init__(self, note: str) -> None:
-        chars: list[str] = []
-        origin: list[int] = []
-        previous_space = True  # drops leading whitespace
-        for index, ch in enumerate(note):
-            if ch.isspace():
-                if not previous_space:
-                    chars.append(" ")
-                    origin.append(index)
-                previous_space = True
-                continue
-            previous_space = False
-            for lowered in ch.lower():  # a few characters lower-case to two
-                chars.append(lowered)
-                origin.append(index)
-        self.text = "".join(chars)
-        self.origin = origin
-        self.length = len(note)
-
-    def locate(self, span: str, near: int) -> tuple[int, int] | None:
-        """(start, end) in the original note of the occurrence of ``span`` nearest ``near``."""
-        needle = collapse(span)
-        if not needle:
-            return None
-        best: tuple[int, int] | None = None
-        position = self.text.find(needle)
-        while position != -1:
-            start = self.origin[position]
-            end = self.origin[position + len(needle) - 1] + 1
-            if best is None or abs(start - near) < abs(best[0] - near):
-                best = (start, end)
-            if start > near:  # later occurrences are only farther away
-                break
-            position = self.text.find(needle, position + 1)
-        return best
-
-
-@lru_cache(maxsize=64)
-def note_index(note: str) -> NoteIndex:
-    return NoteIndex(note)
 
 
 # --- evidence --------------------------------------------------------------------------------------
@@ -176,11 +133,31 @@ def _only_space_between(index: NoteIndex, end: int, start: int) -> bool:
     return 0 <= start - end <= 3
 
 
+@lru_cache(maxsize=4096)
+def _entity_pattern(entity: str) -> re.Pattern[str] | None:
+    """The collapsed entity as a whole token run: "5 mg" is not in "25 mg" or "2.5 mg", "ekg" not in "ekgs".
+
+    A word character at the entity's edge may not touch another word character, nor a "." or "-"
+    that joins one ("2.5", "non-smoker"); an edge that is itself punctuation needs no boundary.
+    """
+    needle = collapse(entity)
+    if not needle:
+        return None
+    left = r"(?<!\w)(?<!\w[.-])" if re.match(r"\w", needle) else ""
+    right = r"(?!\w)(?![.-]\w)" if re.search(r"\w$", needle) else ""
+    return re.compile(left + re.escape(needle) + right)
+
+
+def contains_entity(text: str, entity: str) -> bool:
+    """``entity`` in ``text`` on token boundaries, case- and whitespace-insensitive."""
+    pattern = _entity_pattern(entity)
+    return pattern is not None and pattern.search(collapse(text)) is not None
+
+
 def _contains_entities(candidate: str, gold: GoldAnswer) -> bool:
     if gold.entity_type == "empty" or not gold.entities:
         return False
-    text = collapse(candidate)
-    return all(collapse(entity) and collapse(entity) in text for entity in gold.entities)
+    return all(contains_entity(candidate, entity) for entity in gold.entities)
 
 
 def _within_tolerance(span: tuple[int, int] | None, gold: GoldAnswer) -> bool:
@@ -210,30 +187,6 @@ def score_evidence(output: str, golds: Iterable[GoldAnswer | dict[str, Any]], no
 
 
 # --- logical forms ---------------------------------------------------------------------------------
-
-_SLOT = re.compile(r"\|[^|]*\|")
-
-
-def normalise_lf(text: str) -> str:
-    """Whitespace-normalised logical form: runs collapsed, none next to brackets or commas."""
-    text = _WHITESPACE.sub(" ", str(text)).strip()
-    return re.sub(r"\s*([\[\]{}(),=<>])\s*", r"\1", text)
-
-
-# A slot value holds no brackets, so a slot cannot swallow structure (e.g. a repeated sub-form).
-_SLOT_VALUE = r"[^()\[\]{}|]+?"
-
-
-@lru_cache(maxsize=4096)
-def template_pattern(lf_template: str, any_slot_value: bool = False) -> re.Pattern[str]:
-    """A regex matching any logical form with the template's structure (slots filled with any value).
-
-    ``any_slot_value`` also lets slot values hold brackets (for reading files, not for scoring).
-    """
-    pieces = _SLOT.split(normalise_lf(lf_template))
-    slot = ".+?" if any_slot_value else _SLOT_VALUE
-    return re.compile(slot.join(re.escape(piece) for piece in pieces), re.DOTALL)
-
 
 def first_line(output: str) -> str:
     for line in str(output).splitlines():
@@ -292,14 +245,6 @@ def macro_f1(pairs: Sequence[tuple[str, str | None]], labels: Sequence[str] | No
 
 def bootstrap_stderr(pairs: Sequence[tuple[str, str | None]], iterations: int = 1000, seed: int = 1234) -> float:
     """Standard error of macro-F1 by a seeded bootstrap over items (same result every run)."""
-    import random
+    from medeval_metrics.stats import bootstrap_stderr as bootstrap
 
-    if len(pairs) < 2:
-        return 0.0
-    rng = random.Random(seed)
-    values = []
-    for _ in range(iterations):
-        sample = [pairs[rng.randrange(len(pairs))] for _ in range(len(pairs))]
-        values.append(macro_f1(sample))
-    mean = sum(values) / len(values)
-    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return bootstrap(pairs, macro_f1, iterations=iterations, seed=seed)

@@ -1,6 +1,9 @@
 """lm-eval glue for emrQA: loaders (``custom_dataset``), prompts, ``process_results``, aggregations.
 
-Loaders receive lm-eval's merged metadata and model_args as keyword arguments:
+Three loaders serve every task; the YAML names the subset (or emrQL variant) in ``dataset_kwargs``,
+which lm-eval passes to ``custom_dataset`` with the metadata (``custom_dataset(**metadata,
+**dataset_kwargs)`` in lm-eval 0.4.13's ``ConfigurableTask.download``). Loaders receive lm-eval's
+merged metadata and model_args as keyword arguments:
 ``emrqa_data_json`` / ``emrqa_data_ql_csv`` (or env ``MEDEVAL_EMRQA_DATA_JSON`` / ``..._DATA_QL_CSV``),
 ``emrqa_cache_dir``, ``emrqa_seed``, ``emrqa_sample_size`` (default 1000 per task; ``all`` for the
 full test split) and, from model_args, ``pretrained``/``tokenizer``/``max_length`` to count how many
@@ -13,19 +16,21 @@ import heapq
 import json
 import logging
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from medeval_metrics import redact
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa import metrics as M
-from medeval_metrics.emrqa.prepare import ensure_prepared, stable_fraction
+from medeval_metrics.emrqa.cache import ensure_prepared
+from medeval_metrics.emrqa.seeding import stable_fraction
 from medeval_metrics.stats import install_stderr_hook, with_stderr
 
 logger = logging.getLogger("medeval.emrqa")
 
 DEFAULT_SAMPLE_SIZE = 1000
-MAX_GEN_TOKS = 256  # the evidence/classification YAMLs' generation budget, reserved when checking fit
+_LM_EVAL_DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's budget for a task config that sets none
 _HF_DEFAULT_MAX_LENGTH = 2048  # lm-eval's HFLM default when the model declares no length
 WINDOW_LINES = 12  # windowed variant: lines of note around the evidence
 # Prompts hold clinical notes: error bodies lm-eval logs are withheld (length and hash only).
@@ -137,6 +142,46 @@ def lf_target(doc: Mapping[str, Any]) -> str:
 # --- context fit --------------------------------------------------------------------------------
 
 
+def _task_config(config_source: Any) -> dict[str, Any]:
+    """The task's YAML as lm-eval read it (``include`` followed, ``!function`` left as text); {} if unknown."""
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    path = Path(str(config_source)) if config_source and config_source != "inline" else None
+    if path is None or not path.is_file():
+        return {}
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    includes = config.pop("include", None)
+    merged: dict[str, Any] = {}
+    for include in includes if isinstance(includes, list) else [includes] if includes else []:
+        merged.update(_task_config(path.parent / include if not Path(include).is_absolute() else include))
+    return {**merged, **config}
+
+
+def generation_budget(kwargs: Mapping[str, Any]) -> int:
+    """``max_gen_toks`` of the task's own config (the YAML at lm-eval's ``config_source``), else lm-eval's 256.
+
+    ``--gen_kwargs`` is applied by lm-eval after the data set is loaded; ``process_evidence`` and
+    ``process_classification`` re-check the fit against the budget actually used.
+    """
+    generation = _task_config(kwargs.get("config_source")).get("generation_kwargs") or {}
+    return int(generation.get("max_gen_toks", _LM_EVAL_DEFAULT_MAX_GEN_TOKS))
+
+
+def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | None = None) -> bool:
+    """Whether the doc's prompt and the generation budget fit the model's context.
+
+    With the generation settings lm-eval used (``--gen_kwargs`` included), the fit is recomputed from
+    the counted prompt tokens; otherwise it is the loader's check against the task config's budget.
+    """
+    if generation_kwargs and "max_gen_toks" in generation_kwargs and "context_limit" in doc:
+        return int(doc["prompt_tokens"]) <= int(doc["context_limit"]) - int(generation_kwargs["max_gen_toks"])
+    return bool(doc["fits_context"])
+
+
 class ContextCheck:
     """Counts prompt tokens with the evaluated model's tokenizer when lm-eval tells us the model.
 
@@ -149,6 +194,7 @@ class ContextCheck:
 
     def __init__(self, kwargs: Mapping[str, Any]) -> None:
         self.tokenizer = None
+        self.budget = generation_budget(kwargs)
         name = kwargs.get("tokenizer") or kwargs.get("pretrained")
         explicit = kwargs.get("max_length") or kwargs.get("max_model_len")  # hf / vllm model_args
         self.limit = int(explicit) if explicit else None
@@ -159,7 +205,7 @@ class ContextCheck:
                 self.tokenizer = AutoTokenizer.from_pretrained(str(name))
                 if self.limit is None:
                     self.limit = self._model_limit(AutoConfig.from_pretrained(str(kwargs.get("pretrained") or name)))
-                self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {MAX_GEN_TOKS} generated"
+                self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.budget} generated"
             except Exception as exc:  # an API model name, no network: fall back to the labelled estimate
                 logger.warning("emrQA: cannot load tokenizer %r (%s); estimating prompt length", name, type(exc).__name__)
                 self.tokenizer = None
@@ -185,9 +231,10 @@ class ContextCheck:
             counts = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
         else:
             counts = [(len(text) + 3) // 4 for text in texts]
-        budget = self.limit - MAX_GEN_TOKS
+        budget = self.limit - self.budget
         for doc, count in zip(docs, counts):
             doc["prompt_tokens"] = count
+            doc["context_limit"] = self.limit
             doc["fits_context"] = count <= budget
             doc["context_check"] = self.method
         too_long = sum(not doc["fits_context"] for doc in docs)
@@ -243,7 +290,9 @@ def _qa_docs(subset: str, kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any
     return docs, manifest
 
 
-def _evidence(subset: str, kwargs: Mapping[str, Any]) -> Any:
+def load_evidence(subset: str, **kwargs: Any) -> Any:
+    """``custom_dataset`` of the evidence tasks (``dataset_kwargs: {subset: medication}``)."""
+    _install_hooks()
     docs, _ = _qa_docs(subset, kwargs)
     for doc in docs:
         doc["answers_json"] = json.dumps(doc.pop("answers"), sort_keys=True)
@@ -251,8 +300,10 @@ def _evidence(subset: str, kwargs: Mapping[str, Any]) -> Any:
     return _dataset(docs)
 
 
-def _classification(subset: str, kwargs: Mapping[str, Any]) -> Any:
+def load_classification(subset: str, **kwargs: Any) -> Any:
+    """``custom_dataset`` of the class-label tasks (``dataset_kwargs: {subset: smoking}``)."""
     install_stderr_hook()  # else lm-eval reports macro_f1's stderr as "N/A"
+    _install_hooks()
     docs, manifest = _qa_docs(subset, kwargs)
     labels = manifest["qa"]["labels"][subset]
     for doc in docs:
@@ -295,7 +346,9 @@ def window_doc(doc: dict[str, Any], seed: int, lines: int = WINDOW_LINES) -> dic
     return out
 
 
-def _window(kwargs: Mapping[str, Any]) -> Any:
+def load_evidence_window(**kwargs: Any) -> Any:
+    """``custom_dataset`` of ``emrqa_evidence_window``: 12-line passages over the three evidence subsets."""
+    _install_hooks()
     docs: list[dict[str, Any]] = []
     for subset in ("medication", "relations", "risk"):
         subset_docs, manifest = _qa_docs(subset, kwargs)
@@ -306,7 +359,8 @@ def _window(kwargs: Mapping[str, Any]) -> Any:
     return _dataset(docs)
 
 
-def _logical_forms(variant: str, kwargs: Mapping[str, Any]) -> Any:
+def load_logical_forms(variant: str, **kwargs: Any) -> Any:
+    """``custom_dataset`` of the emrQL tasks (``dataset_kwargs: {variant: emrql_1}``)."""
     redact.install(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
     folder, manifest = ensure_prepared(kwargs)
     counts = manifest["emrql"]["test_lf_template_counts"][variant]
@@ -315,41 +369,63 @@ def _logical_forms(variant: str, kwargs: Mapping[str, Any]) -> Any:
         fewshot = [json.loads(line) for line in handle]
     if not docs or not fewshot:
         raise MedevalDataError(f"the emrQA data-ql.csv gives an empty {variant} test split or few-shot pool.")
+    fewshot = [{**row, "fewshot_role": "pool"} for row in fewshot]
+    fewshot += [{**row, "fewshot_role": "top_up"} for row in _top_up_rows(folder, variant, fewshot, manifest["seed"])]
     for doc in docs + fewshot:
         doc["qa_id"] = f"ql:{doc['line']}"  # one id field across every emrQA task
+    for doc in fewshot:
+        doc["emrql_variant"] = variant
     return _dataset(docs, fewshot)
 
 
-def load_emrql_1(**kwargs: Any) -> Any:
-    return _logical_forms("emrql_1", kwargs)
+def _top_up_rows(folder: Path, variant: str, pool: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """Training rows outside a small pool (seeded order), so the pool reaches FEWSHOT_TOP_UP rows where training allows."""
+    from medeval_metrics.emrqa.fewshot import FEWSHOT_TOP_UP
+
+    wanted = FEWSHOT_TOP_UP - len(pool)
+    if wanted <= 0:
+        return []
+    in_pool = {row["line"] for row in pool}
+    ranked: list[tuple[float, int, dict[str, Any]]] = []
+    with open(folder / f"{variant}_train.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["line"] in in_pool:
+                continue
+            item = (-stable_fraction(seed, "fewshot-top-up", variant, row["line"]), row["line"], row)
+            if len(ranked) < wanted:
+                heapq.heappush(ranked, item)
+            elif item[:2] > ranked[0][:2]:
+                heapq.heapreplace(ranked, item)
+    return [row for _, _, row in sorted(ranked, key=lambda item: (-item[0], item[1]))]
 
 
-def load_emrql_2(**kwargs: Any) -> Any:
-    return _logical_forms("emrql_2", kwargs)
+WRITE_OUT_WARNING = (
+    "emrQA: --write_out prints whole prompts to the console, and emrQA prompts hold patient-note text. "
+    "Keep that console output private (it is covered by the n2c2 data-use agreement), or run without --write_out."
+)
 
 
-def load_medication(**kwargs: Any) -> Any:
-    return _evidence("medication", kwargs)
+def writes_out(argv: list[str]) -> bool:
+    """Whether an lm-eval command line asks for ``--write_out`` (``-w``)."""
+    return any(arg in ("--write_out", "-w") or arg.startswith("--write_out=") for arg in argv)
 
 
-def load_relations(**kwargs: Any) -> Any:
-    return _evidence("relations", kwargs)
+@lru_cache(maxsize=1)
+def _warn_write_out() -> None:
+    logger.warning(WRITE_OUT_WARNING)  # once per process, however many note tasks are loaded
 
 
-def load_risk(**kwargs: Any) -> Any:
-    return _evidence("risk", kwargs)
+def _install_hooks() -> None:
+    """What every note task's loader sets up: the generation-budget hook and the --write_out warning."""
+    import sys
 
+    from medeval_metrics.lm_eval_compat import pass_generation_kwargs_to_process_results
 
-def load_evidence_window(**kwargs: Any) -> Any:
-    return _window(kwargs)
-
-
-def load_smoking(**kwargs: Any) -> Any:
-    return _classification("smoking", kwargs)
-
-
-def load_obesity(**kwargs: Any) -> Any:
-    return _classification("obesity", kwargs)
+    pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
+    # lm-eval does not tell a task's loader about --write_out; the command line (lm_eval or medeval run) does.
+    if writes_out(sys.argv[1:]):
+        _warn_write_out()
 
 
 # --- scoring ------------------------------------------------------------------------------------
@@ -360,17 +436,24 @@ def _output(results: Iterable[Any]) -> str:
     return str(results[0]) if results else ""
 
 
-def process_evidence(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, float]:
+def process_evidence(
+    doc: Mapping[str, Any], results: Iterable[Any], generation_kwargs: Mapping[str, Any] | None = None
+) -> dict[str, float]:
     scores = M.score_evidence(_output(results), json.loads(doc["answers_json"]), doc["note"])
-    scores["prompt_too_long"] = float(not doc["fits_context"])
+    scores["prompt_too_long"] = float(not fits_context(doc, generation_kwargs))
     return scores
+
+
+process_evidence.wants_generation_kwargs = True  # type: ignore[attr-defined]  # see lm_eval_compat
 
 
 def process_logical_form(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, float]:
     return M.score_logical_form(_output(results), doc["logical_form"], doc["lf_template"])
 
 
-def process_classification(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, Any]:
+def process_classification(
+    doc: Mapping[str, Any], results: Iterable[Any], generation_kwargs: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     prediction = M.parse_label(_output(results), doc["labels"])
     pair = (doc["label"], prediction)
     # macro_f1 is corpus-level: its items are (gold, predicted) pairs, aggregated once.
@@ -378,8 +461,11 @@ def process_classification(doc: Mapping[str, Any], results: Iterable[Any]) -> di
         "acc": float(prediction == doc["label"]),
         "macro_f1": pair,
         "unparseable": float(prediction is None),
-        "prompt_too_long": float(not doc["fits_context"]),
+        "prompt_too_long": float(not fits_context(doc, generation_kwargs)),
     }
+
+
+process_classification.wants_generation_kwargs = True  # type: ignore[attr-defined]
 
 
 def macro_f1_stderr(items: list[tuple[str, str | None]]) -> float:

@@ -1,0 +1,61 @@
+"""What the user configures for emrQA: the two input files, the cache folder and the split seed.
+
+Every setting is a metadata key (``--metadata``) with a ``MEDEVAL_<KEY>`` environment variable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from medeval_metrics.data import DataSource, MedevalDataError
+from medeval_metrics.emrqa.seeding import DEFAULT_SEED
+
+_HOW_TO_GET = (
+    "emrQA is distributed only under the n2c2 data-use agreement and is never shipped with this pack: "
+    "register and sign the agreement at https://portal.dbmi.hms.harvard.edu/ (n2c2 NLP Research Data Sets, "
+    "'Community Annotations Downloads', emrQA), or generate data.json and data-ql.csv from the i2b2/n2c2 "
+    "notes with the authors' scripts (https://github.com/panushri25/emrQA)."
+)
+DATA_JSON = DataSource(key="emrqa_data_json", description="the emrQA data.json", how_to_get=_HOW_TO_GET)
+DATA_QL_CSV = DataSource(key="emrqa_data_ql_csv", description="the emrQA data-ql.csv", how_to_get=_HOW_TO_GET)
+CACHE_DIR_KEY = "emrqa_cache_dir"  # metadata key; env MEDEVAL_EMRQA_CACHE_DIR
+SEED_KEY = "emrqa_seed"  # metadata key; env MEDEVAL_EMRQA_SEED
+
+
+def _setting(metadata: Mapping[str, Any] | None, key: str) -> Any:
+    value = (metadata or {}).get(key)
+    if value is None or value == "":
+        value = os.environ.get(f"MEDEVAL_{key.upper()}") or None
+    return value
+
+
+def split_seed(metadata: Mapping[str, Any] | None = None) -> int:
+    """The split seed: metadata ``emrqa_seed``, else ``MEDEVAL_EMRQA_SEED``, else 1234."""
+    value = _setting(metadata, SEED_KEY)
+    if value is None:
+        return DEFAULT_SEED
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise MedevalDataError(
+            f"emrqa_seed is {value!r}: give a whole number (metadata emrqa_seed or MEDEVAL_EMRQA_SEED)."
+        ) from None
+
+
+def cache_root(metadata: Mapping[str, Any] | None = None) -> Path:
+    value = _setting(metadata, CACHE_DIR_KEY)
+    if value:
+        return Path(str(value)).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "medeval" / "emrqa"
+
+
+def resolve_inputs(metadata: Mapping[str, Any] | None = None) -> tuple[Path, Path]:
+    data_json = DATA_JSON.local_path(metadata)
+    data_ql = DATA_QL_CSV.local_path(metadata)
+    missing = [s for s, p in ((DATA_JSON, data_json), (DATA_QL_CSV, data_ql)) if p is None]
+    if missing:
+        raise missing[0].missing("no local copy is configured (it is never downloaded)")
+    return data_json, data_ql  # type: ignore[return-value]
