@@ -72,6 +72,7 @@ def build_report(
     source_name: str | None = None,
     source_url: str | None = None,
     include_partial_runs: bool = False,
+    model_name: str | None = None,
 ) -> dict[str, Any]:
     """Write the report files (see the module docstring); returns the contents of ``report.json``."""
     from medeval_metrics import __version__
@@ -80,13 +81,14 @@ def build_report(
     from medeval_metrics.report import judges as judge_mod
     from medeval_metrics.report import model_card, tables
     from medeval_metrics.report.metric_info import metric_info
-    from medeval_metrics.report.runs import load_runs
+    from medeval_metrics.report.runs import card_model_name, load_runs
 
     if figures:  # fail before writing anything when the figures cannot be drawn
         from medeval_metrics.report.figures import _pyplot
 
         _pyplot()
-    runs = load_runs([Path(f) for f in folders])
+    load_notes: list[str] = []
+    runs = load_runs([Path(f) for f in folders], load_notes)
     if not any(tables.score_rows(run) for run in runs):
         raise MedevalDataError(
             f"{', '.join(str(f) for f in folders)}: no medeval task in these results. "
@@ -108,15 +110,18 @@ def build_report(
     for run in runs:
         models.setdefault(run.model_name, []).append(run)
     publishable = {m: [r for r in rs if include_partial_runs or not r.partial] for m, rs in models.items()}
-    index_files, notes = {}, []
-    for model_name, model_runs in publishable.items():
+    card_model = _card_model(models, model)
+    # the name on the card: the repo id or folder name, never a local path; --model-name overrides
+    names = {m: (model_name if model_name and m == card_model else card_model_name(m)) for m in models}
+    index_files, notes = {}, load_notes
+    for raw_name, model_runs in publishable.items():
         if not model_runs:
-            notes.append(f"{model_name}: no model-index written: every run used --limit (partial test sets); "
+            notes.append(f"{names[raw_name]}: no model-index written: every run used --limit (partial test sets); "
                          "pass --include-partial-runs to publish them anyway")
             continue
-        name = "model_index.yaml" if len(models) == 1 else f"model_index_{_slug(model_name)}.yaml"
-        write(name, model_card.model_index_yaml(model_name, model_card.runs_eval_results(model_runs, **source)))
-        index_files[model_name] = name
+        name = "model_index.yaml" if len(models) == 1 else f"model_index_{_slug(names[raw_name])}.yaml"
+        write(name, model_card.model_index_yaml(names[raw_name], model_card.runs_eval_results(model_runs, **source)))
+        index_files[names[raw_name]] = name
 
     # results tables
     sections = {run.label: tables.run_section(run, __version__) for run in runs}
@@ -188,7 +193,6 @@ def build_report(
         written += figure_files
 
     # card section and update
-    card_model = _card_model(models, model)
     card_section = "\n".join(
         ["## Medical QA evaluation (medeval)", "", intro, ""]
         + [sections[run.label].replace("### ", "#### ", 1) + "\n" for run in (publishable[card_model] or models[card_model])]
@@ -202,12 +206,12 @@ def build_report(
                 "not changed. Run on the full sets, or pass --include-partial-runs to publish partial scores."
             )
         card_changed = model_card.update_card(
-            Path(update_card), card_model, model_card.runs_eval_results(publishable[card_model], **source), card_section
+            Path(update_card), names[card_model], model_card.runs_eval_results(publishable[card_model], **source), card_section
         )
 
     report = {
         "medeval_metrics_version": __version__,
-        "runs": [{"label": run.label, "model": run.model_name, "results_file": str(run.results_path),
+        "runs": [{"label": run.label, "model": card_model_name(run.model_name), "results_file": str(run.results_path),
                   "samples_files": {t: str(p) for t, p in run.sample_paths.items()},
                   "scores": [row.__dict__ for row in tables.score_rows(run)]} for run in runs],
         "model_index_files": index_files,
@@ -228,6 +232,10 @@ def _card_model(models: dict[str, list], chosen: str | None) -> str:
     from medeval_metrics.data import MedevalDataError
 
     if chosen is not None:
+        from medeval_metrics.report.runs import card_model_name
+
+        by_card_name = {card_model_name(m): m for m in models}
+        chosen = chosen if chosen in models else by_card_name.get(chosen, chosen)
         if chosen not in models:
             raise MedevalDataError(f"--model {chosen!r} is not among the runs' models: {sorted(models)}.")
         return chosen
@@ -280,6 +288,7 @@ def _build_from_args(args: argparse.Namespace) -> dict[str, Any]:
         args.folders, Path(args.output), figures=not args.no_figures,
         update_card=Path(args.update_card) if args.update_card else None, model=args.model,
         source_name=args.source_name, source_url=args.source_url, include_partial_runs=args.include_partial_runs,
+        model_name=args.model_name,
     )
     for note in report["notes"]:
         print(f"medeval report: note: {note}", file=sys.stderr)
@@ -292,6 +301,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, help="folder to write the report into")
     p.add_argument("--update-card", metavar="README.md", help="merge the results into this model card in place")
     p.add_argument("--model", help="with runs of several models: the one whose card is written/updated")
+    p.add_argument("--model-name", help="the model's name on the card and in model_index.yaml (default: its Hub id, "
+                   "or the local folder's name; a local path is never used)")
     p.add_argument("--include-partial-runs", action="store_true",
                    help="also put runs made with --limit into the model-index (left out by default: not comparable)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures (no matplotlib needed)")
