@@ -88,6 +88,15 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     if "medeval-scripted" in argv:
         importlib.import_module("medeval_metrics.testing.scripted")
     _add_pack_tasks_to_lm_eval()
+    try:
+        # task names, --metadata, data and judges: checked before lm-eval builds the model
+        selection = run_checks(argv)
+    except MedevalDataError as exc:
+        print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\nmedeval: interrupted before the run started. {_resume_hint(argv)}", file=sys.stderr)
+        return 130
     from lm_eval.__main__ import cli_evaluate
     import lm_eval.loggers.evaluation_tracker  # noqa: F401  (loaded now so install() patches its writer)
 
@@ -97,16 +106,60 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     started = time.time()
     try:
-        cli_evaluate()
+        with _task_index(selection, argv):
+            cli_evaluate()
         _print_breakdowns(argv, started)
     except MedevalDataError as exc:
         print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\nmedeval: interrupted. {_resume_hint(argv)}", file=saved_stderr)
+        return 130
     except SystemExit as exc:  # argparse and lm-eval exit this way
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.argv, sys.stdout, sys.stderr = saved_argv, saved_stdout, saved_stderr
     return 0
+
+
+def run_checks(argv: Sequence[str]):
+    """``medeval_metrics.preflight.run_checks`` (a seam for tests)."""
+    from medeval_metrics.preflight import run_checks as checks
+
+    return checks(argv)
+
+
+FULL_INDEX_ENV = "MEDEVAL_FULL_TASK_INDEX"
+
+
+def _pack_only_index(selection, argv: Sequence[str]) -> bool:
+    """Index only the pack's tasks: every requested name is the pack's and no --include_path is given
+    (set MEDEVAL_FULL_TASK_INDEX=1 to index lm-eval's built-in tasks as well)."""
+    import os
+
+    from medeval_metrics.preflight import user_include_path
+
+    return (selection is not None and selection.only_pack and not user_include_path(argv)
+            and os.environ.get(FULL_INDEX_ENV, "").strip().lower() not in {"1", "true", "yes", "on"})
+
+
+def _task_index(selection, argv: Sequence[str]):
+    import contextlib
+
+    if _pack_only_index(selection, argv):
+        from medeval_metrics.lm_eval_compat import pack_only_task_index
+
+        return pack_only_task_index()
+    return contextlib.nullcontext()
+
+
+def _resume_hint(argv: Sequence[str]) -> str:
+    """One line on how to pick up where an interrupted run stopped."""
+    cache = _flag_value(argv, "--use_cache")
+    if cache:
+        return f"Run the same command again: answers cached in {cache}* are reused and only the rest is generated."
+    return ("Nothing was cached: add `--use_cache PATH` to the command so that an interrupted run resumes "
+            "where it stopped when run again.")
 
 
 def _flag_value(argv: Sequence[str], flag: str) -> str | None:
