@@ -196,10 +196,11 @@ def _is_path_or_pattern(name: str) -> bool:
     return name.endswith((".yaml", ".yml")) or "/" in name or any(c in name for c in "*?[")
 
 
-def _lm_eval_task_names() -> list[str]:
+def _lm_eval_task_names(include_path: str | None = None) -> list[str]:
+    """lm-eval's task index as the run will build it (the user's --include_path included)."""
     from lm_eval.tasks import TaskManager
 
-    return list(TaskManager().all_tasks)
+    return list(TaskManager(include_path=include_path or None).all_tasks)
 
 
 # --------------------------------------------------------------------------- data and judges
@@ -307,7 +308,9 @@ def run_checks(argv: Sequence[str], lm_eval_names: Callable[[], list[str]] | Non
 
     ``lm_eval_names`` lists lm-eval's tasks (default: its full index, built only for a name not the pack's).
     """
-    lm_eval_names = lm_eval_names or _lm_eval_task_names
+    if lm_eval_names is None:
+        include_path = (_flag_values(argv, "--include_path") or [None])[0]
+        lm_eval_names = lambda: _lm_eval_task_names(include_path)  # noqa: E731
     metadata = parse_metadata(argv)
     check_metadata_keys(metadata)
     names = requested_task_names(argv)

@@ -165,7 +165,7 @@ def test_a_judge_panel_is_not_checked_for_tasks_without_judges(tmp_path):
 def test_medeval_run_stops_on_a_bad_name_before_lm_eval_starts(monkeypatch, capsys):
     import lm_eval.__main__
 
-    monkeypatch.setattr(preflight, "_lm_eval_task_names", fake_index)
+    monkeypatch.setattr(preflight, "_lm_eval_task_names", lambda include_path=None: fake_index())
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: pytest.fail("lm-eval started"))
     assert cli.main(["run", "--model", "hf", "--model_args", "pretrained=x", "--tasks", "emsqa_pubic"]) == 2
     err = capsys.readouterr().err.strip()

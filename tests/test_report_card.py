@@ -472,3 +472,78 @@ def test_reruns_with_the_same_settings_in_one_folder_collapse_to_the_newest(tmp_
     runs = load_runs([tmp_path], notes)
     assert [r.results["results"][next(iter(r.results["results"]))]["acc,extract_answer"] for r in runs] == [0.2, 0.3, 0.4, 0.5]
     assert len(notes) == 1 and "2 runs with the same settings; reporting the newest (results_2026-01-02" in notes[0]
+
+
+# --------------------------------------------------------------------------- numbers and figures (issue 13.6, 13.7)
+
+
+def _captured_figure(monkeypatch, draw):
+    """Draw a figure and return it (before it is closed), rendered."""
+    from medeval_metrics.report import figures
+
+    captured = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, path: captured.setdefault("fig", fig) and path)
+    draw(figures)
+    fig = captured["fig"]
+    fig.canvas.draw()
+    return fig
+
+
+LONG_TITLE = ("Qwen/Qwen2.5-7B-Instruct (2026-01-01T10-00-00): emsqa_private_expert_cot by level x subject_area "
+              "(40 largest of 112) with a run label that goes on and on and on for much longer than any figure")
+
+
+@pytest.mark.parametrize("kind", ["category", "comparison", "judge"])
+def test_titles_fit_the_figure_width(monkeypatch, kind):
+    def draw(figures):
+        cell = {"value": 0.5, "stderr": 0.1, "n": 3}
+        if kind == "category":
+            figures.category_scores_figure(None, LONG_TITLE, "acc", {"a": cell})
+        elif kind == "comparison":
+            figures.comparison_figure(None, LONG_TITLE, "acc", {"t": {"run": cell}})
+        else:
+            figures.judge_distribution_figure(None, LONG_TITLE, {"j": {"accuracy": [1, 5, None]}})
+
+    fig = _captured_figure(monkeypatch, draw)
+    renderer = fig.canvas.get_renderer()
+    box, width = fig._suptitle.get_window_extent(renderer), fig.get_figwidth() * fig.dpi
+    assert 0 <= box.x0 and box.x1 <= width and box.y1 <= fig.get_figheight() * fig.dpi
+    assert fig._suptitle.get_text().count("\n") <= 1  # two lines at most: the rest is shortened
+    assert fig._suptitle.get_text().startswith("Qwen/Qwen2.5-7B-Instruct")
+
+
+def test_every_bar_has_a_value_label_and_a_single_item_no_interval(monkeypatch):
+    cats = {"zero": {"value": 0.0, "stderr": 0.0, "n": 12}, "one item": {"value": 1.0, "stderr": None, "n": 1},
+            "some": {"value": 0.35, "stderr": 0.05, "n": 40}}
+    fig = _captured_figure(monkeypatch, lambda f: f.category_scores_figure(None, "t", "acc", cats))
+    ax = fig.axes[0]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.00", "0.35", "1.00 (no CI)"]
+    # intervals: one error bar per category with a stderr (two), none for the single item
+    segments = [c for c in ax.collections if c.__class__.__name__ == "LineCollection"]
+    assert sum(len(c.get_segments()) for c in segments) == 2
+
+
+def test_breakdown_stderr_is_na_for_a_single_item():
+    from medeval_metrics.breakdown import BreakdownSpec, breakdown_markdown, compute_breakdown, doc_field
+
+    samples = [{"doc": {"level": "emt"}, "acc": 1.0}, {"doc": {"level": "emt"}, "acc": 0.0}, {"doc": {"level": "emr"}, "acc": 1.0}]
+    out = compute_breakdown(samples, BreakdownSpec(metrics=("acc",), dimensions={"level": doc_field("level")}))
+    assert out["none"]["level"]["emr"]["acc"] == {"value": 1.0, "stderr": None, "n": 1}
+    assert out["none"]["level"]["emt"]["acc"] == {"value": 0.5, "stderr": pytest.approx(0.5), "n": 2}
+    text = breakdown_markdown("t", out)
+    assert "| emr | 1 | 1.0000 ± N/A |" in text and "| emt | 2 | 0.5000 ± 0.5000 |" in text
+
+
+def test_helper_fields_are_a_note_not_a_metric_row():
+    from medeval_metrics.report.runs import Run
+    from medeval_metrics.report.tables import run_section
+
+    run = Run(results_path=__import__("pathlib").Path("/x/results_2026-01-01T00-00-00.json"), results={
+        "results": {"medicationqa": {"rougeL,none": 0.2, "rougeL_stderr,none": 0.01, "judge_computed,none": 1.0,
+                                     "judge_computed_stderr,none": 0.0}},
+        "n-samples": {"medicationqa": {"original": 690, "effective": 690}}, "config": {"model": "hf"}})
+    run.label = "m"
+    section = run_section(run, "0")
+    assert "(`judge_computed`)" not in section and "Items judged" not in section
+    assert "`medicationqa` judge_computed = 1.0000 (share of items the judge panel was asked about" in section
+    assert "ROUGE-L (`rougeL`) | 0.2000 | 0.0100 | 690 |" in section

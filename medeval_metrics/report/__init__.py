@@ -255,7 +255,7 @@ def _comparison_figures(runs, output: Path, fig, tables) -> list[str]:
             if row.metric != tables.primary_metric(row.benchmark, task["metrics"]):
                 continue
             per_figure.setdefault((row.benchmark, row.metric), {}).setdefault(row.task, {})[run.label] = {
-                "value": row.value, "stderr": row.stderr or 0.0, "n": row.samples,
+                "value": row.value, "stderr": row.stderr, "n": row.samples,
             }
     names = []
     for (benchmark, metric), series in sorted(per_figure.items()):
