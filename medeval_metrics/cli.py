@@ -199,8 +199,48 @@ def _cmd_tasks_path(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     from medeval_metrics.manifest import load_manifest, tasks_table
 
-    print(tasks_table(load_manifest(), markdown=args.markdown))
+    manifest = load_manifest()
+    print(tasks_table(manifest, markdown=True) if args.markdown else terminal_task_list(manifest))
     return 0
+
+
+LIST_WIDTH = 100
+
+
+def _data_needed(manifest: dict, task: dict) -> str:
+    source = manifest["benchmarks"][task["benchmark"]]["sources"][task["source"]]
+    if source.get("hub"):
+        return f"public: {source['hub']}"
+    return f"yours: {task['source']}"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
+    """``medeval list``: tasks (type, size, data each needs, metrics), then groups; every line fits ``width``."""
+    import textwrap
+
+    kinds = {"generate_until": "generate", "multiple_choice": "loglik"}
+    header = ("task", "type", "items", "data it needs", "metrics")
+    rows = [(t["task"], kinds.get(t["output_type"], t["output_type"]),
+             "yours" if t["samples"] is None else f"{t['samples']:,}", _data_needed(manifest, t), ", ".join(t["metrics"]))
+            for t in manifest["tasks"]]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    metrics_width = max(12, width - sum(widths) - 2 * 4)
+    lines = ["  ".join(c.ljust(w) for c, w in zip(header[:4], widths)) + "  " + header[4], "-" * min(width, sum(widths) + 8 + metrics_width)]
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + _fit(row[4], metrics_width))
+    lines += ["", "groups (a group runs all its tasks; it needs the data of each):"]
+    for group in manifest["groups"]:
+        lines += textwrap.wrap(", ".join(group["tasks"]), width, initial_indent=f"  {group['group']}: ",
+                               subsequent_indent="    ")
+    lines += ["", *textwrap.wrap(
+        "data: 'public' is read from the Hugging Face Hub (or a local copy); 'yours' needs your own file, given with "
+        "--metadata '{\"KEY\": \"/path\"}' or the variable MEDEVAL_<KEY>. `medeval list --markdown` prints every "
+        "metric and source. emrQA tasks read both emrqa_data_json and emrqa_data_ql_csv.", width)]
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def _cmd_make_tiny_model(args: argparse.Namespace) -> int:
