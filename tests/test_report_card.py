@@ -422,7 +422,7 @@ def test_a_saved_model_folder_is_named_after_the_repo_it_came_from(tmp_path):
     assert card_model_name(str(saved)) == "finetuned"
 
 
-def _results_json(folder, date, model_args, values, limit=None):
+def _results_json(folder, date, model_args, values, limit=None, use_cache=None):
     """A results file as lm-eval writes it, for the EMSQA variants (``values``: task -> acc)."""
     import json
 
@@ -431,7 +431,7 @@ def _results_json(folder, date, model_args, values, limit=None):
     (folder / f"results_{date}.json").write_text(json.dumps({
         "results": results, "versions": {t: 1 for t in values}, "n-shot": {t: 0 for t in values},
         "n-samples": {t: {"original": 3721, "effective": 3721} for t in values},
-        "config": {"model": "hf", "model_args": model_args, "limit": limit},
+        "config": {"model": "hf", "model_args": model_args, "limit": limit, "use_cache": use_cache},
     }))
 
 
@@ -464,7 +464,7 @@ def test_reruns_with_the_same_settings_in_one_folder_collapse_to_the_newest(tmp_
 
     args = "pretrained=org/m"
     _results_json(tmp_path / "o", "2026-01-01T10-00-00.000001", args, {"emsqa_public_cot": 0.1})
-    _results_json(tmp_path / "o", "2026-01-02T10-00-00.000001", args, {"emsqa_public_cot": 0.2})
+    _results_json(tmp_path / "o", "2026-01-02T10-00-00.000001", args, {"emsqa_public_cot": 0.2}, use_cache="/c")  # a resume
     _results_json(tmp_path / "o", "2026-01-03T10-00-00.000001", args, {"emsqa_public_mc": 0.3})  # other tasks: kept
     _results_json(tmp_path / "o", "2026-01-04T10-00-00.000001", args, {"emsqa_public_cot": 0.4}, limit=5)  # other settings
     _results_json(tmp_path / "p", "2026-01-05T10-00-00.000001", args, {"emsqa_public_cot": 0.5})  # other folder

@@ -171,12 +171,14 @@ def _samples_for(results_path: Path, tasks: list[str]) -> dict[str, Path]:
 
 
 def _settings_key(run: Run) -> str:
-    """What makes two runs in one folder the same evaluation: model, command-line config, tasks and
-    their versions, few-shot counts, chat template and system instruction (not the date)."""
+    """What makes two runs in one folder the same evaluation: model, command-line config, tasks, their
+    versions and data (lm-eval's task hashes), few-shot counts, chat template and system instruction
+    (not the date, nor settings that do not change scores: batch size, device, the answer cache)."""
     results = run.results
-    config = {k: v for k, v in results.get("config", {}).items() if k not in ("batch_size", "batch_sizes", "device")}
+    config = {k: v for k, v in results.get("config", {}).items()
+              if k not in ("batch_size", "batch_sizes", "device", "use_cache")}
     return json.dumps([str(run.results_path.parent), config, sorted(results.get("results", {})),
-                       results.get("versions"), results.get("n-shot"), results.get("chat_template_sha"),
+                       results.get("versions"), results.get("task_hashes"), results.get("n-shot"), results.get("chat_template_sha"),
                        results.get("system_instruction_sha"), results.get("fewshot_as_multiturn")],
                       sort_keys=True, default=str)
 
