@@ -2,7 +2,8 @@
 
 lm-eval's ``--log_samples`` writes each doc with its per-item metric values; a breakdown groups
 those values by fields of the doc (an item listed under several categories counts in each) and
-reports mean, stderr and count per category, as JSON and as a Markdown table.
+reports mean, stderr and count per category, as JSON and as a Markdown table. A category with one
+item has no stderr: ``null`` in JSON, ``N/A`` in tables, no interval in figures.
 Each benchmark declares its breakdown dimensions in its spec (``BenchmarkSpec.breakdowns``,
 task-name prefix -> ``BreakdownSpec``); ``task_breakdown`` is what every caller uses.
 """
@@ -57,10 +58,16 @@ def compute_breakdown(samples: Iterable[dict[str, Any]], spec: BreakdownSpec) ->
                     value, stderr = mean_and_stderr(values)
                     out.setdefault(filter_name, {}).setdefault(dimension, {}).setdefault(category, {})[metric] = {
                         "value": value,
-                        "stderr": stderr,
+                        # one item has no spread to measure: N/A (null), as lm-eval prints it, not a false 0
+                        "stderr": stderr if len(values) >= 2 else None,
                         "n": len(values),
                     }
     return out
+
+
+def _cell(value: dict[str, Any]) -> str:
+    stderr = value.get("stderr")
+    return f"{value['value']:.4f} ± " + ("N/A" if stderr is None else f"{stderr:.4f}")
 
 
 def breakdown_markdown(task: str, breakdown: dict[str, Any]) -> str:
@@ -72,7 +79,7 @@ def breakdown_markdown(task: str, breakdown: dict[str, Any]) -> str:
             lines = [f"**{task}** by {dimension} (filter `{filter_name}`)", "", header, "|" + "---|" * (len(metrics) + 2)]
             for category, values in cats.items():
                 n = max(v["n"] for v in values.values())
-                cells = [f"{values[m]['value']:.4f} ± {values[m]['stderr']:.4f}" if m in values else "" for m in metrics]
+                cells = [_cell(values[m]) if m in values else "" for m in metrics]
                 # Categories can hold "|" (e.g. templates' |slot| placeholders): escape it for Markdown.
                 cell = category.replace("|", "\\|")
                 lines.append(f"| {cell} | {n} | " + " | ".join(cells) + " |")

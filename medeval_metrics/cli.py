@@ -22,6 +22,7 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "medeval_metrics.judge.cli",
     "medeval_metrics.report",
     "medeval_metrics.emrqa.prepare",
+    "medeval_metrics.demo",
 )
 
 
@@ -40,6 +41,15 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         importlib.import_module("medeval_metrics.testing.scripted")
     lm_eval_compat.index_pack_tasks()
     lm_eval_compat.redact_results_writer()
+    try:
+        # task names, --metadata, data and judges: checked before lm-eval builds the model
+        selection = run_checks(argv)
+    except MedevalDataError as exc:
+        print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\nmedeval: interrupted before the run started. {_resume_hint(argv)}", file=sys.stderr)
+        return 130
     from lm_eval.__main__ import cli_evaluate
 
     saved_argv, saved_stdout, saved_stderr = sys.argv, sys.stdout, sys.stderr
@@ -47,16 +57,60 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     started = time.time()
     try:
-        cli_evaluate()
+        with _task_index(selection, argv):
+            cli_evaluate()
         _print_breakdowns(argv, started)
     except MedevalDataError as exc:
         print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\nmedeval: interrupted. {_resume_hint(argv)}", file=saved_stderr)
+        return 130
     except SystemExit as exc:  # argparse and lm-eval exit this way
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.argv, sys.stdout, sys.stderr = saved_argv, saved_stdout, saved_stderr
     return 0
+
+
+def run_checks(argv: Sequence[str]):
+    """``medeval_metrics.preflight.run_checks`` (a seam for tests)."""
+    from medeval_metrics.preflight import run_checks as checks
+
+    return checks(argv)
+
+
+FULL_INDEX_ENV = "MEDEVAL_FULL_TASK_INDEX"
+
+
+def _pack_only_index(selection, argv: Sequence[str]) -> bool:
+    """Index only the pack's tasks: every requested name is the pack's and no --include_path is given
+    (set MEDEVAL_FULL_TASK_INDEX=1 to index lm-eval's built-in tasks as well)."""
+    import os
+
+    from medeval_metrics.preflight import user_include_path
+
+    return (selection is not None and selection.only_pack and not user_include_path(argv)
+            and os.environ.get(FULL_INDEX_ENV, "").strip().lower() not in {"1", "true", "yes", "on"})
+
+
+def _task_index(selection, argv: Sequence[str]):
+    import contextlib
+
+    if _pack_only_index(selection, argv):
+        from medeval_metrics.lm_eval_compat import pack_only_task_index
+
+        return pack_only_task_index()
+    return contextlib.nullcontext()
+
+
+def _resume_hint(argv: Sequence[str]) -> str:
+    """One line on how to pick up where an interrupted run stopped."""
+    cache = _flag_value(argv, "--use_cache")
+    if cache:
+        return f"Run the same command again: answers cached in {cache}* are reused and only the rest is generated."
+    return ("Nothing was cached: add `--use_cache PATH` to the command so that an interrupted run resumes "
+            "where it stopped when run again.")
 
 
 def _flag_value(argv: Sequence[str], flag: str) -> str | None:
@@ -96,8 +150,48 @@ def _cmd_tasks_path(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     from medeval_metrics.manifest import build_manifest, tasks_table
 
-    print(tasks_table(build_manifest(), markdown=args.markdown))
+    manifest = build_manifest()
+    print(tasks_table(manifest, markdown=True) if args.markdown else terminal_task_list(manifest))
     return 0
+
+
+LIST_WIDTH = 100
+
+
+def _data_needed(manifest: dict, task: dict) -> str:
+    source = manifest["benchmarks"][task["benchmark"]]["sources"][task["source"]]
+    if source.get("hub"):
+        return f"public: {source['hub']}"
+    return f"yours: {task['source']}"
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
+    """``medeval list``: tasks (type, size, data each needs, metrics), then groups; every line fits ``width``."""
+    import textwrap
+
+    kinds = {"generate_until": "generate", "multiple_choice": "loglik"}
+    header = ("task", "type", "items", "data it needs", "metrics")
+    rows = [(t["task"], kinds.get(t["output_type"], t["output_type"]),
+             "yours" if t["samples"] is None else f"{t['samples']:,}", _data_needed(manifest, t), ", ".join(t["metrics"]))
+            for t in manifest["tasks"]]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    metrics_width = max(12, width - sum(widths) - 2 * 4)
+    lines = ["  ".join(c.ljust(w) for c, w in zip(header[:4], widths)) + "  " + header[4], "-" * min(width, sum(widths) + 8 + metrics_width)]
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + _fit(row[4], metrics_width))
+    lines += ["", "groups (a group runs all its tasks; it needs the data of each):"]
+    for group in manifest["groups"]:
+        lines += textwrap.wrap(", ".join(group["tasks"]), width, initial_indent=f"  {group['group']}: ",
+                               subsequent_indent="    ")
+    lines += ["", *textwrap.wrap(
+        "data: 'public' is read from the Hugging Face Hub (or a local copy); 'yours' needs your own file, given with "
+        "--metadata '{\"KEY\": \"/path\"}' or the variable MEDEVAL_<KEY>. `medeval list --markdown` prints every "
+        "metric and source. emrQA tasks read both emrqa_data_json and emrqa_data_ql_csv.", width)]
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def _cmd_make_tiny_model(args: argparse.Namespace) -> int:

@@ -11,17 +11,20 @@ needed, or when the patch stops working. Importing this module imports nothing f
 4. API backend headers (``TemplateAPI._header``): see the placeholder section at the end.
 5. ``pass_generation_kwargs_to_process_results``: ``ConfigurableTask.process_results`` passes the
    task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
+6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
+   needs only the pack's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 __all__ = [
-    "TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "pass_generation_kwargs_to_process_results", "redact_results_writer",
+    "TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "pack_only_task_index", "pass_generation_kwargs_to_process_results", "redact_results_writer",
     "use_attached_stderrs",
 ]
 
@@ -198,6 +201,36 @@ def pass_generation_kwargs_to_process_results() -> None:
     process_results._medeval_generation_kwargs = True  # type: ignore[attr-defined]
     process_results.__wrapped__ = original  # type: ignore[attr-defined]
     ConfigurableTask.process_results = process_results  # type: ignore[method-assign]
+
+
+# --- 6. TaskManager without lm-eval's built-in tasks, for pack-only runs ------------------------
+
+
+@contextlib.contextmanager
+def pack_only_task_index() -> Iterator[None]:
+    """While active, every ``TaskManager`` indexes only the folders it is given (no built-in tasks).
+
+    Works around: lm-eval 0.4.13's CLI always builds the full index of its ~14k built-in tasks
+    (about 4 s, and most of a short run's start-up), with no flag to skip it; ``TaskManager``'s
+    ``include_defaults`` argument is not reachable from the command line. ``medeval run`` uses this
+    only when every requested task is the pack's and the user gave no ``--include_path``, so the
+    pack's folder (added by the pack's own TaskManager hook) is all that is needed.
+    Versions: lm-eval 0.4.13 (``TaskManager.__init__(..., include_defaults=True, ...)``).
+    Test: tests/test_cli_run_checks.py notices when ``include_defaults`` disappears or when the
+    CLI grows its own way to skip the defaults.
+    """
+    from lm_eval.tasks import TaskManager
+
+    wrapped = TaskManager.__init__
+
+    def init_without_defaults(self, *args, include_defaults=True, **kwargs):  # noqa: ARG001
+        wrapped(self, *args, include_defaults=False, **kwargs)
+
+    TaskManager.__init__ = init_without_defaults  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        TaskManager.__init__ = wrapped  # type: ignore[method-assign]
 
 
 # --- 4. API backend headers (TemplateAPI.header / _header) ---------------------------------------

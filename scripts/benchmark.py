@@ -2,7 +2,10 @@
 
 Each section module defines ``run() -> list[str]`` returning printable result lines; timings are
 measured within one run so the printed ratios compare like with like on the same (noisy) machine.
-Usage: python scripts/benchmark.py [section ...]   (e.g. `emsqa`, `medicationqa`, `emrqa`)
+Usage: python scripts/benchmark.py [section ...]   (e.g. `emsqa`, `medicationqa`, `emrqa`, `startup`)
+       python scripts/benchmark.py --profile [section ...]   the top pack-owned costs instead: cProfile
+       restricted to the pack's functions and `-X importtime` per benchmark, from each section's
+       ``profile()`` (sections without one are skipped)
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def main(selected: list[str]) -> int:
+    profiling = "--profile" in selected
+    selected = [name for name in selected if name != "--profile"]
     sections = sorted(HERE.glob("bench_*.py"))
     for path in sections:
         name = path.stem[len("bench_"):]
@@ -23,8 +28,10 @@ def main(selected: list[str]) -> int:
         spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # type: ignore[union-attr]
-        print(f"== {name}", flush=True)
-        for line in module.run():
+        if profiling and not hasattr(module, "profile"):
+            continue
+        print(f"== {name}{' (profile)' if profiling else ''}", flush=True)
+        for line in (module.profile() if profiling else module.run()):
             print(f"   {line}", flush=True)
     return 0
 

@@ -108,8 +108,9 @@ def test_other_models_entries_are_kept(tmp_path):
     card.write_text(two)
     update_card(card, "my-model", [emsqa_result(0.4)], "x")
     index = yaml.safe_load(card.read_text().split("---\n")[1])["model-index"]
-    assert [entry["name"] for entry in index] == ["other-model", "my-model"]
-    assert len(index[1]["results"]) == 2
+    # our entry is merged where it stands (moving it would rewrite the card whenever two models alternate)
+    assert [entry["name"] for entry in index] == ["my-model", "other-model"]
+    assert len(index[0]["results"]) == 2 and index[1] == {"name": "other-model", "results": []}
 
 
 @pytest.mark.parametrize(
@@ -261,3 +262,291 @@ def test_versions_shown_are_the_task_versions_and_the_report_pack_version(tmp_pa
     assert "| `emsqa_public` | 2 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | 0.1000 |" in text
     assert "| medeval-metrics version (report) | 0.2.0 |" in text
     assert "version (run)" not in text and "0.1.0" not in text
+
+
+# --------------------------------------------------------------------------- round trips (issues 12.6, 13.1)
+
+
+def variant_result(task, value, metric_type="accuracy", name="Exact set-match accuracy", config="extract_answer"):
+    from huggingface_hub import EvalResult
+
+    return EvalResult(
+        task_type="multiple-choice", task_name=task, dataset_type="Xueren/EMS-MCQA",
+        dataset_name=f"EMSQA ({task})", dataset_split="test", metric_type=metric_type, metric_value=value,
+        metric_name=name, metric_config=config, source_name="lm-evaluation-harness with medeval-metrics",
+        source_url="https://github.com/EleutherAI/lm-evaluation-harness",
+    )
+
+
+VARIANTS = ["emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_mc"]
+
+# A card as people write them: a foreign entry in a layout PyYAML would not produce (quotes, key
+# order, indented sequences, an inline comment), and a comment after the model-index block.
+HEADER_BEFORE = "license: apache-2.0\nmodel-index:\n"
+FOREIGN_ENTRY = (
+    "  - name: 'their-model'   # the owner's layout\n"
+    "    results:\n"
+    "      - task: {type: text-generation}\n"
+    "        dataset: {name: MMLU, type: cais/mmlu}\n"
+    "        metrics:\n"
+    "          - {type: accuracy, value: 0.610}\n"
+)
+HEADER_AFTER = "# keep this comment after the block\nlanguage:\n  - en\n"
+BODY = "\n# Their model\n\nOwner's text.\n"
+
+
+def _card(newline="\n", bom=""):
+    text = f"---\n{HEADER_BEFORE}{FOREIGN_ENTRY}{HEADER_AFTER}---\n{BODY}"
+    return (bom + text.replace("\n", newline)).encode("utf-8")
+
+
+def _index(path):
+    text = path.read_bytes().decode("utf-8").lstrip("\ufeff").replace("\r\n", "\n")
+    return yaml.safe_load(text.split("---\n")[1])["model-index"]
+
+
+@pytest.mark.parametrize("newline, bom", [("\n", ""), ("\r\n", ""), ("\n", "\ufeff"), ("\r\n", "\ufeff")])
+def test_update_keeps_every_byte_outside_the_packs_entries(tmp_path, newline, bom):
+    card = tmp_path / "README.md"
+    card.write_bytes(_card(newline, bom))
+    results = [variant_result(t, 0.3 + i / 10) for i, t in enumerate(VARIANTS)]
+    assert update_card(card, "org/tiny", results, "## medeval\n\nnumbers") is True
+    after = card.read_bytes()
+    nl = newline.encode()
+    # a BOM stays the first thing (one header, not a second one), and line endings stay as they were
+    assert after.startswith((bom + "---" + newline + HEADER_BEFORE.replace("\n", newline) + FOREIGN_ENTRY.replace("\n", newline)).encode())
+    assert after.count("\ufeff".encode()) == (1 if bom else 0)
+    assert (HEADER_AFTER.replace("\n", newline) + "---" + newline + BODY.replace("\n", newline)).encode() in after
+    if newline == "\r\n":
+        assert after.count(b"\n") == after.count(b"\r\n")
+    else:
+        assert b"\r" not in after
+    assert after.endswith(f"{CARD_START}{newline}## medeval{newline}{newline}numbers{newline}{CARD_END}{newline}".encode())
+    index = _index(card)
+    assert index[0]["name"] == "their-model" and index[0]["results"][0]["metrics"] == [{"type": "accuracy", "value": 0.61}]
+    assert index[1]["name"] == "org/tiny"
+    # each variant is its own named result, with one metric each
+    assert [(r["task"]["name"], len(r["metrics"])) for r in index[1]["results"]] == [(t, 1) for t in VARIANTS]
+    # and the huggingface_hub parser reads the card
+    assert [r.task_name for r in card_results(card)] == [None, *VARIANTS]
+    del nl
+
+
+def test_same_report_any_number_of_times_is_byte_identical(tmp_path):
+    card = tmp_path / "README.md"
+    card.write_bytes(_card("\r\n", "\ufeff"))
+    results = [variant_result(t, 0.5) for t in VARIANTS] + [variant_result("emsqa_public_mc", 0.4, "f1", "Set F1")]
+    for model in ("org/tiny", "other/model"):
+        update_card(card, model, results, "numbers")
+    once = card.read_bytes()
+    for _ in range(3):
+        for model in ("org/tiny", "other/model"):
+            assert update_card(card, model, results, "numbers") is False
+    assert card.read_bytes() == once
+    index = _index(card)
+    assert [e["name"] for e in index] == ["their-model", "org/tiny", "other/model"]
+    assert sum(len(r["metrics"]) for e in index[1:] for r in e["results"]) == 8
+
+
+def test_a_new_value_replaces_only_its_own_metric(tmp_path):
+    card = tmp_path / "README.md"
+    card.write_bytes(_card())
+    update_card(card, "m", [variant_result(t, 0.5) for t in VARIANTS], "x")
+    update_card(card, "m", [variant_result("emsqa_public_mc", 0.9)], "x")
+    ours = _index(card)[1]["results"]
+    assert [(r["task"]["name"], r["metrics"][0]["value"]) for r in ours] == [
+        ("emsqa_public_cot", 0.5), ("emsqa_public_expert_cot", 0.5), ("emsqa_public_mc", 0.9)]
+
+
+def test_variants_merged_by_an_older_version_are_split_again(tmp_path):
+    """Before, three variants were written as one result named after the first, with three unlabelled copies."""
+    card = tmp_path / "README.md"
+    merged = "".join(
+        f"    - type: accuracy\n      value: 0.{i}\n      name: Exact set-match accuracy\n      config: extract_answer\n"
+        for i in (3, 4, 5))
+    card.write_text("---\nmodel-index:\n- name: m\n  results:\n  - task:\n      type: multiple-choice\n"
+                    "      name: emsqa_public_cot\n    dataset:\n      name: EMSQA (emsqa_public_cot)\n"
+                    "      type: Xueren/EMS-MCQA\n      split: test\n    metrics:\n" + merged + "---\n")
+    results = [variant_result(t, 0.5) for t in VARIANTS]
+    update_card(card, "m", results, "x")
+    ours = _index(card)[0]["results"]
+    assert [(r["task"]["name"], [m["value"] for m in r["metrics"]]) for r in ours] == [(t, [0.5]) for t in VARIANTS]
+    once = card.read_bytes()
+    assert update_card(card, "m", results, "x") is False and card.read_bytes() == once
+
+
+def test_foreign_results_in_our_models_entry_are_kept_verbatim(tmp_path):
+    card = tmp_path / "README.md"
+    theirs = "  - task: {type: text-generation, name: mmlu}   # by hand\n    dataset: {name: MMLU, type: cais/mmlu}\n    metrics: [{type: acc, value: 1}]\n"
+    card.write_text("---\nmodel-index:\n- name: m\n  results:\n" + theirs + "---\n")
+    update_card(card, "m", [variant_result("emsqa_public_cot", 0.5)], "x")
+    assert theirs in card.read_text()
+    assert [r["task"]["name"] for r in _index(card)[0]["results"]] == ["mmlu", "emsqa_public_cot"]
+
+
+def test_flow_style_model_index_is_rewritten_but_stays_correct(tmp_path):
+    card = tmp_path / "README.md"
+    card.write_text("---\nlicense: mit\nmodel-index: [{name: m, results: []}]\n# after\n---\nbody\n")
+    update_card(card, "m", [variant_result("emsqa_public_cot", 0.5)], "x")
+    text = card.read_text()
+    assert text.startswith("---\nlicense: mit\nmodel-index:\n") and "# after\n---\nbody\n" in text
+    assert _index(card)[0]["results"][0]["task"]["name"] == "emsqa_public_cot"
+    once = card.read_bytes()
+    assert update_card(card, "m", [variant_result("emsqa_public_cot", 0.5)], "x") is False and card.read_bytes() == once
+
+
+@pytest.mark.parametrize(
+    "model_arg, expected",
+    [
+        ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"),
+        ("gpt2", "gpt2"),
+        ("/home/ann/models/llama-7b-sft/", "llama-7b-sft"),
+        ("./checkpoints/step-400", "step-400"),
+        ("~/models/tiny", "tiny"),
+        ("/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B/snapshots/0a1b2c", "Qwen/Qwen2.5-0.5B"),
+        ("C:\\models\\phi-2", "phi-2"),
+        ("runs/exp 1/model", "model"),
+    ],
+)
+def test_a_local_path_never_becomes_the_card_name(model_arg, expected):
+    from medeval_metrics.report.runs import card_model_name
+
+    assert card_model_name(model_arg) == expected
+
+
+def test_a_saved_model_folder_is_named_after_the_repo_it_came_from(tmp_path):
+    from medeval_metrics.report.runs import card_model_name
+
+    saved = tmp_path / "finetuned"
+    saved.mkdir()
+    (saved / "config.json").write_text('{"_name_or_path": "meta-llama/Llama-3.1-8B"}')
+    assert card_model_name(str(saved)) == "meta-llama/Llama-3.1-8B"
+    (saved / "config.json").write_text(f'{{"_name_or_path": "{tmp_path}/base"}}')  # saved from another local folder
+    assert card_model_name(str(saved)) == "finetuned"
+
+
+def _results_json(folder, date, model_args, values, limit=None, use_cache=None):
+    """A results file as lm-eval writes it, for the EMSQA variants (``values``: task -> acc)."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    results = {t: {"alias": t, "acc,extract_answer": v, "acc_stderr,extract_answer": 0.01} for t, v in values.items()}
+    (folder / f"results_{date}.json").write_text(json.dumps({
+        "results": results, "versions": {t: 1 for t in values}, "n-shot": {t: 0 for t in values},
+        "n-samples": {t: {"original": 3721, "effective": 3721} for t in values},
+        "config": {"model": "hf", "model_args": model_args, "limit": limit, "use_cache": use_cache},
+    }))
+
+
+def test_report_of_variants_into_a_card_is_idempotent_and_names_the_folder(tmp_path):
+    from medeval_metrics.report import build_report
+
+    values = {"emsqa_public_cot": 0.41, "emsqa_public_expert_cot": 0.43, "emsqa_public_mc": 0.47}
+    _results_json(tmp_path / "out" / "model", "2026-01-01T10-00-00.000001", "pretrained=/data/ckpt/my-sft", values)
+    card = tmp_path / "README.md"
+    card.write_bytes(_card("\r\n", "\ufeff"))
+    build_report([tmp_path / "out"], tmp_path / "r", figures=False, update_card=card)
+    once = card.read_bytes()
+    for _ in range(2):
+        report = build_report([tmp_path / "out"], tmp_path / "r", figures=False, update_card=card)
+        assert report["card_updated"] is False
+    assert card.read_bytes() == once
+    index = _index(card)
+    assert index[1]["name"] == "my-sft" and b"/data/ckpt" not in once
+    assert [(r["task"]["name"], [m["value"] for m in r["metrics"]]) for r in index[1]["results"]] == [
+        (t, [v]) for t, v in values.items()]
+    assert "/data/ckpt" not in (tmp_path / "r" / "model_index.yaml").read_text()
+    # --model-name overrides (and is a new entry: the card's entries are keyed by model)
+    build_report([tmp_path / "out"], tmp_path / "r", figures=False, update_card=card, model_name="ann/my-sft-v2")
+    assert [e["name"] for e in _index(card)] == ["their-model", "my-sft", "ann/my-sft-v2"]
+    assert yaml.safe_load((tmp_path / "r" / "model_index.yaml").read_text())["model-index"][0]["name"] == "ann/my-sft-v2"
+
+
+def test_reruns_with_the_same_settings_in_one_folder_collapse_to_the_newest(tmp_path):
+    from medeval_metrics.report.runs import load_runs
+
+    args = "pretrained=org/m"
+    _results_json(tmp_path / "o", "2026-01-01T10-00-00.000001", args, {"emsqa_public_cot": 0.1})
+    _results_json(tmp_path / "o", "2026-01-02T10-00-00.000001", args, {"emsqa_public_cot": 0.2}, use_cache="/c")  # a resume
+    _results_json(tmp_path / "o", "2026-01-03T10-00-00.000001", args, {"emsqa_public_mc": 0.3})  # other tasks: kept
+    _results_json(tmp_path / "o", "2026-01-04T10-00-00.000001", args, {"emsqa_public_cot": 0.4}, limit=5)  # other settings
+    _results_json(tmp_path / "p", "2026-01-05T10-00-00.000001", args, {"emsqa_public_cot": 0.5})  # other folder
+    notes: list[str] = []
+    runs = load_runs([tmp_path], notes)
+    assert [r.results["results"][next(iter(r.results["results"]))]["acc,extract_answer"] for r in runs] == [0.2, 0.3, 0.4, 0.5]
+    assert len(notes) == 1 and "2 runs with the same settings; reporting the newest (results_2026-01-02" in notes[0]
+
+
+# --------------------------------------------------------------------------- numbers and figures (issue 13.6, 13.7)
+
+
+def _captured_figure(monkeypatch, draw):
+    """Draw a figure and return it (before it is closed), rendered."""
+    from medeval_metrics.report import figures
+
+    captured = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, path: captured.setdefault("fig", fig) and path)
+    draw(figures)
+    fig = captured["fig"]
+    fig.canvas.draw()
+    return fig
+
+
+LONG_TITLE = ("Qwen/Qwen2.5-7B-Instruct (2026-01-01T10-00-00): emsqa_private_expert_cot by level x subject_area "
+              "(40 largest of 112) with a run label that goes on and on and on for much longer than any figure")
+
+
+@pytest.mark.parametrize("kind", ["category", "comparison", "judge"])
+def test_titles_fit_the_figure_width(monkeypatch, kind):
+    def draw(figures):
+        cell = {"value": 0.5, "stderr": 0.1, "n": 3}
+        if kind == "category":
+            figures.category_scores_figure(None, LONG_TITLE, "acc", {"a": cell})
+        elif kind == "comparison":
+            figures.comparison_figure(None, LONG_TITLE, "acc", {"t": {"run": cell}})
+        else:
+            figures.judge_distribution_figure(None, LONG_TITLE, {"j": {"accuracy": [1, 5, None]}})
+
+    fig = _captured_figure(monkeypatch, draw)
+    renderer = fig.canvas.get_renderer()
+    box, width = fig._suptitle.get_window_extent(renderer), fig.get_figwidth() * fig.dpi
+    assert 0 <= box.x0 and box.x1 <= width and box.y1 <= fig.get_figheight() * fig.dpi
+    assert fig._suptitle.get_text().count("\n") <= 1  # two lines at most: the rest is shortened
+    assert fig._suptitle.get_text().startswith("Qwen/Qwen2.5-7B-Instruct")
+
+
+def test_every_bar_has_a_value_label_and_a_single_item_no_interval(monkeypatch):
+    cats = {"zero": {"value": 0.0, "stderr": 0.0, "n": 12}, "one item": {"value": 1.0, "stderr": None, "n": 1},
+            "some": {"value": 0.35, "stderr": 0.05, "n": 40}}
+    fig = _captured_figure(monkeypatch, lambda f: f.category_scores_figure(None, "t", "acc", cats))
+    ax = fig.axes[0]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.00", "0.35", "1.00 (no CI)"]
+    # intervals: one error bar per category with a stderr (two), none for the single item
+    segments = [c for c in ax.collections if c.__class__.__name__ == "LineCollection"]
+    assert sum(len(c.get_segments()) for c in segments) == 2
+
+
+def test_breakdown_stderr_is_na_for_a_single_item():
+    from medeval_metrics.breakdown import BreakdownSpec, breakdown_markdown, compute_breakdown, doc_field
+
+    samples = [{"doc": {"level": "emt"}, "acc": 1.0}, {"doc": {"level": "emt"}, "acc": 0.0}, {"doc": {"level": "emr"}, "acc": 1.0}]
+    out = compute_breakdown(samples, BreakdownSpec(metrics=("acc",), dimensions={"level": doc_field("level")}))
+    assert out["none"]["level"]["emr"]["acc"] == {"value": 1.0, "stderr": None, "n": 1}
+    assert out["none"]["level"]["emt"]["acc"] == {"value": 0.5, "stderr": pytest.approx(0.5), "n": 2}
+    text = breakdown_markdown("t", out)
+    assert "| emr | 1 | 1.0000 ± N/A |" in text and "| emt | 2 | 0.5000 ± 0.5000 |" in text
+
+
+def test_helper_fields_are_a_note_not_a_metric_row():
+    from medeval_metrics.report.runs import Run
+    from medeval_metrics.report.tables import run_section
+
+    run = Run(results_path=__import__("pathlib").Path("/x/results_2026-01-01T00-00-00.json"), results={
+        "results": {"medicationqa": {"rougeL,none": 0.2, "rougeL_stderr,none": 0.01, "judge_computed,none": 1.0,
+                                     "judge_computed_stderr,none": 0.0}},
+        "n-samples": {"medicationqa": {"original": 690, "effective": 690}}, "config": {"model": "hf"}})
+    run.label = "m"
+    section = run_section(run, "0")
+    assert "(`judge_computed`)" not in section and "Items judged" not in section
+    assert "`medicationqa` judge_computed = 1.0000 (share of items the judge panel was asked about" in section
+    assert "ROUGE-L (`rougeL`) | 0.2000 | 0.0100 | 690 |" in section

@@ -49,16 +49,19 @@ def build_report(
     source_name: str | None = None,
     source_url: str | None = None,
     include_partial_runs: bool = False,
+    model_name: str | None = None,
 ) -> dict[str, Any]:
     """Write the report files (see ``medeval_metrics.report``); returns the contents of ``report.json``."""
     from medeval_metrics import __version__
     from medeval_metrics.report import model_card, tables
+    from medeval_metrics.report.runs import card_model_name
 
     if figures:  # fail before writing anything when the figures cannot be drawn
         from medeval_metrics.report.figures import _pyplot
 
         _pyplot()
-    runs = _load_runs(folders)
+    load_notes: list[str] = []
+    runs = _load_runs(folders, load_notes)
     out = _Output(Path(output))
     out.folder.mkdir(parents=True, exist_ok=True)
     source = {"source_name": source_name or model_card.DEFAULT_SOURCE_NAME,
@@ -68,7 +71,10 @@ def build_report(
     for run in runs:
         models.setdefault(run.model_name, []).append(run)
     publishable = {m: [r for r in rs if include_partial_runs or not r.partial] for m, rs in models.items()}
-    index_files, notes = _write_model_indexes(out, models, publishable, source)
+    card_model = _card_model(models, model)
+    names = _card_names(models, card_model, model_name)
+    index_files, notes = _write_model_indexes(out, models, publishable, source, names)
+    notes = load_notes + notes
 
     sections = {run.label: tables.run_section(run, __version__) for run in runs}
     results_md = ["# medeval results", "", INTRO, ""]
@@ -86,16 +92,15 @@ def build_report(
 
     figure_files = _write_figures(out, runs, all_breakdowns, judge_collected) if figures else []
 
-    card_model = _card_model(models, model)
     card_section = _card_section(sections, publishable[card_model] or models[card_model])
     out.write("card_section.md", card_section)
     card_changed = None
     if update_card is not None:
-        card_changed = _update_card(Path(update_card), card_model, publishable[card_model], card_section, source)
+        card_changed = _update_card(Path(update_card), names[card_model], publishable[card_model], card_section, source)
 
     report = {
         "medeval_metrics_version": __version__,
-        "runs": [{"label": run.label, "model": run.model_name, "results_file": str(run.results_path),
+        "runs": [{"label": run.label, "model": card_model_name(run.model_name), "results_file": str(run.results_path),
                   "samples_files": {t: str(p) for t, p in run.sample_paths.items()},
                   "scores": [row.__dict__ for row in tables.score_rows(run)]} for run in runs],
         "model_index_files": index_files,
@@ -108,12 +113,12 @@ def build_report(
     return report
 
 
-def _load_runs(folders: list[Path]) -> list:
+def _load_runs(folders: list[Path], notes: list[str]) -> list:
     from medeval_metrics.data import MedevalDataError
     from medeval_metrics.report import tables
     from medeval_metrics.report.runs import load_runs
 
-    runs = load_runs([Path(f) for f in folders])
+    runs = load_runs([Path(f) for f in folders], notes)
     if not any(tables.score_rows(run) for run in runs):
         raise MedevalDataError(
             f"{', '.join(str(f) for f in folders)}: no medeval task in these results. "
@@ -122,20 +127,28 @@ def _load_runs(folders: list[Path]) -> list:
     return runs
 
 
+def _card_names(models: dict[str, list], card_model: str, model_name: str | None) -> dict[str, str]:
+    """The name each model gets on a card: its repo id or folder name, never a local path;
+    ``--model-name`` overrides the card model's."""
+    from medeval_metrics.report.runs import card_model_name
+
+    return {m: (model_name if model_name and m == card_model else card_model_name(m)) for m in models}
+
+
 def _write_model_indexes(out: _Output, models: dict[str, list], publishable: dict[str, list],
-                         source: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+                         source: dict[str, str], names: dict[str, str]) -> tuple[dict[str, str], list[str]]:
     """One model-index per model; runs with --limit stay out of card metadata unless asked for."""
     from medeval_metrics.report import model_card
 
     index_files, notes = {}, []
-    for model_name, model_runs in publishable.items():
+    for raw_name, model_runs in publishable.items():
         if not model_runs:
-            notes.append(f"{model_name}: no model-index written: every run used --limit (partial test sets); "
+            notes.append(f"{names[raw_name]}: no model-index written: every run used --limit (partial test sets); "
                          "pass --include-partial-runs to publish them anyway")
             continue
-        name = "model_index.yaml" if len(models) == 1 else f"model_index_{_slug(model_name)}.yaml"
-        out.write(name, model_card.model_index_yaml(model_name, model_card.runs_eval_results(model_runs, **source)))
-        index_files[model_name] = name
+        name = "model_index.yaml" if len(models) == 1 else f"model_index_{_slug(names[raw_name])}.yaml"
+        out.write(name, model_card.model_index_yaml(names[raw_name], model_card.runs_eval_results(model_runs, **source)))
+        index_files[names[raw_name]] = name
     return index_files, notes
 
 
@@ -268,7 +281,7 @@ def _comparison_figures(runs, output: Path, fig) -> list[str]:
             if row.metric != tables.task_primary_metric(row.task)[1]:
                 continue
             per_figure.setdefault((row.benchmark, row.metric), {}).setdefault(row.task, {})[run.label] = {
-                "value": row.value, "stderr": row.stderr or 0.0, "n": row.samples,
+                "value": row.value, "stderr": row.stderr, "n": row.samples,
             }
     names = []
     for (benchmark, metric), series in sorted(per_figure.items()):
@@ -285,6 +298,10 @@ def _card_model(models: dict[str, list], chosen: str | None) -> str:
     from medeval_metrics.data import MedevalDataError
 
     if chosen is not None:
+        from medeval_metrics.report.runs import card_model_name
+
+        by_card_name = {card_model_name(m): m for m in models}
+        chosen = chosen if chosen in models else by_card_name.get(chosen, chosen)
         if chosen not in models:
             raise MedevalDataError(f"--model {chosen!r} is not among the runs' models: {sorted(models)}.")
         return chosen

@@ -30,6 +30,7 @@ def _build_from_args(args: argparse.Namespace) -> dict[str, Any]:
         args.folders, Path(args.output), figures=not args.no_figures,
         update_card=Path(args.update_card) if args.update_card else None, model=args.model,
         source_name=args.source_name, source_url=args.source_url, include_partial_runs=args.include_partial_runs,
+        model_name=args.model_name,
     )
     for note in report["notes"]:
         print(f"medeval report: note: {note}", file=sys.stderr)
@@ -42,6 +43,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, help="folder to write the report into")
     p.add_argument("--update-card", metavar="README.md", help="merge the results into this model card in place")
     p.add_argument("--model", help="with runs of several models: the one whose card is written/updated")
+    p.add_argument("--model-name", help="the model's name on the card and in model_index.yaml (default: its Hub id, "
+                   "or the local folder's name; a local path is never used)")
     p.add_argument("--include-partial-runs", action="store_true",
                    help="also put runs made with --limit into the model-index (left out by default: not comparable)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures (no matplotlib needed)")

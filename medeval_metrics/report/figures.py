@@ -2,11 +2,14 @@
 judge score distributions per dimension, and a side-by-side comparison of runs.
 
 Figures have a fixed width (``WIDTH_IN`` at ``DPI``) and a height that grows with the number of
-bars, so their pixel size is predictable (``figure_size``).
+bars, so their pixel size is predictable (``figure_size``). Every bar carries its value as a label
+(a zero bar reads "0.00", so zero and missing differ), an interval is drawn only where a stderr
+exists (none for a single item), and titles are wrapped, then shortened, to fit the width.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,9 @@ WIDTH_IN = 8.0
 BAR_IN = 0.32  # height per bar
 BASE_IN = 1.6  # title, axis and margins
 LEGEND_ROW_IN = 0.25  # one legend entry below the axes
+TITLE_SIZE = 10
+TITLE_LINES = 2  # a longer title is shortened with "..."
+TITLE_MARGIN = 0.02  # of the figure width, on each side
 
 
 class MissingReportExtra(RuntimeError):
@@ -52,28 +58,78 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _clipped_ci(value: float, stderr: float, low: float, high: float) -> tuple[float, float]:
+def fit_title(fig, text: str, fontsize: int = TITLE_SIZE):
+    """The figure's title, wrapped (then shortened) until it fits the figure's width; returns the Text."""
+    width_px = fig.get_figwidth() * fig.dpi * (1 - 2 * TITLE_MARGIN)
+    renderer = fig.canvas.get_renderer()
+    title = fig.suptitle(text, fontsize=fontsize, y=1 - 0.08 / fig.get_figheight(), va="top")
+    chars = len(text)
+    while chars > 10:
+        lines = textwrap.wrap(text, chars, break_long_words=True, break_on_hyphens=False) or [text]
+        if len(lines) > TITLE_LINES:
+            lines = lines[: TITLE_LINES - 1] + [textwrap.shorten(" ".join(lines[TITLE_LINES - 1:]), chars, placeholder="...")]
+        title.set_text("\n".join(lines))
+        if title.get_window_extent(renderer).width <= width_px:
+            break
+        chars -= max(1, chars // 12)
+    return title
+
+
+def _interval(value: float, stderr: float | None, low: float, high: float) -> tuple[float, float] | None:
+    """The 95% normal CI as (minus, plus) offsets, clipped to the scale; None without a stderr."""
+    if stderr is None:
+        return None
     lo, hi = normal_ci(value, stderr)
     return value - max(lo, low), min(hi, high) - value
+
+
+def _clipped_ci(value: float, stderr: float | None, low: float, high: float) -> tuple[float, float]:
+    return _interval(value, stderr, low, high) or (0.0, 0.0)
+
+
+def _value_label(value: float, scale: tuple[float, float]) -> str:
+    return f"{value:.1f}" if scale[1] - scale[0] > 10 else f"{value:.2f}"
+
+
+def _bars_with_labels(ax, positions, values, stderrs, scale, height, **bar_args) -> None:
+    """Horizontal bars, a 95% CI where a stderr exists, the value at each bar's end, and a tick at the
+    scale's start so that a zero bar is visibly there."""
+    ax.barh(positions, [v - scale[0] for v in values], left=scale[0], height=height, **bar_args)
+    with_ci = [(p, v, _interval(v, s, *scale)) for p, v, s in zip(positions, values, stderrs)]
+    with_ci = [(p, v, ci) for p, v, ci in with_ci if ci is not None]
+    if with_ci:
+        ax.errorbar([v for _, v, _ in with_ci], [p for p, _, _ in with_ci],
+                    xerr=[[ci[0] for *_, ci in with_ci], [ci[1] for *_, ci in with_ci]],
+                    fmt="none", ecolor="black", elinewidth=1, capsize=3)
+    span = scale[1] - scale[0]
+    for position, value, stderr in zip(positions, values, stderrs):
+        ax.plot([scale[0], scale[0]], [position - height * 0.4, position + height * 0.4], color="black", linewidth=1.5)
+        ci = _interval(value, stderr, *scale)
+        end = value + (ci[1] if ci else 0.0)
+        inside = end + 0.09 * span > scale[1]
+        x = value - (ci[0] if ci else 0.0) - 0.01 * span if inside else end + 0.01 * span  # clear of the CI line
+        ax.text(x, position, _value_label(value, scale) + ("" if stderr is not None else " (no CI)"),
+                va="center", ha="right" if inside else "left", fontsize=7,
+                color="white" if inside and value - scale[0] > 0.12 * span else "black")
 
 
 def category_scores_figure(
     path: Path, title: str, metric_label: str, categories: dict[str, dict[str, float]], scale: tuple[float, float] = (0.0, 1.0)
 ) -> Path:
-    """Horizontal bars of ``categories[name] = {value, stderr, n}`` with 95% normal CIs (clipped to the scale)."""
+    """Horizontal bars of ``categories[name] = {value, stderr, n}`` with 95% normal CIs (clipped to the
+    scale; none where stderr is None, i.e. a single item)."""
     plt = _pyplot()
     names = list(categories)
     width, height = figure_size(len(names))
     fig, ax = plt.subplots(figsize=(width / DPI, height / DPI), dpi=DPI)
-    values = [categories[n]["value"] for n in names]
-    errors = [_clipped_ci(categories[n]["value"], categories[n]["stderr"], *scale) for n in names]
     positions = list(range(len(names)))[::-1]
-    ax.barh(positions, values, xerr=list(zip(*errors)) if errors else None, color="#4C72B0", capsize=3)
+    _bars_with_labels(ax, positions, [categories[n]["value"] for n in names], [categories[n].get("stderr") for n in names],
+                      scale, 0.8, color="#4C72B0")
     ax.set_yticks(positions, [f"{n} (n={categories[n]['n']})" for n in names], fontsize=8)
     ax.set_xlim(*scale)
-    ax.set_xlabel(f"{metric_label} (bars: 95% CI)")
-    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(f"{metric_label} (lines: 95% CI)")
     fig.subplots_adjust(left=0.45, right=0.97, bottom=BASE_IN * 0.45 / (height / DPI), top=1 - BASE_IN * 0.3 / (height / DPI))
+    fit_title(fig, title)
     return _save(fig, path)
 
 
@@ -88,16 +144,24 @@ def judge_distribution_figure(path: Path, title: str, collected: dict[str, dict[
     fig, axes = plt.subplots(len(dimensions), 1, figsize=(width / DPI, height / DPI), dpi=DPI, squeeze=False)
     bar = 0.8 / max(len(judges), 1)
     for ax, dimension in zip(axes[:, 0], dimensions):
+        top = 0
         for j, judge in enumerate(judges):
             values = collected[judge].get(dimension, [])
             counts = [sum(1 for v in values if v == s) for s in scores] + [sum(1 for v in values if v is None)]
-            ax.bar([i + j * bar for i in range(len(labels))], counts, width=bar, label=judge)
+            xs = [i + j * bar for i in range(len(labels))]
+            ax.bar(xs, counts, width=bar, label=judge)
+            for x, count in zip(xs, counts):  # the count on every bar, 0 included
+                ax.text(x, count, str(count), ha="center", va="bottom", fontsize=7)
+            top = max([top, *counts])
+        ax.set_ylim(0, max(1, top) * 1.18)
         ax.set_xticks([i + bar * (len(judges) - 1) / 2 for i in range(len(labels))], labels)
-        ax.set_title(f"{title}: {dimension}", fontsize=10)
+        ax.set_title(dimension, fontsize=9)
         ax.set_ylabel("items")
         ax.yaxis.get_major_locator().set_params(integer=True)
     axes[0, 0].legend(fontsize=8)
-    fig.tight_layout()
+    title_in = 0.55
+    fig.tight_layout(rect=(0, 0, 1, 1 - title_in / (height / DPI)))
+    fit_title(fig, f"{title}: judge scores")
     return _save(fig, path)
 
 
@@ -114,22 +178,23 @@ def comparison_figure(
     legend_in = LEGEND_ROW_IN * len(labels)
     fig, ax = plt.subplots(figsize=(width / DPI, height / DPI), dpi=DPI)
     bar = 0.8 / max(len(labels), 1)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for j, label in enumerate(labels):
-        positions, values, errors = [], [], []
+        positions, values, stderrs = [], [], []
         for i, task in enumerate(tasks):
             cell: dict[str, Any] | None = series[task].get(label)
             if cell is None:
                 continue
             positions.append(len(tasks) - 1 - i + (len(labels) - 1 - j) * bar)
             values.append(cell["value"])
-            errors.append(_clipped_ci(cell["value"], cell["stderr"], *scale))
-        ax.barh(positions, values, height=bar, xerr=list(zip(*errors)) if errors else None, capsize=2, label=label)
+            stderrs.append(cell.get("stderr"))
+        _bars_with_labels(ax, positions, values, stderrs, scale, bar, label=label, color=colours[j % len(colours)])
     ax.set_yticks([len(tasks) - 1 - i + bar * (len(labels) - 1) / 2 for i in range(len(tasks))], tasks, fontsize=8)
     ax.set_xlim(*scale)
-    ax.set_xlabel(f"{metric_label} (bars: 95% CI)")
-    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(f"{metric_label} (lines: 95% CI)")
     # the legend sits below the x axis label, in the space figure_size reserved for it
     fig.legend(fontsize=8, loc="lower center", ncol=1, frameon=False)
     fig.subplots_adjust(left=0.3, right=0.97, bottom=(BASE_IN * 0.45 + legend_in) / (height / DPI),
                         top=1 - BASE_IN * 0.3 / (height / DPI))
+    fit_title(fig, title)
     return _save(fig, path)

@@ -9,12 +9,12 @@ still goes through ``redact``.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.redact import DISPLAY_REDACTED as REDACTED
 from medeval_metrics.redact import redact_for_display
 
 # Model arguments that name the model; every other model argument is left out of reports.
@@ -99,12 +99,12 @@ class Run:
         """The settings that change scores, as printable strings (never raw model_args or metadata)."""
         results, config = self.results, self.results.get("config", {})
         args = parse_model_args(config.get("model_args"))
-        model_bits = [f"{key}={redact(args[key])}" for key in SAFE_MODEL_ARGS if args.get(key)]
+        model_bits = [f"{key}={redact(_no_local_path(args[key]))}" for key in SAFE_MODEL_ARGS if args.get(key)]
         chat_template = results.get("chat_template")
         system = results.get("system_instruction")
         gen_kwargs = config.get("gen_kwargs")
         settings = {
-            "model": f"{config.get('model', '?')} ({', '.join(model_bits) or redact(self.model_name)})",
+            "model": f"{config.get('model', '?')} ({', '.join(model_bits) or redact(_no_local_path(self.model_name))})",
             "chat template": (
                 f"applied (sha256 {str(results.get('chat_template_sha') or '')[:12]})" if chat_template else "not applied"
             ),
@@ -161,8 +161,38 @@ def _samples_for(results_path: Path, tasks: list[str]) -> dict[str, Path]:
     return found
 
 
-def load_runs(folders: list[Path]) -> list[Run]:
-    """Every run (results JSON) under the given lm-eval output folders or results files, oldest first."""
+def _settings_key(run: Run) -> str:
+    """What makes two runs in one folder the same evaluation: model, command-line config, tasks, their
+    versions and data (lm-eval's task hashes), few-shot counts, chat template and system instruction
+    (not the date, nor settings that do not change scores: batch size, device, the answer cache)."""
+    results = run.results
+    config = {k: v for k, v in results.get("config", {}).items()
+              if k not in ("batch_size", "batch_sizes", "device", "use_cache")}
+    return json.dumps([str(run.results_path.parent), config, sorted(results.get("results", {})),
+                       results.get("versions"), results.get("task_hashes"), results.get("n-shot"), results.get("chat_template_sha"),
+                       results.get("system_instruction_sha"), results.get("fewshot_as_multiturn")],
+                      sort_keys=True, default=str)
+
+
+def _newest_of_repeats(runs: list[Run], notes: list[str]) -> list[Run]:
+    """Runs with the same settings in one folder (a re-run into the same --output_path) collapse to the newest."""
+    newest: dict[str, Run] = {}
+    for run in runs:  # oldest first, so the last one wins
+        newest[_settings_key(run)] = run
+    kept = [run for run in runs if newest[_settings_key(run)] is run]
+    for run in kept:
+        dropped = [r for r in runs if r is not run and _settings_key(r) == _settings_key(run)]
+        if dropped:
+            notes.append(f"{run.results_path.parent}: {len(dropped) + 1} runs with the same settings; reporting the newest "
+                         f"({run.results_path.name}), not {', '.join(r.results_path.name for r in dropped)}")
+    return kept
+
+
+def load_runs(folders: list[Path], notes: list[str] | None = None) -> list[Run]:
+    """Every run (results JSON) under the given lm-eval output folders or results files, oldest first.
+
+    Runs with the same settings in one folder collapse to the newest; ``notes`` (if given) says so.
+    """
     runs = []
     for folder in folders:
         folder = Path(folder)
@@ -194,15 +224,49 @@ def load_runs(folders: list[Path]) -> list[Run]:
                 raise MedevalDataError(f"{path}: has no 'results' section; is it an lm-eval results file?")
             runs.append(Run(path, results, _samples_for(path, sorted(results["results"]))))
     runs.sort(key=lambda run: (run.date, str(run.results_path)))
+    runs = _newest_of_repeats(runs, notes if notes is not None else [])
     _label_runs(runs)
     return runs
 
 
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_HUB_CACHE_FOLDER = re.compile(r"^models--([^/]+?)--([^/]+)$")
+
+
+def _is_local_path(model_name: str) -> bool:
+    return model_name.startswith(("/", ".", "~", "\\")) or bool(re.match(r"^[A-Za-z]:[\\/]", model_name)) or (
+        "/" in model_name and not _HUB_ID.match(model_name))
+
+
+def card_model_name(model_name: str) -> str:
+    """The name a model card gives the model: a Hub id as it is; for a local folder, the repo id it
+    was saved from (a Hub cache snapshot's ``models--org--name``, or the ``_name_or_path`` in its
+    config.json when that is a repo id), else the folder's name. A local path never becomes the name."""
+    if not _is_local_path(model_name):
+        return model_name
+    parts = [p for p in model_name.replace("\\", "/").rstrip("/").split("/") if p]
+    for part in parts:
+        match = _HUB_CACHE_FOLDER.match(part)
+        if match:
+            return f"{match.group(1)}/{match.group(2)}"
+    folder = Path(model_name).expanduser()
+    try:
+        saved_from = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        saved_from = None
+    if isinstance(saved_from, str) and _HUB_ID.match(saved_from) and not Path(saved_from).exists():
+        return saved_from
+    return parts[-1] if parts else "unknown-model"
+
+
+def _no_local_path(value: str) -> str:
+    """A model path as a card may show it: a local folder by its name only (its place on disk is private)."""
+    return f"{card_model_name(value)} (local folder)" if _is_local_path(value) else value
+
+
 def _short_name(model_name: str) -> str:
-    """A local model path shortens to its folder name; a Hub id (``org/name``) stays whole."""
-    if model_name.startswith(("/", ".", "~")):
-        return model_name.rstrip("/").split("/")[-1] or model_name
-    return model_name
+    """A local model path shortens to its folder name (or the repo id it came from); a Hub id stays whole."""
+    return card_model_name(model_name)
 
 
 def _label_runs(runs: list[Run]) -> None:

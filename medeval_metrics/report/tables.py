@@ -78,10 +78,21 @@ def _samples_text(row: ScoreRow) -> str:
     return f"{row.samples:,}"
 
 
+# Per-item bookkeeping the tasks emit as metrics, not scores: said in a note below the table, not as a row.
+HELPER_METRICS = {"judge_computed": "share of items the judge panel was asked about"}
+
+
+def helper_notes(rows: list[ScoreRow]) -> list[str]:
+    return [f"`{row.task}` {row.metric} = {_fmt(row.value)} ({HELPER_METRICS[row.metric]}; bookkeeping, not a score)"
+            for row in rows if row.metric in HELPER_METRICS]
+
+
 def results_table(rows: list[ScoreRow]) -> str:
     header = "| Task | Version | Filter | n-shot | Metric | Value | ± Stderr | Samples |"
     lines = [header, "|---|---|---|---|---|---:|---:|---:|"]
     for row in rows:
+        if row.metric in HELPER_METRICS:
+            continue
         info = metric_info(row.benchmark, row.metric)
         lines.append(
             f"| `{row.task}` | {row.version} | {row.filter} | {row.n_shot} | {info.label} (`{row.metric}`) "
@@ -99,8 +110,11 @@ def settings_table(settings: dict[str, str]) -> str:
 def run_section(run: Run, pack_version: str, heading: str = "###") -> str:
     rows = score_rows(run)
     settings = {**run.settings(), "medeval-metrics version (report)": pack_version}
-    parts = [f"{heading} {run.label}", "", results_table(rows) if rows else "_No medeval task in this run._", "",
-             "Settings that change scores:", "", settings_table(settings)]
+    parts = [f"{heading} {run.label}", "", results_table(rows) if rows else "_No medeval task in this run._", ""]
+    notes = helper_notes(rows)
+    if notes:
+        parts += ["Notes: " + "; ".join(notes) + ".", ""]
+    parts += ["Settings that change scores:", "", settings_table(settings)]
     generation = _task_generation_settings(run, [r.task for r in rows])
     if generation:
         parts += ["", "Generation settings per task (task YAML, after command-line overrides):", "", generation]
@@ -124,7 +138,7 @@ def _task_generation_settings(run: Run, tasks: list[str]) -> str:
 def comparison_table(runs: list[Run]) -> str:
     """One row per (task, metric, filter), one column per run: value ± stderr (n)."""
     per_run = [{row.key: row for row in score_rows(run)} for run in runs]
-    keys = sorted({key for rows in per_run for key in rows})
+    keys = sorted({key for rows in per_run for key in rows if key[1] not in HELPER_METRICS})
     if not keys:
         return "_No medeval task in these runs._"
     header = "| Task | Metric | Filter | " + " | ".join(run.label.replace("|", "/") for run in runs) + " |"
@@ -138,6 +152,10 @@ def comparison_table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
+def _judge_stderr(cell: dict[str, Any]) -> str:
+    return "N/A" if cell.get("stderr") is None or cell.get("n", 0) < 2 else f"{cell['stderr']:.3f}"
+
+
 def judge_table(task: str, summary: dict[str, dict[str, dict[str, float]]]) -> str:
     """Mean judge score per judge and dimension: ``summary[judge][dimension] = {value, stderr, n}``."""
     dimensions = sorted({d for per_judge in summary.values() for d in per_judge})
@@ -147,7 +165,7 @@ def judge_table(task: str, summary: dict[str, dict[str, dict[str, float]]]) -> s
         cells = []
         for dimension in dimensions:
             cell = summary[judge].get(dimension)
-            cells.append("–" if cell is None else f"{cell['value']:.3f} ± {cell['stderr']:.3f} ({cell['n']})")
+            cells.append("–" if cell is None else f"{cell['value']:.3f} ± {_judge_stderr(cell)} ({cell['n']})")
         lines.append(f"| {judge} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
