@@ -79,7 +79,10 @@ def test_the_spec_is_found_and_lists(toyqa, capsys):
     assert [s.name for s in registry.benchmarks()][-1] == "toyqa"  # after the pack's own (listing_position)
     assert main(["list"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("toyqa_open"))
-    assert row.split()[:4] == ["toyqa_open", "generate_until", "test", "4"]
+    assert row.split()[:3] == ["toyqa_open", "generate", "4"]
+    assert "public: example/toyqa" in row
+    assert main(["list", "--markdown"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| `toyqa_open`"))
     assert "Hub `example/toyqa`, or local file via `toyqa_path`" in row
 
 
