@@ -130,6 +130,10 @@ def test_ql_csv_quirks(tmp_path):
         ("Question, Logical Form, QTemplate, LTemplate\nonly, two\n", "line 2: expected 4 columns"),
         ("Question, Logical Form, QTemplate, LTemplate\nq, A (x) [a=1, b=2], t, B (|y|) [c=x]\n", "line 2"),
         ("q, lf, qt, lt\n", "must start with the header"),
+        # Bounded work on adversarial rows (issue 15): a clear refusal, not a quadratic search or a huge regex.
+        ("Question, Logical Form, QTemplate, LTemplate\nq" + ", x" * 70 + "\n", "line 2: 71 comma-separated fields"),
+        ("Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (" + "|" * 20_000 + ")\n",
+         "line 2: the logical-form template is 20,004 characters long"),
     ],
 )
 def test_ql_csv_bad_rows(tmp_path, text, message):
