@@ -249,6 +249,7 @@ def test_window_keeps_the_evidence_and_rebases_positions():
     assert out["note"][kept[0]["evidence_start"]:].startswith("line 30") and out["qa_id"] == "n#1@window"
 
 
+@pytest.mark.e2e  # starts a subprocess or builds the tiny model
 def test_cli_prepare_prints_sizes(synthetic, tmp_path):
     result = run_cli(["emrqa-prepare", "--data-json", str(synthetic.data_json), "--data-ql-csv",
                       str(synthetic.data_ql_csv), "--cache-dir", str(tmp_path)], cwd=tmp_path)
@@ -289,6 +290,7 @@ def test_evidence_with_other_spacing_is_located_and_repeated_note_ids_are_kept_a
                                    "entities": ["81 mg"]} for r in records)
 
 
+@pytest.mark.e2e  # starts a subprocess or builds the tiny model
 def test_run_without_data_says_where_to_get_it(tmp_path):
     env = {"MEDEVAL_EMRQA_DATA_JSON": "", "MEDEVAL_EMRQA_DATA_QL_CSV": ""}
     proc = run_cli(["run", "--tasks", "emrqa_risk", "--model", "medeval-scripted"], cwd=tmp_path, env=env)
@@ -296,6 +298,7 @@ def test_run_without_data_says_where_to_get_it(tmp_path):
     assert "medeval: error:" in proc.stderr and "n2c2" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.e2e  # starts a subprocess or builds the tiny model
 def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model):
     from medeval_metrics.emrqa.tasks import ContextCheck, evidence_prompt
 

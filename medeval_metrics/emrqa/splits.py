@@ -109,6 +109,13 @@ def _bar(total: int, desc: str, enabled: bool | None) -> Any:
     return tqdm(total=total, desc=desc, unit="B", unit_scale=True, leave=False, disable=None if enabled is None else not enabled)
 
 
+def _size(path: Path) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError:
+        return 0  # the reader says what is wrong with the file
+
+
 def _advance(bar: Any) -> Any:
     return lambda done: bar.update(max(0, min(done, bar.total) - bar.n))
 
@@ -139,9 +146,9 @@ def prepare(
     try:
         stats = Checks()
         manifest: dict[str, Any] = {"prep_version": PREP_VERSION, "seed": seed, "test_fraction": TEST_FRACTION}
-        with _bar(Path(data_json).stat().st_size, "emrQA data.json", progress) as bar:
+        with _bar(_size(data_json), "emrQA data.json", progress) as bar:
             manifest["qa"] = _prepare_qa(Path(data_json), work, seed, stats, _advance(bar))
-        with _bar(Path(data_ql).stat().st_size, "emrQA data-ql.csv", progress) as bar:
+        with _bar(_size(data_ql), "emrQA data-ql.csv", progress) as bar:
             manifest["emrql"] = _prepare_emrql(Path(data_ql), work, seed, stats, _advance(bar))
         manifest["inputs"] = {
             "data_json_sha256": _sha256(Path(data_json)),
