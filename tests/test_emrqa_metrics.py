@@ -249,3 +249,53 @@ def test_entity_rule_no_longer_credits_a_substring_of_a_number():
     complex_gold = gold(LASIX_LINE, 75, "complex", ("aspirin", "25 mg"))
     assert score_evidence("aspirin and metoprolol 25 mg", [complex_gold], NOTE)["relaxed_em"] == 1.0
     assert score_evidence("aspirin and metoprolol 125 mg", [complex_gold], NOTE)["relaxed_em"] == 0.0
+
+
+def test_linear_text_helpers_equal_the_regex_definitions():
+    """normalise_lf, collapse and squad_tokens were rewritten for 1 MB worst cases (issue 15): same results."""
+    import random
+    import re
+    import string as string_module
+
+    from medeval_metrics.emrqa.metrics import collapse, normalise_lf, squad_tokens
+
+    def normalise_reference(text):
+        text = re.sub(r"\s+", " ", str(text)).strip()
+        return re.sub(r"\s*([\[\]{}(),=<>])\s*", r"\1", text)
+
+    def squad_reference(text):
+        text = "".join(ch for ch in text.lower() if ch not in set(string_module.punctuation))
+        return re.sub(r"\b(a|an|the)\b", " ", text).split()
+
+    rng = random.Random(15)
+    alphabet = list("ab ()[]{},=<>|.-'\t\n") + ["  ", "\u00a0", "\u2003", "The ", "A", "É"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 16)))
+        assert normalise_lf(text) == normalise_reference(text), repr(text)
+        assert collapse(text) == re.sub(r"\s+", " ", text.lower()).strip(), repr(text)
+        assert squad_tokens(text) == squad_reference(text), repr(text)
+    assert normalise_lf("{ LabEvent ( INR )  [ date = x ,  result = x ] }") == "{LabEvent(INR)[date=x,result=x]}"
+    assert normalise_lf("{" * 1000) == "{" * 1000 and normalise_lf(" { " * 3) == "{{{"
+
+
+def test_stats_bootstrap_is_the_macro_f1_bootstrap():
+    """The macro-F1 bootstrap is a thin use of the generic one, with the values of the earlier code."""
+    import random
+
+    from medeval_metrics import stats
+
+    pairs = [("A", "A"), ("A", "B"), ("B", "B"), ("B", "A"), ("A", "A"), ("B", "B"), ("C", None)]
+
+    def reference(items, iterations, seed):  # the emrQA bootstrap as it was written before the move
+        rng = random.Random(seed)
+        values = []
+        for _ in range(iterations):
+            sample = [items[rng.randrange(len(items))] for _ in range(len(items))]
+            values.append(macro_f1(sample))
+        mean = sum(values) / len(values)
+        return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+    assert bootstrap_stderr(pairs, iterations=300, seed=5) == reference(pairs, 300, 5)
+    assert stats.bootstrap_stderr(pairs, macro_f1, iterations=300, seed=5) == reference(pairs, 300, 5)
+    assert stats.bootstrap_stderr([2.0, 2.0, 2.0], lambda xs: sum(xs) / len(xs), iterations=50) == 0.0
+    assert stats.bootstrap_stderr([1.0], lambda xs: xs[0]) == 0.0

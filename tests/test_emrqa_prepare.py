@@ -130,6 +130,10 @@ def test_ql_csv_quirks(tmp_path):
         ("Question, Logical Form, QTemplate, LTemplate\nonly, two\n", "line 2: expected 4 columns"),
         ("Question, Logical Form, QTemplate, LTemplate\nq, A (x) [a=1, b=2], t, B (|y|) [c=x]\n", "line 2"),
         ("q, lf, qt, lt\n", "must start with the header"),
+        # Bounded work on adversarial rows (issue 15): a clear refusal, not a quadratic search or a huge regex.
+        ("Question, Logical Form, QTemplate, LTemplate\nq" + ", x" * 70 + "\n", "line 2: 71 comma-separated fields"),
+        ("Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (" + "|" * 20_000 + ")\n",
+         "line 2: the logical-form template is 20,004 characters long"),
     ],
 )
 def test_ql_csv_bad_rows(tmp_path, text, message):
@@ -245,6 +249,7 @@ def test_window_keeps_the_evidence_and_rebases_positions():
     assert out["note"][kept[0]["evidence_start"]:].startswith("line 30") and out["qa_id"] == "n#1@window"
 
 
+@pytest.mark.e2e  # starts a subprocess or builds the tiny model
 def test_cli_prepare_prints_sizes(synthetic, tmp_path):
     result = run_cli(["emrqa-prepare", "--data-json", str(synthetic.data_json), "--data-ql-csv",
                       str(synthetic.data_ql_csv), "--cache-dir", str(tmp_path)], cwd=tmp_path)
@@ -285,6 +290,7 @@ def test_evidence_with_other_spacing_is_located_and_repeated_note_ids_are_kept_a
                                    "entities": ["81 mg"]} for r in records)
 
 
+@pytest.mark.e2e  # starts a subprocess or builds the tiny model
 def test_run_without_data_says_where_to_get_it(tmp_path):
     env = {"MEDEVAL_EMRQA_DATA_JSON": "", "MEDEVAL_EMRQA_DATA_QL_CSV": ""}
     proc = run_cli(["run", "--tasks", "emrqa_risk", "--model", "medeval-scripted"], cwd=tmp_path, env=env)
@@ -292,6 +298,7 @@ def test_run_without_data_says_where_to_get_it(tmp_path):
     assert "medeval: error:" in proc.stderr and "n2c2" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.e2e  # starts a subprocess or builds the tiny model
 def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model):
     from medeval_metrics.emrqa.tasks import ContextCheck, evidence_prompt
 

@@ -45,7 +45,6 @@ MAX_PREDICTIONS = 10
 POSITION_TOLERANCE = 20
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = set(string.punctuation)
 
 
 @dataclass(frozen=True)
@@ -68,8 +67,11 @@ class GoldAnswer:
 # --- text normalisation ------------------------------------------------------------------------
 
 
+_DROP_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
 def squad_tokens(text: str) -> list[str]:
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = text.lower().translate(_DROP_PUNCTUATION)
     return _ARTICLES.sub(" ", text).split()
 
 

@@ -11,6 +11,8 @@ from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa.text import normalise_lf, template_pattern
 
 QL_HEADER = ("question", "logical form", "qtemplate", "ltemplate")
+MAX_FIELDS = 64  # upstream rows have 4 fields plus the unquoted commas of one logical form (a handful)
+MAX_TEMPLATE_CHARS = 10_000  # a template becomes one regex; upstream's are under 1,000 characters
 
 
 def read_ql_csv(
@@ -71,6 +73,16 @@ def _split_ql_fields(path: Path, line_number: int, fields: list[str], stats: Cou
             f"logical-form template), found {len(fields)}."
         )
     question, rest = fields[0].strip(), [f.strip() for f in fields[1:]]
+    if len(rest) > MAX_FIELDS:  # finding the logical form's end tries every pair of commas: bounded work
+        raise MedevalDataError(
+            f"{path}: line {line_number}: {len(fields)} comma-separated fields, more than any emrQA row has "
+            f"(at most {MAX_FIELDS + 1} are read). Quote the fields or regenerate data-ql.csv."
+        )
+    if len(rest[-1]) > MAX_TEMPLATE_CHARS:
+        raise MedevalDataError(
+            f"{path}: line {line_number}: the logical-form template is {len(rest[-1]):,} characters long "
+            f"(emrQA's are a few hundred; at most {MAX_TEMPLATE_CHARS:,} are read). Regenerate data-ql.csv."
+        )
     if len(rest) == 3 and template_pattern(rest[2], True).fullmatch(normalise_lf(rest[0])):
         lf, qt, lt = rest
     else:

@@ -110,11 +110,10 @@ def _bar(total: int, desc: str, enabled: bool | None) -> Any:
 
 
 def _size(path: Path) -> int:
-    """The bar's total; 0 for a file that cannot be read, which its reader then reports properly."""
     try:
-        return path.stat().st_size
+        return Path(path).stat().st_size
     except OSError:
-        return 0
+        return 0  # the reader says what is wrong with the file
 
 
 def _advance(bar: Any) -> Any:
@@ -147,9 +146,9 @@ def prepare(
     try:
         stats = Checks()
         manifest: dict[str, Any] = {"prep_version": PREP_VERSION, "seed": seed, "test_fraction": TEST_FRACTION}
-        with _bar(_size(Path(data_json)), "emrQA data.json", progress) as bar:
+        with _bar(_size(data_json), "emrQA data.json", progress) as bar:
             manifest["qa"] = _prepare_qa(Path(data_json), work, seed, stats, _advance(bar))
-        with _bar(_size(Path(data_ql)), "emrQA data-ql.csv", progress) as bar:
+        with _bar(_size(data_ql), "emrQA data-ql.csv", progress) as bar:
             manifest["emrql"] = _prepare_emrql(Path(data_ql), work, seed, stats, _advance(bar))
         manifest["inputs"] = {
             "data_json_sha256": _sha256(Path(data_json)),

@@ -6,7 +6,6 @@ import re
 from functools import lru_cache
 from typing import Any
 
-_WHITESPACE = re.compile(r"\s+")
 
 
 def as_list(value: Any) -> list[Any]:
@@ -16,7 +15,8 @@ def as_list(value: Any) -> list[Any]:
 
 def collapse(text: str) -> str:
     """Lower-cased, whitespace runs as one space, stripped: for matching and strict EM."""
-    return _WHITESPACE.sub(" ", text.lower()).strip()
+    # str.split() splits on exactly the characters re's \s matches in str patterns, and is several times faster.
+    return " ".join(text.lower().split())
 
 
 class NoteIndex:
@@ -69,10 +69,19 @@ def note_index(note: str) -> NoteIndex:
 _SLOT = re.compile(r"\|[^|]*\|")
 
 
+_STRUCTURE = "[]{}(),=<>"
+
+
 def normalise_lf(text: str) -> str:
     """Whitespace-normalised logical form: runs collapsed, none next to brackets or commas."""
-    text = _WHITESPACE.sub(" ", str(text)).strip()
-    return re.sub(r"\s*([\[\]{}(),=<>])\s*", r"\1", text)
+    # After collapsing, every whitespace run is one space, so dropping " c" and "c " for each structure
+    # character removes exactly the spaces next to one: linear (1 MB of "{" was ~1 s with a regex that
+    # built a replacement per bracket).
+    text = " ".join(str(text).split())
+    for char in _STRUCTURE:
+        if char in text:
+            text = text.replace(" " + char, char).replace(char + " ", char)
+    return text
 
 
 # A slot value holds no brackets, so a slot cannot swallow structure (e.g. a repeated sub-form).
