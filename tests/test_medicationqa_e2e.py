@@ -181,7 +181,6 @@ def test_judges_file_from_metadata(tmp_path, monkeypatch):
     from medeval_metrics.judge import config
 
     monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
-    monkeypatch.setattr(config, "_runtime_panel", None)
     monkeypatch.setenv("E2E_JUDGE_KEY", CANARY)
     with FakeJudgeServer() as server:
         judges_file = tmp_path / "judges.json"
@@ -198,7 +197,6 @@ def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
     from medeval_metrics.data import MedevalDataError
     from medeval_metrics.judge import config
 
-    monkeypatch.setattr(config, "_runtime_panel", None)
     monkeypatch.delenv("E2E_JUDGE_KEY", raising=False)
     unused_port = SimpleNamespace(url="http://127.0.0.1:9/v1/chat/completions")  # never contacted
     monkeypatch.setenv("MEDEVAL_JUDGES", _judges(unused_port, tmp_path / "c.sqlite"))

@@ -134,10 +134,12 @@ def load_medicationqa(**metadata: Any):
     """lm-eval ``custom_dataset``: all rows as the ``test`` split (a ``datasets.DatasetDict``)."""
     import datasets
 
-    from medeval_metrics.judge.config import configure_from_metadata
+    from medeval_metrics.judge.config import PANEL_FIELD, panel_for_task
 
-    configure_from_metadata(metadata)  # a bad judges config fails here, before any generation
+    panel = panel_for_task(metadata)  # a bad judges config fails here, before any generation
     rows = load_rows(metadata)
+    if panel is not None:  # handed to the judge filter with the documents (filters get no metadata)
+        rows = [{**row, PANEL_FIELD: panel.to_json()} for row in rows]
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from medeval_metrics.judge.aggregate import item_metrics
+from medeval_metrics.judge.aggregate import item_metrics, structured_verdicts
 from medeval_metrics.medicationqa.judging import RUBRIC
 
 @lru_cache(maxsize=1)
@@ -42,7 +42,11 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         "judge_computed": 0.0 if record.get("verdicts") is None else 1.0,
     }
     if record.get("verdicts") is not None:
-        out.update(item_metrics(record["verdicts"], list(RUBRIC.dimensions), record["judges"], RUBRIC.scale_max))
+        rubric = record.get("rubric") or {}  # the panel's rubric file, when it named one
+        dimensions = list(rubric.get("dimensions") or RUBRIC.dimensions)
+        low, high = rubric.get("scale") or (RUBRIC.scale_min, RUBRIC.scale_max)
+        out.update(item_metrics(record["verdicts"], dimensions, record["judges"], high, low))
+        out["judge_verdicts"] = structured_verdicts(record["verdicts"], record["judges"])
     return out
 
 

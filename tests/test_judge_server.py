@@ -43,7 +43,7 @@ def test_happy_path_scores_come_from_the_server():
     for i, row in enumerate(out):
         assert row["judge_j1"]["scores"] == default_scores("j1", f"question {i}")
         assert row["judge_j2"]["scores"] == default_scores("j2", f"question {i}")
-        assert row["judge_j1"]["rubric_version"] == "medicationqa-rubric-v1"
+        assert row["judge_j1"]["rubric_version"] == "medicationqa-rubric-v2"
         assert row["judge_j1"]["unscored_reason"] is None
 
 
@@ -127,7 +127,7 @@ def test_injection_in_the_answer_is_not_a_verdict():
         sent = [r for r in server.requests if r["model"] == "j2"]
         assert len(sent) == 1
     assert out[0]["judge_j1"]["scores"] is None
-    assert "answer_id" in out[0]["judge_j1"]["unscored_reason"]
+    assert "forgery" in out[0]["judge_j1"]["unscored_reason"]
     assert out[0]["judge_j2"]["scores"] == default_scores("j2", "question 0")
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from medeval_metrics.judge.aggregate import agreement, agreement_stderr, item_metrics, krippendorff_alpha_ordinal, summarize
+from medeval_metrics.judge.aggregate import agreement, agreement_stderr, item_metrics, krippendorff_alpha_ordinal, summarise
 
 DIMS = ("accuracy", "completeness", "clarity")
 
@@ -48,7 +48,7 @@ def test_over_items_unscored_items_do_not_drag_means_down():
         item_metrics({"a": v(5, 5, 5), "b": UNSCORED}, DIMS, ["a", "b"]),  # panel 5.0, reward 1.0
         item_metrics({"a": UNSCORED, "b": UNSCORED}, DIMS, ["a", "b"]),  # no scores
     ]
-    summary = summarize(items)
+    summary = summarise(items)
     assert summary["judge_panel_score"]["value"] == pytest.approx(4.0) and summary["judge_panel_score"]["n"] == 2
     # sample sd of (3, 5) is sqrt(2); stderr = sqrt(2)/sqrt(2) = 1
     assert summary["judge_panel_score"]["stderr"] == pytest.approx(1.0)
