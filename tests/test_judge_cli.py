@@ -94,3 +94,24 @@ def test_a_judged_file_is_never_replaced_by_one_that_judged_less(tmp_path, capsy
                  "--allow-unscored"])
     assert code == 0 and json.loads(judged.read_text()) == good
     assert "kept" in capsys.readouterr().out
+
+
+def test_a_helm_prompt_rubric_file_runs_end_to_end(tmp_path, capsys):
+    from pathlib import Path
+
+    from medeval_metrics.testing.fake_judge import default_scores
+
+    rubric_file = Path(__file__).parent / "fixtures" / "rubric_helm_style.yaml"
+    write_run(tmp_path / "run", n=4)
+    with FakeJudgeServer(style="helm") as server:  # HELM-shaped verdicts: "explanation", no answer id
+        judges = {"judges": [{"name": "h", "backend": "local-chat-completions", "model": "jm", "base_url": server.url}],
+                  "cache": str(tmp_path / "c.sqlite"), "rubric": str(rubric_file)}
+        assert main(["judge", str(tmp_path / "run"), "--quiet", "--judges", json.dumps(judges)]) == 0
+        sent = server.requests[0]
+    assert sent["turns"] == 1  # one user message, as HELM sends it
+    results = json.loads((tmp_path / "run" / "results_2026-01-01T00-00-00_judged.json").read_text())
+    block = results["medeval_judge"]["medicationqa"]
+    assert block["rubric"] == "helm-style-medicationqa" and block["items_scored"] == 4
+    expected = sum(sum(default_scores("jm", f"q{i}").values()) / 3 for i in range(4)) / 4
+    assert results["results"]["medicationqa"]["judge_panel_score,scored"] == pytest.approx(expected)
+    assert results["results"]["medicationqa"]["judge_id_echo_rate,scored"] == 0.0

@@ -83,7 +83,7 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
     for metric in ("rougeL", "bleu", *JUDGE_METRICS):
         assert rejudged[f"{metric},scored"] == pytest.approx(task[f"{metric},scored"]), metric
         assert rejudged[f"{metric}_stderr,scored"] == pytest.approx(task[f"{metric}_stderr,scored"]), metric
-    assert judged_results["medeval_judge"]["medicationqa"]["rubric_version"] == "medicationqa-rubric-v1"
+    assert judged_results["medeval_judge"]["medicationqa"]["rubric_version"] == "medicationqa-rubric-v2"
     verdict_lines = [json.loads(l) for l in next(out.rglob("judged_medicationqa_*.jsonl")).read_text().splitlines()]
     assert len(verdict_lines) == 10 and set(verdict_lines[0]["verdicts"]) == {"a", "b"}
     assert verdict_lines[0]["question_type"] == "Dose"
