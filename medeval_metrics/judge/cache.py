@@ -5,7 +5,7 @@ content hash, whether an answer id is required, and the exact messages; never a 
 verdict, scored or unscored with its reason and the settings that produced it, so a later run can
 tell a failure worth asking again (``judge.runner``) from a final one. Writes come from one thread
 in batches (``put_many``, one transaction each), off the requests' hot path; a killed run loses at
-most the batch in flight. SQLite's locking makes several processes (data-parallel ranks) safe;
+most the last quarter second's verdicts (``runner._CACHE_FLUSH_S``). SQLite's locking makes several processes (data-parallel ranks) safe;
 ``INSERT OR REPLACE`` of the same key by two writers stores one equal value.
 """
 

@@ -33,7 +33,8 @@ from medeval_metrics.judge.rubric import Rubric, ShownObjects
 
 log = logging.getLogger("medeval.judge")
 _REPLY_KEEP = 2000  # characters of the judge's last reply kept for auditing
-_CACHE_BATCH = 64  # verdicts per cache transaction
+_CACHE_BATCH = 64  # verdicts per cache transaction, at most
+_CACHE_FLUSH_S = 0.25  # and at least this often: a killed run loses a quarter second of verdicts
 
 
 @dataclass(frozen=True)
@@ -237,13 +238,15 @@ class PanelRunner:
         bar = tqdm(total=len(to_ask), desc="Judging", disable=not progress or not to_ask)
         unscored: Counter[str] = Counter()
         pending: list[tuple[str, dict[str, Any]]] = []
+        last_flush = [time.monotonic()]
 
         def finish(job: _Job) -> None:
             verdict = job.verdict or self._verdict(job, unscored_reason="no verdict", unscored_kind="transport")
             results[job.index][job.judge.name] = verdict
             pending.append((job.key, {k: v for k, v in verdict.items() if k not in ("cached", "requests")}))
-            if len(pending) >= _CACHE_BATCH:
+            if len(pending) >= _CACHE_BATCH or time.monotonic() - last_flush[0] >= _CACHE_FLUSH_S:
                 self._flush(pending)
+                last_flush[0] = time.monotonic()
             if not verdict.get("scores"):
                 unscored[short_reason(verdict)] += 1
                 bar.set_postfix_str("unscored: " + ", ".join(f"{n} {r}" for r, n in unscored.most_common(3)), refresh=False)

@@ -140,6 +140,11 @@ def load_medicationqa(**metadata: Any):
     rows = load_rows(metadata)
     if panel is not None:  # handed to the judge filter with the documents (filters get no metadata)
         rows = [{**row, PANEL_FIELD: panel.to_json()} for row in rows]
+    from medeval_metrics.medicationqa import bertscore
+
+    bertscore_model = bertscore.model_from_metadata(metadata)  # opt-in; process_results reads it per doc
+    if bertscore_model:
+        rows = [{**row, bertscore.DOC_FIELD: bertscore_model} for row in rows]
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 
 

@@ -41,6 +41,10 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         "bleu": bleu(answer, doc["answer"]),
         "judge_computed": 0.0 if record.get("verdicts") is None else 1.0,
     }
+    if doc.get("bertscore_model"):  # opt-in (medicationqa.bertscore)
+        from medeval_metrics.medicationqa.bertscore import bertscore_f1
+
+        out["bertscore_f1"] = bertscore_f1(answer, doc["answer"], doc["bertscore_model"])
     if record.get("verdicts") is not None:
         rubric = record.get("rubric") or {}  # the panel's rubric file, when it named one
         dimensions = list(rubric.get("dimensions") or RUBRIC.dimensions)
