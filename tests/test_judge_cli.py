@@ -115,3 +115,23 @@ def test_a_helm_prompt_rubric_file_runs_end_to_end(tmp_path, capsys):
     expected = sum(sum(default_scores("jm", f"q{i}").values()) / 3 for i in range(4)) / 4
     assert results["results"]["medicationqa"]["judge_panel_score,scored"] == pytest.approx(expected)
     assert results["results"]["medicationqa"]["judge_id_echo_rate,scored"] == 0.0
+
+
+def test_run_side_helpers_for_medeval_run(monkeypatch):
+    from medeval_metrics.judge.cli import rewrite_run_argv, run_unscored_exit_code
+
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    argv = ["--model", "hf", "--tasks", "medicationqa", "--metadata", '{"medicationqa_path": "x.xlsx"}',
+            "--judge-model", "a", "--judge-model", "b", "--judge-base-url", "http://h/v1", "--allow-unscored"]
+    out, allow = rewrite_run_argv(argv)
+    assert allow is True and out[:4] == ["--model", "hf", "--tasks", "medicationqa"] and out[4] == "--metadata"
+    metadata = json.loads(out[5])
+    assert metadata["medicationqa_path"] == "x.xlsx"
+    assert [j["model"] for j in metadata["medeval_judges"]["judges"]] == ["a", "b"]
+    assert rewrite_run_argv(["--model", "hf"]) == (["--model", "hf"], False)
+    with pytest.raises(MedevalDataError, match="JSON object"):
+        rewrite_run_argv(["--metadata", "a=b", "--judge-model", "m"])
+    results = {"results": {"medicationqa": {"judge_success_a,scored": 1.0, "judge_success_b,scored": 0.0,
+                                            "judge_success_b_stderr,scored": 0.0}, "emsqa_public_mc": {"acc,none": 0.0}}}
+    assert run_unscored_exit_code(results) == (3, "judge(s) scored nothing: b (medicationqa). Fix them, or pass --allow-unscored.")
+    assert run_unscored_exit_code(results, allow_unscored=True) == (0, None)

@@ -193,6 +193,43 @@ def unscored_exit_code(per_judge: dict[str, dict[str, Any]], allow_unscored: boo
     return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
 
 
+def rewrite_run_argv(argv: list[str]) -> tuple[list[str], bool]:
+    """For ``medeval run``: take the judge flags (``add_judge_flags``) out of ``argv``, put the panel they
+    describe into ``--metadata`` as ``medeval_judges`` (merged into a JSON ``--metadata`` if given),
+    and return (the argv for lm-eval, ``--allow-unscored``). Without judge flags argv is unchanged."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_judge_flags(parser)
+    args, rest = parser.parse_known_args(argv)
+    if not (args.judges or args.judge_model or args.judge_base_url or args.judge_api_key_env):
+        return rest, args.allow_unscored
+    panel = panel_from_args(args)
+    metadata: dict[str, Any] = {}
+    for index, token in enumerate(rest):
+        if token == "--metadata" or token.startswith("--metadata="):
+            value = token.split("=", 1)[1] if "=" in token else (rest[index + 1] if index + 1 < len(rest) else "")
+            try:
+                metadata = json.loads(value)
+            except ValueError as exc:
+                raise MedevalDataError("--metadata must be a JSON object when judge flags are given, e.g. "
+                                       "--metadata '{\"medicationqa_path\": \"x.xlsx\"}'.") from exc
+            rest = rest[:index] + rest[index + (1 if "=" in token else 2):]
+            break
+    metadata["medeval_judges"] = json.loads(panel.to_json())
+    return [*rest, "--metadata", json.dumps(metadata)], args.allow_unscored
+
+
+def run_unscored_exit_code(results: dict[str, Any], allow_unscored: bool = False) -> tuple[int, str | None]:
+    """For ``medeval run`` after lm-eval returns: (3, reason) when a judge scored no item of a judged task
+    (its ``judge_success_<judge>`` is 0), unless ``allow_unscored``; else (0, None)."""
+    dead = sorted({f"{key.split(',')[0][len('judge_success_'):]} ({task})"
+                   for task, metrics in (results.get("results") or {}).items() if _judged_spec(task)
+                   for key, value in metrics.items()
+                   if key.startswith("judge_success_") and "_stderr" not in key and value == 0})
+    if not dead or allow_unscored:
+        return 0, None
+    return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
+
+
 def _cmd(args: argparse.Namespace) -> int:
     import sys
     from dataclasses import replace
