@@ -211,7 +211,7 @@ def rewrite_run_argv(argv: list[str]) -> tuple[list[str], bool]:
                 metadata = json.loads(value)
             except ValueError as exc:
                 raise MedevalDataError("--metadata must be a JSON object when judge flags are given, e.g. "
-                                       "--metadata '{\"medicationqa_path\": \"x.xlsx\"}'.") from exc
+                                       "--metadata '{\"my_key\": \"value\"}'.") from exc
             rest = rest[:index] + rest[index + (1 if "=" in token else 2):]
             break
     metadata["medeval_judges"] = json.loads(panel.to_json())

@@ -13,7 +13,7 @@ there and judge later with ``medeval judge``. YAML::
       - name: judge
         filter:
           - function: !function medeval_metrics.judge.filter.JudgeFilter
-            rubric: medeval_metrics/medicationqa/rubric.yaml   # or a dotted path to a Rubric
+            rubric: my_pack.my_benchmark.RUBRIC   # a dotted path to a Rubric, or a rubric YAML file
             question_field: question
             reference_field: answer
 """
