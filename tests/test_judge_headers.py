@@ -103,3 +103,26 @@ def test_validate_panel_refuses_unusable_cache_paths(tmp_path, make):
     ok = panel_from_obj({"judges": [{"backend": "hf", "model": "m"}], "cache": str(tmp_path / "new" / "c.sqlite")}, "t")
     validate_panel(ok)  # absent: fine (and its folder now exists)
     assert (tmp_path / "new").is_dir()
+
+
+def test_judged_results_name_key_variables_never_their_values(tmp_path, monkeypatch):
+    from medeval_metrics.judge.cli import judge_output
+    from medeval_metrics.testing.fake_judge import FakeJudgeServer
+
+    monkeypatch.setenv("JUDGE_C_HEADER", HEADER_CANARY)
+    monkeypatch.setenv("JUDGE_B_KEY", JUDGE_CANARY)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    doc = {"question": "q0", "answer": "Take with food.", "question_type": "Dose"}
+    (folder / "samples_medicationqa_2026-01-01T00-00-00.jsonl").write_text(
+        json.dumps({"doc_id": 0, "doc": doc, "resps": [["Take it with food."]], "filter": "scored"}) + "\n")
+    with FakeJudgeServer() as server:
+        panel = panel_from_obj({"judges": [{"name": "h", "backend": "local-chat-completions", "model": "m",
+                                            "base_url": server.url, "api_key_env": "JUDGE_B_KEY",
+                                            "header_env": {"x-api-key": "JUDGE_C_HEADER"}}], "cache": None}, "t")
+        entry = judge_output(folder, panel, progress=False)[0]
+    written = entry["results"].read_text() + entry["verdicts"].read_text()
+    assert HEADER_CANARY not in written and JUDGE_CANARY not in written
+    block = json.loads(entry["results"].read_text())["medeval_judge"]["medicationqa"]
+    assert block["judges"][0]["header_env"] == {"x-api-key": "JUDGE_C_HEADER"}
+    assert block["judges"][0]["api_key_env"] == "JUDGE_B_KEY"
