@@ -234,3 +234,13 @@ def test_local_hf_model_as_judge_goes_through_generate_until(tiny_model):
         assert row["tiny"]["scores"] is None
         assert row["tiny"]["unscored_reason"].startswith("unusable verdict after 2 ask(s): ")
         assert row["tiny"]["requests"] == 2
+
+
+def test_judges_that_never_echo_the_id_score_what_echoing_judges_score():
+    with FakeJudgeServer(style="pack") as echoing, FakeJudgeServer(style="helm") as silent:
+        with_id = PanelRunner(panel_for(echoing), RUBRIC).judge(items(8), progress=False)
+        without = PanelRunner(panel_for(silent), RUBRIC).judge(items(8), progress=False)
+    assert [{j: v["scores"] for j, v in row.items()} for row in with_id] == \
+        [{j: v["scores"] for j, v in row.items()} for row in without]
+    assert all(v["id_echoed"] is True for row in with_id for v in row.values())
+    assert all(v["id_echoed"] is False for row in without for v in row.values())

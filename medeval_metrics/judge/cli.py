@@ -33,9 +33,15 @@ JUDGED_TASKS: dict[str, dict[str, str]] = {
 }
 
 
+def judged_tasks() -> dict[str, dict[str, str]]:
+    """THE lookup of which tasks are judged (every other function goes through it)."""
+    return JUDGED_TASKS
+
+
 def _judged_spec(task: str) -> dict[str, str] | None:
-    matches = [p for p in JUDGED_TASKS if task == p or task.startswith(p + "_")]
-    return JUDGED_TASKS[max(matches, key=len)] if matches else None
+    known = judged_tasks()
+    matches = [p for p in known if task == p or task.startswith(p + "_")]
+    return known[max(matches, key=len)] if matches else None
 
 
 def _scored_items(results_file: Path, task: str) -> int:
@@ -66,7 +72,7 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
     found = {t: p for t, p in find_sample_files(output_dir).items() if _judged_spec(t)}
     if not found:
         raise MedevalDataError(
-            f"{output_dir}: no logged samples of a judged task ({', '.join(JUDGED_TASKS)}) found. Run lm-eval with "
+            f"{output_dir}: no logged samples of a judged task ({', '.join(judged_tasks())}) found. Run lm-eval with "
             "`--output_path DIR --log_samples` and pass that DIR."
         )
     for task, samples_path in sorted(found.items()):
