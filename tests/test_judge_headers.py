@@ -126,3 +126,13 @@ def test_judged_results_name_key_variables_never_their_values(tmp_path, monkeypa
     block = json.loads(entry["results"].read_text())["medeval_judge"]["medicationqa"]
     assert block["judges"][0]["header_env"] == {"x-api-key": "JUDGE_C_HEADER"}
     assert block["judges"][0]["api_key_env"] == "JUDGE_B_KEY"
+
+
+def test_a_known_backend_without_its_package_says_so():
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here")
+    panel = panel_from_obj([{"name": "v", "backend": "vllm", "model": "m"}], "t")
+    with pytest.raises(MedevalDataError, match="judge v: lm-eval backend 'vllm' needs a package that is not installed"):
+        validate_panel(panel)

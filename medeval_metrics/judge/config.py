@@ -291,18 +291,18 @@ def panel_from_flags(
 
 def _backend_problem(backend: str) -> str | None:
     import lm_eval.models  # noqa: F401  (fills the model registry)
-    from lm_eval.api.registry import MODEL_REGISTRY
+    from lm_eval.api.registry import MODEL_REGISTRY, get_model
 
-    known = sorted(MODEL_REGISTRY.keys()) if hasattr(MODEL_REGISTRY, "keys") else []
-    try:
-        from lm_eval.api.registry import get_model
-
-        get_model(backend)
-        return None
-    except Exception:  # noqa: BLE001 - unknown name (KeyError/ValueError) or a backend that cannot import
+    known = sorted(MODEL_REGISTRY.keys())
+    if backend not in known:
         close = difflib.get_close_matches(backend, known, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(known[:12])}..."
+        hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(known)}."
         return f"unknown lm-eval backend {backend!r}.{hint}"
+    try:
+        get_model(backend)
+    except ImportError as exc:  # a known backend whose package is not installed (vllm, ...)
+        return f"lm-eval backend {backend!r} needs a package that is not installed ({exc.name or exc}); pip install it."
+    return None
 
 
 def _cache_problem(path_text: str) -> str | None:
