@@ -8,7 +8,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 1. ``index_pack_tasks``: ``TaskManager.__init__`` also indexes the pack's tasks (``medeval run``).
 2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
-4. API backend headers (``TemplateAPI._header``): see the placeholder section at the end.
+4. ``set_api_request_headers`` / ``post_api_request``: an API backend sends exactly the headers it was
+   configured with (``TemplateAPI.header``), over a keep-alive session (``model_call``).
 5. ``pass_generation_kwargs_to_process_results``: ``ConfigurableTask.process_results`` passes the
    task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
 6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
@@ -24,8 +25,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 __all__ = [
-    "TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "pack_only_task_index", "pass_generation_kwargs_to_process_results", "redact_results_writer",
-    "use_attached_stderrs",
+    "TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "pack_only_task_index", "pass_generation_kwargs_to_process_results",
+    "post_api_request", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -233,8 +234,44 @@ def pack_only_task_index() -> Iterator[None]:
         TaskManager.__init__ = wrapped  # type: ignore[method-assign]
 
 
-# --- 4. API backend headers (TemplateAPI.header / _header) ---------------------------------------
-# PLACEHOLDER, filled by the judge engineer: ``set_api_request_headers(lm, headers)`` (now in the
-# judge branch) goes here with its comment (lm-eval 0.4.x up to 0.4.13: ``TemplateAPI.header`` falls
-# back to ``Bearer $OPENAI_API_KEY`` through the OpenAI-style backends' ``api_key``) and its test in
-# tests/test_lm_eval_compat.py; add it to ``__all__`` and to the list in the module docstring.
+# --- 4. API backend requests: exact headers, and a keep-alive request path for the judge ----------
+
+
+def set_api_request_headers(lm: Any, headers: dict[str, str]) -> None:
+    """Make an lm-eval API backend send exactly ``headers`` (``{}``: no Authorization header at all).
+
+    Why: lm-eval's ``TemplateAPI.header`` is a ``cached_property`` returning the ``header`` model arg
+    or ``{"Authorization": f"Bearer {self.api_key}"}``, and the OpenAI-style backends' ``api_key``
+    falls back to ``$OPENAI_API_KEY``: a judge (or any API model) configured without a key would
+    send the user's OpenAI key to whatever host it talks to. Passing the key through the ``header``
+    model arg instead would copy it into lm-eval's model-args logging and results JSON. Setting the
+    cached value on the instance, after construction and before the first request, bypasses both.
+
+    Needed for lm-eval 0.4.x up to at least 0.4.13 (``lm_eval.models.api_models.TemplateAPI.header``
+    and ``lm_eval.models.openai_completions.LocalCompletionsAPI.api_key``).
+    """
+    lm.__dict__["header"] = dict(headers)  # the cached_property's slot: read by every requests.post
+    lm.__dict__["_header"] = dict(headers)
+
+
+def post_api_request(lm: Any, session: Any, messages: Any, gen_kwargs: dict[str, Any]) -> Any:
+    """One generation request of an lm-eval API backend over a caller-owned ``requests.Session``.
+
+    Why: ``TemplateAPI.model_call`` posts with ``requests.post``, a new TCP connection per request
+    (3-5 ms of client CPU each in the judge benchmark), and on an HTTP error logs the response body,
+    which can quote the request. This sends the same request, built by the backend's own
+    ``create_message``/``_create_payload`` with its ``header``, ``verify_certificate`` and ``timeout``,
+    through a keep-alive session, and raises ``requests.HTTPError`` without logging the body.
+
+    Mirrors ``model_call`` of lm-eval 0.4.x up to at least 0.4.13; the test compares the two requests.
+    """
+    import copy
+
+    payload = lm._create_payload(
+        lm.create_message(messages), generate=True, gen_kwargs=copy.deepcopy(gen_kwargs),
+        seed=lm._seed, eos=lm.eos_string,
+    )
+    response = session.post(lm.base_url, json=payload, headers=lm.header, verify=lm.verify_certificate,
+                            timeout=lm.timeout)
+    response.raise_for_status()
+    return response.json()

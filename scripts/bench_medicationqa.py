@@ -4,7 +4,13 @@ Prints the wall time at the configured concurrency against the ideal (requests x
 concurrency) and against judging one request at a time, and the requests an immediate re-run
 makes (must be 0: everything comes from the cache). The one-at-a-time baseline is measured on a
 subset and extrapolated, to keep the benchmark under two minutes; the output says so.
-Environment knobs: BENCH_MQA_ITEMS (690), BENCH_MQA_CONCURRENCY (32), BENCH_MQA_SEQUENTIAL_SAMPLE (30).
+Then the judge grid (issue 15): latency x concurrency against a fake judge server in its own
+process, each cell's wall time as a ratio to the ideal (requests x latency / concurrency) and the
+judge client's CPU per request; and the cache lookup of one run's keys with 10^3 and 10^5 verdicts
+cached (the ratio shows whether lookup grows with the cache).
+Environment knobs: BENCH_MQA_ITEMS (690), BENCH_MQA_CONCURRENCY (32), BENCH_MQA_SEQUENTIAL_SAMPLE (30),
+BENCH_MQA_GRID_REQUESTS (600 per cell; 0 skips the grid), BENCH_MQA_GRID_LATENCIES_MS (20,100,500),
+BENCH_MQA_GRID_CONCURRENCY (8,32,128).
 """
 
 from __future__ import annotations
@@ -71,7 +77,66 @@ def run() -> list[str]:
                  f"{per_request * 1000:.0f} ms each) -> concurrent is {sequential_s / concurrent_s:.1f}x faster")
     lines.append(f"immediate re-run: {rerun_requests} requests (must be 0), {rerun_s:.2f} s")
     lines.append(f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client)")
+    return [*lines, *cache_growth(), *grid()]
+
+
+def _server_process(latency: float):
+    import subprocess
+
+    process = subprocess.Popen([sys.executable, "-m", "medeval_metrics.testing.fake_judge", "--latency", str(latency)],
+                               stdout=subprocess.PIPE, text=True)
+    return process, process.stdout.readline().strip()
+
+
+def grid() -> list[str]:
+    from medeval_metrics.judge.runner import JudgeItem, PanelRunner
+    from medeval_metrics.medicationqa import RUBRIC
+
+    requests = int(os.environ.get("BENCH_MQA_GRID_REQUESTS", "600"))
+    if requests <= 0:
+        return []
+    latencies = [int(x) / 1000 for x in os.environ.get("BENCH_MQA_GRID_LATENCIES_MS", "20,100,500").split(",")]
+    concurrencies = [int(x) for x in os.environ.get("BENCH_MQA_GRID_CONCURRENCY", "8,32,128").split(",")]
+    n_items = max(1, requests // len(JUDGES))
+    lines = [f"judge grid: {n_items * len(JUDGES)} requests per cell, server in its own process; "
+             "wall / ideal (client CPU ms per request)",
+             "| latency | " + " | ".join(f"c{c}" for c in concurrencies) + " |",
+             "|---|" + "---|" * len(concurrencies)]
+    for latency in latencies:
+        process, url = _server_process(latency)
+        try:
+            cells = []
+            for concurrency in concurrencies:
+                items = [JudgeItem(f"grid {latency} {concurrency} {i}", "reference", f"answer {i}") for i in range(n_items)]
+                runner = PanelRunner(_panel(url, concurrency, None), RUBRIC)  # no cache: every verdict is a request
+                cpu, wall = time.process_time(), time.perf_counter()
+                runner.judge(items, progress=False)
+                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                ideal = n_items * len(JUDGES) * latency / concurrency
+                cells.append(f"{wall / ideal:.2f}x ({cpu * 1000 / (n_items * len(JUDGES)):.2f} ms)")
+            lines.append(f"| {latency * 1000:.0f} ms | " + " | ".join(cells) + " |")
+        finally:
+            process.terminate()
+            process.wait()
     return lines
+
+
+def cache_growth() -> list[str]:
+    from medeval_metrics.judge.cache import VerdictCache
+
+    lookups = [f"lookup-{i}" for i in range(2070)]
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (10**3, 10**5):
+            cache = VerdictCache(Path(tmp) / f"c{size}.sqlite")
+            cache.put_many((f"filler-{i}", {"scores": {"accuracy": 3}}) for i in range(size))
+            cache.put_many((key, {"scores": {"accuracy": 4}}) for key in lookups[::2])
+            start = time.perf_counter()
+            hits = cache.get_many(lookups)
+            out[size] = (time.perf_counter() - start, len(hits))
+    (small, n_small), (large, _) = out[10**3], out[10**5]
+    return [f"cache lookup of {len(lookups)} keys ({n_small} hits): {small * 1000:.1f} ms with 10^3 cached, "
+            f"{large * 1000:.1f} ms with 10^5 -> {large / small:.2f}x for 100x the cache"]
 
 
 if __name__ == "__main__":

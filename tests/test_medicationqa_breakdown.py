@@ -44,7 +44,7 @@ def test_medeval_judge_writes_breakdown_and_verdicts(tmp_path):
     results = json.loads((folder / "results_2026-01-01T00-00-00_judged.json").read_text())
     block = results["medeval_judge"]["medicationqa"]
     assert block["breakdown"]["scored"]["question_type"]["Dose"]["judge_panel_score"]["value"] == pytest.approx(expected_dose)
-    assert block["judges"][0]["model"] == "m1" and block["rubric_version"] == "medicationqa-rubric-v1"
+    assert block["judges"][0]["model"] == "m1" and block["rubric_version"] == "medicationqa-rubric-v2"
     assert results["results"]["medicationqa"]["sample_len"] == 3
     assert "| Dose | 2 |" in entry["breakdown"]
     lines = [json.loads(l) for l in entry["verdicts"].read_text().splitlines()]
@@ -56,4 +56,6 @@ def test_medeval_judge_without_samples_is_a_clear_error(tmp_path):
     from medeval_metrics.data import MedevalDataError
 
     with pytest.raises(MedevalDataError, match="--log_samples"):
+        judge_output(tmp_path, panel_from_obj([{"backend": "hf", "model": "m"}], "t"))
+    with pytest.raises(MedevalDataError, match="no judge panel"):
         judge_output(tmp_path, None)

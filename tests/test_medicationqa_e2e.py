@@ -83,7 +83,7 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
     for metric in ("rougeL", "bleu", *JUDGE_METRICS):
         assert rejudged[f"{metric},scored"] == pytest.approx(task[f"{metric},scored"]), metric
         assert rejudged[f"{metric}_stderr,scored"] == pytest.approx(task[f"{metric}_stderr,scored"]), metric
-    assert judged_results["medeval_judge"]["medicationqa"]["rubric_version"] == "medicationqa-rubric-v1"
+    assert judged_results["medeval_judge"]["medicationqa"]["rubric_version"] == "medicationqa-rubric-v2"
     verdict_lines = [json.loads(l) for l in next(out.rglob("judged_medicationqa_*.jsonl")).read_text().splitlines()]
     assert len(verdict_lines) == 10 and set(verdict_lines[0]["verdicts"]) == {"a", "b"}
     assert verdict_lines[0]["question_type"] == "Dose"
@@ -181,7 +181,6 @@ def test_judges_file_from_metadata(tmp_path, monkeypatch):
     from medeval_metrics.judge import config
 
     monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
-    monkeypatch.setattr(config, "_runtime_panel", None)
     monkeypatch.setenv("E2E_JUDGE_KEY", CANARY)
     with FakeJudgeServer() as server:
         judges_file = tmp_path / "judges.json"
@@ -198,7 +197,6 @@ def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
     from medeval_metrics.data import MedevalDataError
     from medeval_metrics.judge import config
 
-    monkeypatch.setattr(config, "_runtime_panel", None)
     monkeypatch.delenv("E2E_JUDGE_KEY", raising=False)
     unused_port = SimpleNamespace(url="http://127.0.0.1:9/v1/chat/completions")  # never contacted
     monkeypatch.setenv("MEDEVAL_JUDGES", _judges(unused_port, tmp_path / "c.sqlite"))

@@ -1,11 +1,19 @@
 """Scores from a panel's verdicts: per item, and over items.
 
-Conventions (see docs/benchmarks.md): the HELM/MedHELM panel score is the plain mean of all integer
-scores over judges x dimensions (1-5); the MedARC reward is the mean over judges of the mean of
-dimension/scale_max (0-1). Both are computed per item over the judges that scored it; an item no
-judge scored contributes to neither (HELM would give it 1.0 and MedARC 0.0; we report it in the
-unscored rate instead). Agreement is Krippendorff's alpha with the ordinal metric, over units =
-(item, dimension) and coders = judges, unscored verdicts being missing values.
+Conventions (facts about the peers, read from their released code: crfm-helm 0.5.16's
+``LLMJuryMetric`` and MedARC's med-lm-envs judge environments; the README tabulates them):
+
+- ``judge_panel_score``: HELM/MedHELM's jury score, the plain mean of all integer scores over the
+  judges that scored the item x dimensions (1-5). ``judge_reward``: MedARC's reward, the mean over
+  judges of the mean of dimension/scale_max (0-1). Both over the judges that scored the item; an
+  item no judge scored contributes to neither and shows in ``judge_unscored_rate``.
+- ``judge_panel_score_helm``: as HELM reports it, an item no judge scored counting as 1.0 (the
+  scale minimum). ``judge_reward_medarc``: as MedARC reports it: a judge whose request failed is
+  left out, a judge whose reply was unusable counts with MedARC's lenient reading of that reply
+  (last JSON object, each dimension's "score" as a number clamped to 0-scale_max, missing = 0),
+  and an item with no judge left is 0.0.
+- Agreement is Krippendorff's alpha with the ordinal metric, over units = (item, dimension) and
+  coders = judges, unscored verdicts being missing values.
 """
 
 from __future__ import annotations
@@ -19,11 +27,33 @@ from medeval_metrics.stats import with_stderr
 SUCCESS_PREFIX = "judge_success_"
 
 
+def medarc_lenient_reward(reply: str | None, dimensions: Sequence[str], scale_max: int) -> float:
+    """MedARC's reading of a reply the pack found unusable: see the module docstring."""
+    from medeval_metrics.judge.rubric import _json_objects, _strip_think
+
+    objects = [o for o in _json_objects(_strip_think(str(reply or ""))) if isinstance(o, dict)]
+    if not objects:
+        return 0.0
+    verdict = objects[-1]
+    total = 0.0
+    for dim in dimensions:
+        entry = verdict.get(dim)
+        raw = entry.get("score") if isinstance(entry, dict) else None
+        try:
+            value = float(raw) if raw is not None and not isinstance(raw, bool) else None
+        except (TypeError, ValueError):
+            value = None
+        if value is not None and math.isfinite(value):
+            total += max(0.0, min(float(scale_max), value)) / scale_max
+    return max(0.0, min(1.0, total / len(dimensions)))
+
+
 def item_metrics(
     verdicts: Mapping[str, Mapping[str, Any]],
     dimensions: Sequence[str],
     judge_names: Sequence[str],
     scale_max: int = 5,
+    scale_min: int = 1,
 ) -> dict[str, Any]:
     """Per-item values for lm-eval's ``process_results``.
 
@@ -48,7 +78,36 @@ def item_metrics(
         out["judge_reward"] = sum(
             sum(v["scores"][d] / scale_max for d in dimensions) / len(dimensions) for v in scored
         ) / len(scored)
+        echoed = [bool(v["id_echoed"]) for v in scored if v.get("id_echoed") is not None]
+        if echoed:
+            out["judge_id_echo_rate"] = sum(echoed) / len(echoed)
+    out["judge_panel_score_helm"] = out.get("judge_panel_score", float(scale_min))
+    medarc = []
+    for name in judge_names:
+        verdict = verdicts.get(name) or {}
+        if verdict.get("scores"):
+            medarc.append(sum(verdict["scores"][d] / scale_max for d in dimensions) / len(dimensions))
+        elif verdict.get("unscored_kind") == "unusable":
+            medarc.append(medarc_lenient_reward(verdict.get("reply"), dimensions, scale_max))
+    out["judge_reward_medarc"] = sum(medarc) / len(medarc) if medarc else 0.0
     return out
+
+
+def structured_verdicts(verdicts: Mapping[str, Mapping[str, Any]], judge_names: Sequence[str]) -> dict[str, Any]:
+    """The per-item ``judge_verdicts`` field (logged with the samples as JSON, read by the report)."""
+    return {
+        name: {"scores": (verdicts.get(name) or {}).get("scores"),
+               "unscored_reason": (verdicts.get(name) or {}).get("unscored_reason"),
+               "id_echoed": (verdicts.get(name) or {}).get("id_echoed")}
+        for name in judge_names
+    }
+
+
+def judged_share(items: Sequence[Mapping[str, Any]]) -> float:
+    """lm-eval aggregation of ``judge_verdicts``: the share of items at least one judge scored."""
+    if not items:
+        return float("nan")
+    return sum(1.0 for item in items if any((v or {}).get("scores") for v in item.values())) / len(items)
 
 
 def krippendorff_alpha_ordinal(units: Sequence[Sequence[Any]]) -> float:
@@ -112,7 +171,7 @@ def agreement_stderr(items: Sequence[Sequence[Sequence[Any]]], resamples: int = 
 with_stderr(agreement_stderr)(agreement)
 
 
-def summarize(per_item: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+def summarise(per_item: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """Over items: ``{metric: {"value", "stderr", "n"}}`` for every per-item metric (used by ``medeval judge``)."""
     from medeval_metrics.stats import mean_and_stderr
 
@@ -122,6 +181,8 @@ def summarize(per_item: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, floa
         values = [row[key] for row in per_item if key in row]
         if key == "judge_agreement":
             out[key] = {"value": agreement(values), "stderr": agreement_stderr(values), "n": len(values)}
+        elif key == "judge_verdicts":
+            out[key] = {"value": judged_share(values), "stderr": float("nan"), "n": len(values)}
         elif values and all(isinstance(v, (int, float)) for v in values):
             value, stderr = mean_and_stderr(values)
             out[key] = {"value": value, "stderr": stderr, "n": len(values)}

@@ -1,10 +1,12 @@
-"""Persistent verdict cache: SQLite in WAL mode, one row per (judge identity, rubric version, prompt).
+"""Persistent verdict cache: SQLite in WAL mode, one row per (judge identity, rubric, settings, prompt).
 
-Each finished verdict is committed as soon as it exists, so a killed run keeps everything it had
-judged. SQLite's locking makes concurrent writers (several processes, e.g. data-parallel ranks,
-or threads) safe; ``INSERT OR REPLACE`` of the same key by two writers stores one equal value.
-Only final outcomes are stored (a verdict, or a verdict that stayed unusable after the re-asks);
-transport failures are not, so a re-run tries them again. Keys and values never hold API keys.
+The key holds what changes the answer (``cache_key``): the judge's identity, the rubric's name and
+content hash, whether an answer id is required, and the exact messages; never a key. A value is a
+verdict, scored or unscored with its reason and the settings that produced it, so a later run can
+tell a failure worth asking again (``judge.runner``) from a final one. Writes come from one thread
+in batches (``put_many``, one transaction each), off the requests' hot path; a killed run loses at
+most the last quarter second's verdicts (``runner._CACHE_FLUSH_S``). SQLite's locking makes several processes (data-parallel ranks) safe;
+``INSERT OR REPLACE`` of the same key by two writers stores one equal value.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 
-def cache_key(judge_identity: dict[str, Any], rubric_version: str, messages: list[dict[str, str]]) -> str:
+def cache_key(judge_identity: dict[str, Any], rubric: dict[str, Any] | str, messages: list[dict[str, str]]) -> str:
+    """``rubric``: ``{"name", "hash", "require_answer_id"}`` (what changes how a reply is read)."""
     blob = json.dumps(
-        {"judge": judge_identity, "rubric": rubric_version, "messages": messages}, sort_keys=True, ensure_ascii=False
+        {"judge": judge_identity, "rubric": rubric, "messages": messages}, sort_keys=True, ensure_ascii=False
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -64,10 +67,26 @@ class VerdictCache:
         row = self._connect().execute("SELECT value FROM verdicts WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def get_many(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        conn = self._connect()
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, value in conn.execute(f"SELECT key, value FROM verdicts WHERE key IN ({marks})", chunk):
+                out[key] = json.loads(value)
+        return out
+
     def put(self, key: str, value: dict[str, Any]) -> None:
+        self.put_many([(key, value)])
+
+    def put_many(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        rows = [(key, json.dumps(value)) for key, value in rows]
+        if not rows:
+            return
         conn = self._connect()
         with conn:
-            conn.execute("INSERT OR REPLACE INTO verdicts (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+            conn.executemany("INSERT OR REPLACE INTO verdicts (key, value) VALUES (?, ?)", rows)
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]

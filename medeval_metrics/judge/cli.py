@@ -2,12 +2,17 @@
 
 Reads the newest ``samples_<task>_*.jsonl`` of each judged task under ``OUTPUT_DIR`` (lm-eval's
 ``--output_path`` with ``--log_samples``; ``--predict_only`` runs work too), judges each logged
-answer with the panel (from ``--judges`` or ``$MEDEVAL_JUDGES``; cached verdicts are reused), and
-writes next to the run's results file:
+answer with the panel (``--judges FILE``, ``--judge-model`` flags, or ``$MEDEVAL_JUDGES``; cached
+verdicts are reused, ``--retry-unscored`` asks failed ones again), and writes next to the run's
+results file:
 
 - ``judged_<task>_<time>.jsonl``: per item, doc_id, question type, the verdicts and the item's metrics
 - ``<results>_judged.json``: the run's results file with this task's metrics replaced by the
-  recomputed ones (each with its stderr) and a ``medeval_judge`` block (panel, rubric version)
+  recomputed ones (each with its stderr) and a ``medeval_judge`` block (panel, settings, rubric),
+  unless an existing judged file scored more items (it is then kept, and the new one is not written).
+
+Without a panel it is an error (exit 2). A judge that scored nothing makes the exit code 3 unless
+``--allow-unscored``; ``unscored_exit_code`` gives ``medeval run`` the same rule.
 """
 
 from __future__ import annotations
@@ -37,16 +42,29 @@ def _judged_benchmarks() -> tuple[str, ...]:
     return registry.judged_benchmarks()
 
 
+def _scored_items(results_file: Path, task: str) -> int:
+    """How many items an existing judged results file scored for ``task`` (0 if unreadable)."""
+    try:
+        block = json.loads(results_file.read_text(encoding="utf-8")).get("medeval_judge", {}).get(task, {})
+        return int(block.get("items_scored", 0))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 0
+
+
 def _newest_results(folder: Path) -> Path | None:
     files = [p for p in folder.glob("results_*.json") if not p.stem.endswith("_judged")]
     return max(files, key=lambda p: p.stat().st_mtime) if files else None
 
 
-def judge_output(output_dir: Path, panel: Any, progress: bool = True) -> list[dict[str, Any]]:
+def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unscored: bool = False) -> list[dict[str, Any]]:
     """Judge every judged task found under ``output_dir``; returns what was written, per task."""
     from medeval_metrics.breakdown import find_sample_files, read_samples
-    from medeval_metrics.judge.aggregate import summarize
-    from medeval_metrics.judge.filter import judge_answers
+    from medeval_metrics.judge.aggregate import summarise
+    from medeval_metrics.judge.filter import judge_answers, rubric_for
+    from medeval_metrics.judge.runner import panel_summary
+
+    if panel is None:
+        raise MedevalDataError("medeval judge: no judge panel: give --judges FILE, --judge-model MODEL, or set MEDEVAL_JUDGES.")
 
     written = []
     found = {t: p for t, p in find_sample_files(output_dir).items() if _judged_spec(t)}
@@ -74,9 +92,12 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True) -> list[di
         docs = [s["doc"] for s in ordered]
         answers = [str(s["resps"][0][0]) for s in ordered]
         records = judge_answers(answers, docs, module.RUBRIC, spec["question_field"], spec["reference_field"],
-                                panel=panel, progress=progress)
+                                panel=panel, progress=progress, retry_unscored=retry_unscored)
         per_item = [module.process_results(doc, [record]) for doc, record in zip(docs, records)]
-        summary = summarize(per_item)
+        summary = summarise(per_item)
+        judges_summary = panel_summary([r["verdicts"] for r in records], panel.judge_names)
+        items_scored = sum(1 for r in records if any(v.get("scores") for v in r["verdicts"].values()))
+        rubric = rubric_for(module.RUBRIC, panel)
 
         from medeval_metrics.breakdown import breakdown_markdown, compute_breakdown, spec_for_task
 
@@ -111,16 +132,26 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True) -> list[di
         results.setdefault("medeval_judge", {})[task] = {
             "judged_at": stamp,
             "samples": str(samples_path.name),
-            "rubric": module.RUBRIC.name,
-            "rubric_version": module.RUBRIC.version,
-            "judges": [] if panel is None else [{"name": j.name, **j.identity(), "api_key_env": j.api_key_env} for j in panel.judges],
-            "judge_scores_computed": panel is not None,
+            "rubric": rubric.name,
+            "rubric_version": rubric.version,
+            "rubric_hash": rubric.content_hash(),
+            # names of key variables only: header and key values never reach this file
+            "judges": [j.describe() for j in panel.judges],
+            "settings": {**panel.settings(), "concurrency": panel.concurrency, "retry_unscored": retry_unscored},
+            "judge_scores_computed": True,
+            "items": len(ordered),
+            "items_scored": items_scored,
+            "per_judge": judges_summary,
             "breakdown": breakdown,
         }
         out_path = folder / (f"{results_path.stem}_judged.json" if results_path else f"results_{stamp}_judged.json")
-        out_path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        kept = out_path.is_file() and _scored_items(out_path, task) > items_scored
+        if not kept:
+            out_path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
         written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path,
-                        "results": out_path, "breakdown": breakdown_markdown(task, breakdown) if breakdown else ""})
+                        "results": out_path, "kept_existing": kept, "per_judge": judges_summary,
+                        "items_scored": items_scored,
+                        "breakdown": breakdown_markdown(task, breakdown) if breakdown else ""})
     return written
 
 
@@ -131,29 +162,119 @@ def _table(task: str, summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def add_judge_flags(parser: argparse.ArgumentParser) -> None:
+    """The panel flags ``medeval judge`` and ``medeval run`` share (MedARC-style lists, by position)."""
+    parser.add_argument("--judges", help="judges file (JSON/YAML) or inline JSON; default: $MEDEVAL_JUDGES")
+    parser.add_argument("--judge-model", action="append", default=[], metavar="MODEL",
+                        help="a judge model; repeat for a panel (a --judges file then only supplies settings)")
+    parser.add_argument("--judge-base-url", action="append", default=[], metavar="URL",
+                        help="the judge's OpenAI-compatible base URL; once for all, or once per --judge-model")
+    parser.add_argument("--judge-api-key-env", action="append", default=[], metavar="VAR",
+                        help="NAME of the variable holding the judge's key; once for all, or once per --judge-model")
+    parser.add_argument("--allow-unscored", action="store_true",
+                        help="exit 0 even if a judge scored nothing")
+
+
+def panel_from_args(args: argparse.Namespace) -> Any:
+    """The panel the flags of ``add_judge_flags`` describe, or None."""
+    from medeval_metrics.judge.config import load_panel, panel_from_flags
+
+    base = load_panel(args.judges) if args.judges else None
+    if args.judge_model:
+        return panel_from_flags(args.judge_model, args.judge_base_url, args.judge_api_key_env, base=base or load_panel())
+    if args.judge_base_url or args.judge_api_key_env:
+        raise MedevalDataError("--judge-base-url/--judge-api-key-env need --judge-model (one per judge, or one for all).")
+    return base if base is not None else load_panel()
+
+
+def unscored_exit_code(per_judge: dict[str, dict[str, Any]], allow_unscored: bool = False) -> tuple[int, str | None]:
+    """(exit code, one-line reason): 3 when any judge scored nothing, unless ``allow_unscored``.
+    ``per_judge`` is ``runner.panel_summary`` output (also in ``medeval_judge.<task>.per_judge``)."""
+    dead = [f"{name} ({s.get('top_reason') or 'no verdicts'})" for name, s in per_judge.items()
+            if s.get("scored", 0) == 0 and s.get("unscored", 0) > 0]
+    if not dead or allow_unscored:
+        return 0, None
+    return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
+
+
+def rewrite_run_argv(argv: list[str]) -> tuple[list[str], bool]:
+    """For ``medeval run``: take the judge flags (``add_judge_flags``) out of ``argv``, put the panel they
+    describe into ``--metadata`` as ``medeval_judges`` (merged into a JSON ``--metadata`` if given),
+    and return (the argv for lm-eval, ``--allow-unscored``). Without judge flags argv is unchanged."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_judge_flags(parser)
+    args, rest = parser.parse_known_args(argv)
+    if not (args.judges or args.judge_model or args.judge_base_url or args.judge_api_key_env):
+        return rest, args.allow_unscored
+    panel = panel_from_args(args)
+    metadata: dict[str, Any] = {}
+    for index, token in enumerate(rest):
+        if token == "--metadata" or token.startswith("--metadata="):
+            value = token.split("=", 1)[1] if "=" in token else (rest[index + 1] if index + 1 < len(rest) else "")
+            try:
+                metadata = json.loads(value)
+            except ValueError as exc:
+                raise MedevalDataError("--metadata must be a JSON object when judge flags are given, e.g. "
+                                       "--metadata '{\"my_key\": \"value\"}'.") from exc
+            rest = rest[:index] + rest[index + (1 if "=" in token else 2):]
+            break
+    metadata["medeval_judges"] = json.loads(panel.to_json())
+    return [*rest, "--metadata", json.dumps(metadata)], args.allow_unscored
+
+
+def run_unscored_exit_code(results: dict[str, Any], allow_unscored: bool = False) -> tuple[int, str | None]:
+    """For ``medeval run`` after lm-eval returns: (3, reason) when a judge scored no item of a judged task
+    (its ``judge_success_<judge>`` is 0), unless ``allow_unscored``; else (0, None)."""
+    dead = sorted({f"{key.split(',')[0][len('judge_success_'):]} ({task})"
+                   for task, metrics in (results.get("results") or {}).items() if _judged_spec(task)
+                   for key, value in metrics.items()
+                   if key.startswith("judge_success_") and "_stderr" not in key and value == 0})
+    if not dead or allow_unscored:
+        return 0, None
+    return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
+
+
 def _cmd(args: argparse.Namespace) -> int:
-    from medeval_metrics.judge.config import load_panel
-    from medeval_metrics.judge.filter import NO_JUDGE_MESSAGE
+    import sys
+    from dataclasses import replace
 
-    panel = load_panel(args.judges)
-    if panel is not None and args.concurrency:
-        from dataclasses import replace
+    from medeval_metrics.judge.runner import summary_lines
 
+    panel = panel_from_args(args)
+    if panel is None:
+        print("medeval judge: error: no judge panel: give --judges FILE, --judge-model MODEL, or set MEDEVAL_JUDGES.",
+              file=sys.stderr)
+        return 2
+    if args.concurrency:
         panel = replace(panel, concurrency=args.concurrency)
-    for entry in judge_output(Path(args.output_dir), panel, progress=not args.quiet):
+    from medeval_metrics.judge.config import validate_panel
+
+    validate_panel(panel, where="medeval judge")
+    code = 0
+    for entry in judge_output(Path(args.output_dir), panel, progress=not args.quiet, retry_unscored=args.retry_unscored):
         print(_table(entry["task"], entry["summary"]))
         if entry["breakdown"] and args.breakdown:
             print("\n" + entry["breakdown"])
-        if panel is None:
-            print(f"\nmedeval judge: {NO_JUDGE_MESSAGE}")
-        print(f"\nwritten: {entry['verdicts']} and {entry['results']}")
-    return 0
+        print()
+        for line in summary_lines(entry["per_judge"]):
+            print(line)
+        if entry["kept_existing"]:
+            print(f"\nkept {entry['results']}: it scored more items than this run ({entry['items_scored']}); "
+                  f"verdicts of this run: {entry['verdicts']}")
+        else:
+            print(f"\nwritten: {entry['verdicts']} and {entry['results']}")
+        task_code, reason = unscored_exit_code(entry["per_judge"], args.allow_unscored)
+        if reason:
+            print(f"medeval judge: {reason}", file=sys.stderr)
+        code = max(code, task_code)
+    return code
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("judge", help="judge a finished run's logged samples (--log_samples) with a judge panel")
     p.add_argument("output_dir", help="the folder given to lm-eval's --output_path")
-    p.add_argument("--judges", help="judges file (JSON/YAML) or inline JSON; default: $MEDEVAL_JUDGES")
+    add_judge_flags(p)
+    p.add_argument("--retry-unscored", action="store_true", help="ask again every verdict cached as unscored")
     p.add_argument("--concurrency", type=int, help="override the panel's concurrency")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--breakdown", action="store_true", help="also print the per-category breakdown tables")

@@ -1,45 +1,58 @@
-"""Judge panel configuration: which judges, how hard to try, where to cache.
+"""Judge panel configuration: which judges, how hard to try, where to cache, which rubric.
 
 The panel is inline JSON or the path of a JSON/YAML judges file, given as
 
-1. ``--metadata '{"medeval_judges": "/path/judges.yaml"}'`` on the lm-eval/medeval command line: the
-   task's data loader (which, unlike a filter, receives ``--metadata``) validates it before any
-   generation and hands it to the judge filter of the same process;
-2. the environment variable ``MEDEVAL_JUDGES`` (reaches the filter, ``medeval judge`` and
-   data-parallel ranks alike);
-3. ``medeval judge --judges FILE`` for judging afterwards.
+1. ``--metadata '{"medeval_judges": "/path/judges.yaml"}'`` on the lm-eval/medeval command line;
+2. the environment variable ``MEDEVAL_JUDGES`` (reaches data-parallel ranks and ``medeval judge``);
+3. ``medeval judge --judges FILE``, or ``--judge-model A --judge-model B`` flags (``panel_from_flags``).
 
-The command line wins over the environment. lm-eval copies ``--metadata`` into the results JSON,
-which is why a judges config may name key variables but never hold a key. Shape::
+The command line wins over the environment. A judged task's data loader resolves the panel from its
+``--metadata`` (``panel_from_metadata``), checks it completely (``validate_panel``) before any
+generation, and hands it to the judge filter with the documents (``PANEL_FIELD``): the filter
+reads no module state. lm-eval copies ``--metadata`` into the results JSON, which is why a judges
+config may name key variables but never hold a key. Shape::
 
     {"judges": [
         {"name": "gpt4o", "backend": "openai-chat-completions", "model": "gpt-4o",
          "api_key_env": "OPENAI_API_KEY", "temperature": 0, "max_tokens": 512},
         {"name": "local", "backend": "local-chat-completions", "model": "llama",
-         "base_url": "http://127.0.0.1:8000/v1/chat/completions", "model_args": {"tokenizer_backend": "none"}}],
+         "base_url": "http://127.0.0.1:8000/v1/chat/completions", "header_env": {"x-api-key": "LOCAL_KEY"}}],
      "concurrency": 32, "max_retries": 4, "max_reasks": 1, "timeout": 120,
-     "cache": "~/.cache/medeval/judge.sqlite"}
+     "cache": "~/.cache/medeval/judge_cache.sqlite", "rubric": "my_rubric.yaml", "require_answer_id": false}
 
-A plain list is a panel with default settings. API keys are named, never given: ``api_key_env``
-is the variable that holds the key; a key-looking value anywhere in the config is refused.
+A plain list is a panel with default settings. Keys are named, never given: ``api_key_env`` names
+the variable holding the key (sent as ``Authorization: Bearer``), ``header_env`` maps header names to
+variables; a judge without either sends no Authorization header at all. A key-looking field, a
+header value, or an ``api_key_env`` that is not a variable name is refused.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from medeval_metrics.data import MedevalDataError
 
 ENV_VAR = "MEDEVAL_JUDGES"
 METADATA_KEY = "medeval_judges"
+PANEL_FIELD = "judge_panel"  # document field through which a task's loader hands the panel to its filter
 DEFAULT_CACHE = "~/.cache/medeval/judge_cache.sqlite"
-_SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "authorization"}
+_SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "authorization", "header", "headers"}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+SECRET_MESSAGE = (
+    "would put a secret in the judges config. Put the key in an environment variable and name it with "
+    "\"api_key_env\": \"MY_JUDGE_KEY\" (or a header with \"header_env\": {\"x-api-key\": \"MY_VAR\"})."
+)
+# lm-eval backends that send HTTP requests to a URL the judge must be given
+NEEDS_BASE_URL = {"local-completions", "local-chat-completions"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,7 @@ class JudgeConfig:
     temperature: float = 0.0
     max_tokens: int = 512
     model_args: dict[str, Any] = field(default_factory=dict)
+    header_env: dict[str, str] = field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
         """Everything that changes what this judge says (never the key): the cache key's judge part."""
@@ -64,43 +78,89 @@ class JudgeConfig:
             "model_args": {k: self.model_args[k] for k in sorted(self.model_args)},
         }
 
+    def describe(self) -> dict[str, Any]:
+        """What the results say about this judge: identity and the *names* of its key variables."""
+        return {"name": self.name, **self.identity(), "api_key_env": self.api_key_env,
+                "header_env": dict(sorted(self.header_env.items()))}
+
 
 @dataclass(frozen=True)
 class PanelConfig:
     judges: tuple[JudgeConfig, ...]
     concurrency: int = 32
-    max_retries: int = 4  # transport errors and rate limits, per request
-    max_reasks: int = 1  # follow-up turns after an unusable verdict
+    max_retries: int = 4  # transport failures per (judge, item), over all its requests
+    max_reasks: int = 1  # follow-up turns after unusable verdicts, per (judge, item)
     timeout: float = 120.0  # seconds per request
     backoff_base: float = 1.0  # seconds; doubled per retry, capped at backoff_max
     backoff_max: float = 30.0
     cache: str | None = DEFAULT_CACHE  # None: no cache
+    rubric: str | None = None  # a rubric YAML file replacing the task's rubric
+    require_answer_id: bool = False  # count only verdicts that echo the answer's id
+    fail_fast: int = 8  # a judge whose first N requests all fail in transport stops the panel (0: never)
 
     @property
     def judge_names(self) -> list[str]:
         return [j.name for j in self.judges]
+
+    @property
+    def max_requests(self) -> int:
+        """The most requests one (judge, item) can cost: 1 + max_retries + max_reasks."""
+        return 1 + self.max_retries + self.max_reasks
+
+    def settings(self) -> dict[str, Any]:
+        """The settings that shape verdicts, for the results and for deciding when to re-ask."""
+        return {"max_retries": self.max_retries, "max_reasks": self.max_reasks, "timeout": self.timeout,
+                "require_answer_id": self.require_answer_id, "rubric": self.rubric}
+
+    def to_json(self) -> str:
+        """The panel as inline JSON (no keys exist in it to leak), e.g. to pass it on to a filter."""
+        return json.dumps({
+            "judges": [{k: v for k, v in (("name", j.name), ("backend", j.backend), ("model", j.model),
+                                           ("base_url", j.base_url), ("api_key_env", j.api_key_env),
+                                           ("temperature", j.temperature), ("max_tokens", j.max_tokens),
+                                           ("model_args", j.model_args), ("header_env", j.header_env)) if v not in (None, {})}
+                       for j in self.judges],
+            "concurrency": self.concurrency, "max_retries": self.max_retries, "max_reasks": self.max_reasks,
+            "timeout": self.timeout, "backoff_base": self.backoff_base, "backoff_max": self.backoff_max,
+            "cache": self.cache, "rubric": self.rubric, "require_answer_id": self.require_answer_id,
+            "fail_fast": self.fail_fast,
+        }, sort_keys=True)
 
 
 def _refuse_secrets(value: Any, where: str) -> None:
     if isinstance(value, dict):
         for key, inner in value.items():
             if str(key).lower().replace("-", "_") in _SECRET_KEYS:
-                raise MedevalDataError(
-                    f"{where}: '{key}' would put a secret in the judges config. Put the key in an environment "
-                    "variable and name it with \"api_key_env\": \"MY_JUDGE_KEY\"."
-                )
+                raise MedevalDataError(f"{where}: '{key}' {SECRET_MESSAGE}")
             _refuse_secrets(inner, f"{where}.{key}")
+
+
+def _env_name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _ENV_NAME.match(value):
+        # never echo the value: it is often the key itself, pasted in the wrong place
+        raise MedevalDataError(
+            f"{where} must be the NAME of an environment variable (letters, digits, '_'), e.g. \"MY_JUDGE_KEY\"; "
+            "the value given is not one (not shown, in case it is a key)."
+        )
+    return value
 
 
 def _judge_from(raw: Any, index: int, where: str) -> JudgeConfig:
     if not isinstance(raw, dict):
         raise MedevalDataError(f"{where}: judge {index} is a {type(raw).__name__}, expected an object.")
+    raw = dict(raw)
+    model_args = raw.get("model_args") or {}
+    if not isinstance(model_args, dict):
+        raise MedevalDataError(f"{where}: judge {index} model_args must be an object.")
+    model_args = dict(model_args)
+    header_env = {**(model_args.pop("header_env", None) or {}), **(raw.pop("header_env", None) or {})}
+    raw["model_args"] = model_args
     _refuse_secrets(raw, f"{where}: judge {index}")
     allowed = {"name", "backend", "model", "base_url", "api_key_env", "temperature", "max_tokens", "model_args"}
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise MedevalDataError(
-            f"{where}: judge {index} has unknown field(s) {unknown}; allowed: {sorted(allowed)}."
+            f"{where}: judge {index} has unknown field(s) {unknown}; allowed: {sorted(allowed | {'header_env'})}."
         )
     for needed in ("backend", "model"):
         if not raw.get(needed):
@@ -108,23 +168,26 @@ def _judge_from(raw: Any, index: int, where: str) -> JudgeConfig:
     name = str(raw.get("name") or f"judge{index + 1}")
     if not _NAME.match(name):
         raise MedevalDataError(f"{where}: judge name {name!r} must be 1-40 letters, digits, '_', '.', '-'.")
-    model_args = raw.get("model_args") or {}
-    if not isinstance(model_args, dict):
-        raise MedevalDataError(f"{where}: judge {name} model_args must be an object.")
     try:
         temperature, max_tokens = float(raw.get("temperature", 0.0)), int(raw.get("max_tokens", 512))
     except (TypeError, ValueError) as exc:
         raise MedevalDataError(f"{where}: judge {name} temperature/max_tokens must be numbers.") from exc
+    api_key_env = raw.get("api_key_env")
+    if api_key_env is not None:
+        api_key_env = _env_name(api_key_env, f"{where}: judge {name} api_key_env")
+    for header, variable in header_env.items():
+        if not isinstance(header, str) or not _HEADER_NAME.match(header):
+            raise MedevalDataError(f"{where}: judge {name} header_env: {header!r} is not an HTTP header name.")
+        _env_name(variable, f"{where}: judge {name} header_env[{header!r}]")
     return JudgeConfig(
-        name=name,
-        backend=str(raw["backend"]),
-        model=str(raw["model"]),
-        base_url=raw.get("base_url"),
-        api_key_env=raw.get("api_key_env"),
-        temperature=temperature,
-        max_tokens=max_tokens,
-        model_args=dict(model_args),
+        name=name, backend=str(raw["backend"]), model=str(raw["model"]), base_url=raw.get("base_url"),
+        api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens, model_args=model_args,
+        header_env=dict(header_env),
     )
+
+
+_SETTINGS = {"concurrency", "max_retries", "max_reasks", "timeout", "backoff_base", "backoff_max", "cache",
+             "rubric", "require_answer_id", "fail_fast"}
 
 
 def panel_from_obj(obj: Any, where: str) -> PanelConfig:
@@ -137,48 +200,17 @@ def panel_from_obj(obj: Any, where: str) -> PanelConfig:
     if len(set(names)) != len(names):
         raise MedevalDataError(f"{where}: judge names must be distinct (got {names}).")
     settings = {k: v for k, v in obj.items() if k != "judges"}
-    allowed = {"concurrency", "max_retries", "max_reasks", "timeout", "backoff_base", "backoff_max", "cache"}
-    unknown = sorted(set(settings) - allowed)
+    unknown = sorted(set(settings) - _SETTINGS)
     if unknown:
-        raise MedevalDataError(f"{where}: unknown panel setting(s) {unknown}; allowed: {sorted(allowed)}.")
+        raise MedevalDataError(f"{where}: unknown panel setting(s) {unknown}; allowed: {sorted(_SETTINGS)}.")
     panel = PanelConfig(judges=judges, **settings)
-    if panel.concurrency < 1 or panel.max_retries < 0 or panel.max_reasks < 0:
-        raise MedevalDataError(f"{where}: concurrency must be >= 1, max_retries and max_reasks >= 0.")
-    return panel
-
-
-# set by a task's data loader from --metadata, read by the judge filter later in the same process
-_runtime_panel: PanelConfig | None = None
-
-
-def check_keys_present(panel: PanelConfig) -> None:
-    missing = [f"{j.name}: {j.api_key_env}" for j in panel.judges if j.api_key_env and not os.environ.get(j.api_key_env)]
-    if missing:
-        raise MedevalDataError(
-            f"judge API key variable(s) not set ({', '.join(missing)}). Export them before the run; keys never go "
-            "into the judges config or --metadata."
-        )
-
-
-def configure_from_metadata(metadata: dict[str, Any]) -> PanelConfig | None:
-    """Called by a task's data loader (before generation): validate the panel now, not after hours of
-    generation, and remember a --metadata panel for the judge filter. Returns the panel in effect."""
-    global _runtime_panel
-    value = metadata.get(METADATA_KEY)
-    if value is not None and not isinstance(value, str):
-        value = json.dumps(value)  # --metadata gave the config inline, already parsed
-    _runtime_panel = load_panel(value, where=f"--metadata {METADATA_KEY}") if value else None
-    panel = _runtime_panel or load_panel()
-    if panel is not None:
-        check_keys_present(panel)
+    if panel.concurrency < 1 or panel.max_retries < 0 or panel.max_reasks < 0 or panel.fail_fast < 0:
+        raise MedevalDataError(f"{where}: concurrency must be >= 1, max_retries, max_reasks and fail_fast >= 0.")
     return panel
 
 
 def load_panel(value: str | None = None, where: str = "judges config") -> PanelConfig | None:
-    """The panel from ``value`` (inline JSON or a file path), else the one given by ``--metadata`` to
-    this process's task loader, else ``$MEDEVAL_JUDGES``; None if none is set."""
-    if value is None and _runtime_panel is not None:
-        return _runtime_panel
+    """The panel from ``value`` (inline JSON or a file path), else ``$MEDEVAL_JUDGES``; None if neither is set."""
     if value is None:
         value = os.environ.get(ENV_VAR)
         where = ENV_VAR
@@ -202,3 +234,153 @@ def load_panel(value: str | None = None, where: str = "judges config") -> PanelC
     except json.JSONDecodeError as exc:
         raise MedevalDataError(f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from exc
     return panel_from_obj(obj, where)
+
+
+def panel_from_metadata(metadata: dict[str, Any]) -> PanelConfig | None:
+    """The panel a task's ``--metadata`` names (``medeval_judges``), else ``$MEDEVAL_JUDGES``."""
+    value = metadata.get(METADATA_KEY)
+    if value is not None and not isinstance(value, str):
+        value = json.dumps(value)  # --metadata gave the config inline, already parsed
+    return load_panel(value, where=f"--metadata {METADATA_KEY}") if value else load_panel()
+
+
+def panel_from_flags(
+    models: Sequence[str], base_urls: Sequence[str] = (), key_envs: Sequence[str] = (),
+    backend: str | None = None, base: PanelConfig | None = None,
+) -> PanelConfig:
+    """A panel from MedARC-style list flags: ``--judge-model A --judge-model B``, with
+    ``--judge-base-url`` and ``--judge-api-key-env`` matched by position; one value is broadcast to all.
+    Without a base URL the backend is ``openai-chat-completions``, with one ``local-chat-completions``.
+    ``base`` (a judges file) supplies the panel settings."""
+    models = list(models)
+    if not models:
+        raise MedevalDataError("--judge-model: give at least one judge model.")
+
+    def spread(values: Sequence[str], flag: str) -> list[str | None]:
+        values = list(values)
+        if not values:
+            return [None] * len(models)
+        if len(values) == 1:
+            return values * len(models)
+        if len(values) != len(models):
+            raise MedevalDataError(
+                f"{flag} was given {len(values)} times for {len(models)} --judge-model values: give it once "
+                "(for all judges) or once per judge, in the same order."
+            )
+        return values
+
+    judges = []
+    for index, (model, url, key_env) in enumerate(zip(models, spread(base_urls, "--judge-base-url"),
+                                                      spread(key_envs, "--judge-api-key-env"))):
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", model)[-40:] or f"judge{index + 1}"
+        entry: dict[str, Any] = {"name": name, "model": model,
+                                 "backend": backend or ("local-chat-completions" if url else "openai-chat-completions")}
+        if url:
+            entry["base_url"] = url if url.rstrip("/").endswith("completions") else url.rstrip("/") + "/chat/completions"
+        if key_env:
+            entry["api_key_env"] = key_env
+        judges.append(entry)
+    names = [j["name"] for j in judges]
+    for index, name in enumerate(names):  # the same model twice (at two URLs): number them
+        if names.count(name) > 1:
+            judges[index]["name"] = f"{name[:36]}_{index + 1}"
+    settings = json.loads(base.to_json()) if base is not None else {}
+    settings.pop("judges", None)
+    return panel_from_obj({"judges": judges, **settings}, "--judge-model flags")
+
+
+def _backend_problem(backend: str) -> str | None:
+    import lm_eval.models  # noqa: F401  (fills the model registry)
+    from lm_eval.api.registry import MODEL_REGISTRY, get_model
+
+    known = sorted(MODEL_REGISTRY.keys())
+    if backend not in known:
+        close = difflib.get_close_matches(backend, known, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(known)}."
+        return f"unknown lm-eval backend {backend!r}.{hint}"
+    try:
+        get_model(backend)
+    except ImportError as exc:  # a known backend whose package is not installed (vllm, ...)
+        return f"lm-eval backend {backend!r} needs a package that is not installed ({exc.name or exc}); pip install it."
+    return None
+
+
+def _cache_problem(path_text: str) -> str | None:
+    path = Path(path_text).expanduser()
+    if path.is_dir():
+        return f"cache {path} is a folder; give a file path such as {path / 'judge_cache.sqlite'}."
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cache folder {path.parent} cannot be created ({type(exc).__name__}); choose another \"cache\" path."
+    if not os.access(path.parent, os.W_OK):
+        return f"cache folder {path.parent} is not writable; choose another \"cache\" path."
+    if path.exists():
+        if path.stat().st_size and path.read_bytes()[:16] != b"SQLite format 3\x00":
+            return f"cache {path} exists and is not a SQLite file; remove it or choose another \"cache\" path."
+        if not os.access(path, os.W_OK):
+            return f"cache {path} is not writable; choose another \"cache\" path."
+        try:
+            with sqlite3.connect(path) as conn:
+                conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            return f"cache {path} is not a usable SQLite database ({type(exc).__name__}); remove it or choose another."
+    return None
+
+
+def validate_panel(panel: PanelConfig, where: str = "judge panel", environ: Any = None,
+                   check_backends: bool = True) -> None:
+    """Check the whole panel before any generation; raise one MedevalDataError listing every problem.
+
+    Checks: backend names (with a suggestion), ``base_url`` where the backend needs one, each key
+    variable set, the cache path usable (creatable, writable, a SQLite file or absent), the rubric file.
+    ``medeval run`` calls this in its pre-flight checks; a judged task's loader calls it too.
+    """
+    environ = os.environ if environ is None else environ
+    problems: list[str] = []
+    for judge in panel.judges:
+        if check_backends:
+            backend = _backend_problem(judge.backend)
+            if backend:
+                problems.append(f"judge {judge.name}: {backend}")
+        if judge.backend in NEEDS_BASE_URL and not judge.base_url:
+            problems.append(f"judge {judge.name}: backend {judge.backend} needs \"base_url\" (e.g. "
+                            "\"http://127.0.0.1:8000/v1/chat/completions\").")
+        for variable in [judge.api_key_env, *judge.header_env.values()]:
+            if variable and not environ.get(variable):
+                problems.append(f"judge {judge.name}: the environment variable {variable} is not set. Export it "
+                                "before the run; keys never go into the judges config or --metadata.")
+    if panel.cache:
+        cache = _cache_problem(panel.cache)
+        if cache:
+            problems.append(cache)
+    if panel.rubric:
+        from medeval_metrics.judge.rubric import load_rubric
+
+        try:
+            load_rubric(panel.rubric)
+        except MedevalDataError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise MedevalDataError(f"{where}: " + ("\n  ".join([""] + problems) if len(problems) > 1 else problems[0]))
+
+
+def panel_for_task(metadata: dict[str, Any], where: str = "judge panel") -> PanelConfig | None:
+    """For a judged task's loader: the panel from ``--metadata``/``$MEDEVAL_JUDGES``, checked completely
+    now (before any generation), or None. The loader puts ``panel.to_json()`` in each document's
+    ``PANEL_FIELD`` for the judge filter."""
+    panel = panel_from_metadata(metadata)
+    if panel is not None:
+        validate_panel(panel, where=where)
+    return panel
+
+
+def check_keys_present(panel: PanelConfig) -> None:
+    """Only the key-variable part of ``validate_panel`` (kept for callers that check keys alone)."""
+    missing = [f"{j.name}: {v}" for j in panel.judges for v in [j.api_key_env, *j.header_env.values()]
+               if v and not os.environ.get(v)]
+    if missing:
+        raise MedevalDataError(
+            f"judge API key variable(s) not set ({', '.join(missing)}). Export them before the run; keys never go "
+            "into the judges config or --metadata."
+        )

@@ -1,31 +1,33 @@
 """``JudgeFilter``: an lm-eval Filter that judges every answer of a task in one concurrent batch.
 
 lm-eval hands a Filter all of a task's responses at once, which is what lets the panel run
-concurrently (a ``process_results`` hook sees one document at a time). Filters do not receive the
-task's metadata, so the panel is the one the task's data loader took from ``--metadata
-medeval_judges``, else ``$MEDEVAL_JUDGES`` (see ``judge.config``). Without either, the filter passes
-the answers through with ``verdicts: None`` and logs plainly that no judge scores were computed.
-lm-eval applies filters under ``--predict_only`` too: leave the panel unset there and judge later
-with ``medeval judge``. YAML::
+concurrently (a ``process_results`` hook sees one document at a time). The panel reaches the
+filter explicitly: as its ``panel`` argument (inline JSON or a judges file in the task YAML), or in
+the documents' ``judge_panel`` field, which a judged task's loader fills from ``--metadata
+medeval_judges`` / ``$MEDEVAL_JUDGES`` after checking it (``judge.config.validate_panel``). Without a
+panel the filter passes the answers through with ``verdicts: None`` and logs plainly that no judge
+scores were computed. lm-eval applies filters under ``--predict_only`` too: leave the panel unset
+there and judge later with ``medeval judge``. YAML::
 
     filter_list:
       - name: judge
         filter:
           - function: !function medeval_metrics.judge.filter.JudgeFilter
-            rubric: medeval_metrics.<benchmark>.RUBRIC
+            rubric: my_pack.my_benchmark.RUBRIC   # a dotted path to a Rubric, or a rubric YAML file
             question_field: question
             reference_field: answer
 """
 
 from __future__ import annotations
 
-import importlib
+import json
 import logging
 from typing import Any, Iterable
 
 from lm_eval.api.filter import Filter
 
-from medeval_metrics.judge.rubric import Rubric
+from medeval_metrics.judge.config import PANEL_FIELD, PanelConfig, load_panel
+from medeval_metrics.judge.rubric import Rubric, load_rubric
 
 log = logging.getLogger("medeval.judge")
 NO_JUDGE_MESSAGE = (
@@ -34,42 +36,52 @@ NO_JUDGE_MESSAGE = (
 )
 
 
-def load_rubric(path: str | Rubric) -> Rubric:
-    if isinstance(path, Rubric):
-        return path
-    module_name, _, attribute = path.replace(":", ".").rpartition(".")
-    rubric = getattr(importlib.import_module(module_name), attribute)
-    if not isinstance(rubric, Rubric):
-        raise TypeError(f"{path} is a {type(rubric).__name__}, not a medeval_metrics.judge.rubric.Rubric")
-    return rubric
+def rubric_for(task_rubric: Rubric, panel: PanelConfig | None) -> Rubric:
+    """The panel's own rubric file if it names one, else the task's."""
+    return load_rubric(panel.rubric) if panel is not None and panel.rubric else task_rubric
 
 
 def judge_answers(
     answers: list[str], docs: list[dict[str, Any]], rubric: Rubric, question_field: str, reference_field: str,
-    panel: Any = None, progress: bool = True,
+    panel: PanelConfig | None, progress: bool = True, retry_unscored: bool = False,
 ) -> list[dict[str, Any]]:
-    """Per doc ``{"answer", "verdicts" ({judge: verdict} or None), "judges"}``; used by the filter and the CLI."""
-    from medeval_metrics.judge.config import load_panel
-    from medeval_metrics.judge.runner import JudgeItem, PanelRunner
+    """Per doc ``{"answer", "verdicts" ({judge: verdict} or None), "judges", "rubric"}``; used by the filter and the CLI."""
+    from medeval_metrics.judge.runner import JudgeItem, PanelRunner, panel_summary, summary_lines
 
-    panel = panel if panel is not None else load_panel()
     if panel is None:
         log.warning(NO_JUDGE_MESSAGE)
-        return [{"answer": a, "verdicts": None, "judges": None} for a in answers]
+        return [{"answer": a, "verdicts": None, "judges": None, "rubric": None} for a in answers]
+    rubric = rubric_for(rubric, panel)
     items = [JudgeItem(str(d.get(question_field, "")), str(d.get(reference_field, "")), a) for a, d in zip(answers, docs)]
-    verdicts = PanelRunner(panel, rubric).judge(items, progress=progress)
-    return [{"answer": a, "verdicts": v, "judges": panel.judge_names} for a, v in zip(answers, verdicts)]
+    verdicts = PanelRunner(panel, rubric, retry_unscored=retry_unscored).judge(items, progress=progress)
+    for line in summary_lines(panel_summary(verdicts, panel.judge_names)):
+        log.info(line)
+    described = {"name": rubric.name, "version": rubric.version, "hash": rubric.content_hash(),
+                 "dimensions": list(rubric.dimensions), "scale": [rubric.scale_min, rubric.scale_max]}
+    return [{"answer": a, "verdicts": v, "judges": panel.judge_names, "rubric": described} for a, v in zip(answers, verdicts)]
 
 
 class JudgeFilter(Filter):
-    def __init__(self, rubric: str, question_field: str = "question",
-                 reference_field: str = "answer", **kwargs: Any) -> None:
+    def __init__(self, rubric: str | Rubric, question_field: str = "question", reference_field: str = "answer",
+                 panel: str | dict | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rubric = load_rubric(rubric)
         self.question_field, self.reference_field = question_field, reference_field
+        if isinstance(panel, dict):
+            panel = json.dumps(panel)
+        self.panel = load_panel(panel, where="judge filter panel") if panel else None
+
+    def panel_for(self, docs: list[dict[str, Any]]) -> PanelConfig | None:
+        if self.panel is not None:
+            return self.panel
+        carried = next((d.get(PANEL_FIELD) for d in docs if isinstance(d, dict) and d.get(PANEL_FIELD)), None)
+        if carried:
+            return load_panel(carried, where=f"documents' {PANEL_FIELD}")
+        return load_panel()  # a task whose loader does not carry the panel: the environment's, if any
 
     def apply(self, resps: Iterable[list[str]], docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         resps, docs = list(resps), list(docs)
         # the first response per doc: judging repeats would multiply the bill
         answers = [str(r[0]) if r else "" for r in resps]
-        return judge_answers(answers, docs, self.rubric, self.question_field, self.reference_field)
+        return judge_answers(answers, docs, self.rubric, self.question_field, self.reference_field,
+                             panel=self.panel_for(docs))

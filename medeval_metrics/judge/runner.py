@@ -1,48 +1,40 @@
-"""Run a judge panel over many answers: concurrent, retried, cached, never silently scored.
+"""The panel scheduler: every (judge, item) verdict, concurrent, retried, cached, never silently scored.
 
-Judges are lm-eval model backends built by name (``lm_eval.api.registry.get_model``). For API
-backends (lm-eval's ``TemplateAPI`` family) each verdict is one request made through the backend's
-own ``model_call``/``parse_generations`` (its payload, headers and reply parsing), while this
-module owns concurrency (one thread pool across all judges, bounded by ``concurrency``), retries
-(transport errors and 429/5xx, honouring ``Retry-After``) and re-asks after unusable verdicts.
-Other backends (``hf``, ``vllm``) are called in batches through ``generate_until``.
+One request budget per (judge, item): at most ``1 + max_retries + max_reasks`` requests, whatever
+mix of transport failures (each retry spends one of ``max_retries``, with backoff honouring
+``Retry-After``, via ``tenacity``) and unusable verdicts (each re-ask spends one of ``max_reasks``)
+occurs. The re-ask decision lives in one place (``_advance``), used by both drivers: API judges
+(one thread pool across all judges, ``concurrency`` requests in flight) and batch backends
+(``hf``/``vllm``, one ``generate_until`` per round).
 
-A verdict that cannot be obtained is *unscored* with its reason; it is never turned into a score.
+A verdict that cannot be obtained is *unscored* with its reason and kind (``transport`` or
+``unusable``); it is never turned into a score. Cached verdicts are reused, except an unscored one
+that a later run may improve: transport failures are asked again, unusable verdicts when the
+settings that produced them changed (more retries or re-asks) or ``retry_unscored`` is set.
+A judge whose first ``fail_fast`` requests all fail in transport is stopped: its remaining items
+are unscored at once with that reason, instead of each spending its retries.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from medeval_metrics.data import MedevalDataError
 from medeval_metrics.judge.cache import VerdictCache, cache_key
+from medeval_metrics.judge.client import JudgeClient, TransportFailure
 from medeval_metrics.judge.config import JudgeConfig, PanelConfig
-from medeval_metrics.judge.rubric import Rubric
+from medeval_metrics.judge.rubric import Rubric, ShownObjects
 
 log = logging.getLogger("medeval.judge")
-_RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 _REPLY_KEEP = 2000  # characters of the judge's last reply kept for auditing
-
-
-def install_log_redaction() -> None:
-    """REDACTION CALL SITE: lm-eval's API backends log request headers (API keys) on some failures.
-
-    ``medeval_metrics.redact`` (written separately) filters those log records; until it exists this
-    is a no-op. The judge's own requests go through ``model_call``, whose failure log carries the
-    response body only, and this module never logs exception text.
-    """
-    try:
-        from medeval_metrics import redact  # type: ignore[attr-defined]
-    except ImportError:
-        return
-    redact.install()
+_CACHE_BATCH = 64  # verdicts per cache transaction, at most
+_CACHE_FLUSH_S = 0.25  # and at least this often: a killed run loses a quarter second of verdicts
 
 
 @dataclass(frozen=True)
@@ -52,132 +44,41 @@ class JudgeItem:
     answer: str
 
 
-class TransportFailure(Exception):
-    """A request that failed before a reply could be read; ``reason`` is safe to log and store."""
-
-    def __init__(self, reason: str, retryable: bool, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason, self.retryable, self.retry_after = reason, retryable, retry_after
-
-
-def _retry_after_seconds(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: fall back to exponential backoff
+@dataclass
+class _Job:
+    index: int
+    judge: JudgeConfig
+    item: JudgeItem
+    shown: ShownObjects
+    key: str
+    conversation: list[dict[str, str]]
+    requests: int = 0
+    retries: int = 0
+    reasks: int = 0
+    reply: str | None = None
+    verdict: dict[str, Any] | None = None
 
 
-def _classify(exc: BaseException) -> TransportFailure:
-    """A safe description of a failed request: status code or error class, never the message text
-    (requests' messages can quote URLs, and aiohttp's quote headers)."""
-    import requests
+@dataclass
+class _JudgeHealth:
+    """Per judge: requests answered and transport failures, to stop a judge that is plainly down."""
 
-    if isinstance(exc, requests.HTTPError) and exc.response is not None:
-        status = exc.response.status_code
-        return TransportFailure(
-            f"HTTP {status}",
-            retryable=status in _RETRYABLE_STATUS,
-            retry_after=_retry_after_seconds(exc.response.headers.get("Retry-After")),
-        )
-    if isinstance(exc, requests.Timeout):
-        return TransportFailure("timeout", retryable=True)
-    if isinstance(exc, requests.ConnectionError):
-        return TransportFailure("connection error", retryable=True)
-    if isinstance(exc, ValueError):  # reply body was not JSON
-        return TransportFailure("reply body is not valid JSON", retryable=True)
-    return TransportFailure(f"request failed ({type(exc).__name__})", retryable=True)
+    answered: int = 0
+    failed: int = 0
+    stopped: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class JudgeClient:
-    """One judge: an lm-eval backend plus how to send it one conversation."""
-
-    def __init__(self, config: JudgeConfig, panel: PanelConfig, lm: Any | None = None) -> None:
-        self.config, self.panel = config, panel
-        self.lm = lm if lm is not None else self._build()
-        from lm_eval.models.api_models import TemplateAPI
-
-        self.is_api = isinstance(self.lm, TemplateAPI)
-
-    def _build(self) -> Any:
-        import lm_eval.models  # noqa: F401  (fills the model registry)
-        from lm_eval.api.registry import get_model
-
-        c = self.config
-        args: dict[str, Any] = {"model": c.model, **c.model_args}
-        try:
-            cls = get_model(c.backend)
-        except (KeyError, ValueError) as exc:
-            raise MedevalDataError(f"judge {c.name}: unknown lm-eval backend {c.backend!r}.") from exc
-        from lm_eval.models.api_models import TemplateAPI
-
-        is_api = isinstance(cls, type) and issubclass(cls, TemplateAPI)
-        if is_api:
-            if c.base_url:
-                args["base_url"] = c.base_url
-            # our own retry loop and thread pool replace the backend's
-            args.update(num_concurrent=1, max_retries=1, timeout=max(1, int(round(self.panel.timeout))))
-            args.setdefault("tokenizer_backend", "none")
-            args.setdefault("tokenized_requests", False)
-        else:
-            args = {"pretrained": c.model, **c.model_args}
-        lm = cls.create_from_arg_obj(args, {})
-        if c.api_key_env:
-            key = os.environ.get(c.api_key_env)
-            if not key:
-                raise MedevalDataError(
-                    f"judge {c.name}: the environment variable {c.api_key_env} (its api_key_env) is not set."
-                )
-            if not is_api:
-                raise MedevalDataError(f"judge {c.name}: api_key_env only applies to API backends, not {c.backend}.")
-            from medeval_metrics.redact import register_secret
-
-            register_secret(key)  # redacted even when api_key_env has a name no rule recognises
-            # set on the instance after construction, so the key never passes through lm-eval's model args
-            lm._header = {**(getattr(lm, "_header", None) or {}), "Authorization": f"Bearer {key}"}
-            lm.__dict__.pop("header", None)
-        return lm
-
-    def _context(self, messages: list[dict[str, str]]) -> Any:
-        try:
-            return self.lm.apply_chat_template(messages)
-        except Exception:  # backends without a chat template: plain text turns
-            return "\n\n".join(f"{m['role'].upper()}: {m['content']}" for m in messages) + "\n\nASSISTANT:"
-
-    def _gen_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"max_gen_toks": self.config.max_tokens, "until": [], "temperature": self.config.temperature}
-        if self.config.temperature == 0:
-            kwargs["do_sample"] = False
-        return kwargs
-
-    def request_once(self, messages: list[dict[str, str]]) -> str | None:
-        """One API request; raises TransportFailure."""
-        context = self._context(messages)
-        try:
-            outputs = self.lm.model_call(messages=[context], generate=True, gen_kwargs=self._gen_kwargs())
-            replies = self.lm.parse_generations(outputs=outputs, contexts=[context])
-        except TransportFailure:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a classified, retryable-or-not reason
-            raise _classify(exc) from None
-        return replies[0] if replies else None
-
-    def generate_batch(self, conversations: Sequence[list[dict[str, str]]]) -> list[str | None]:
-        from lm_eval.api.instance import Instance
-
-        requests = [
-            Instance(request_type="generate_until", doc={}, arguments=(self._context(m), self._gen_kwargs()), idx=i)
-            for i, m in enumerate(conversations)
-        ]
-        return list(self.lm.generate_until(requests, disable_tqdm=True))
+class JudgeStopped(Exception):
+    pass
 
 
-def _verdict(judge: str, rubric: Rubric, **fields: Any) -> dict[str, Any]:
-    record = {"judge": judge, "rubric": rubric.name, "rubric_version": rubric.version, "scores": None,
-              "reasons": {}, "unscored_reason": None, "requests": 0, "reply": None, "cached": False}
-    record.update(fields)
-    return record
+def short_reason(verdict: dict[str, Any]) -> str:
+    """The unscored reason without its counts, for tallies ("HTTP 500", "no JSON object in reply ...")."""
+    reason = str(verdict.get("unscored_reason") or "")
+    if reason.startswith("unusable verdict after "):
+        return reason.split(": ", 1)[-1][:60]
+    return reason.split(" after ", 1)[0].split(" (", 1)[0][:60]
 
 
 class PanelRunner:
@@ -187,14 +88,57 @@ class PanelRunner:
         rubric: Rubric,
         clients: dict[str, JudgeClient] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        retry_unscored: bool = False,
     ) -> None:
-        install_log_redaction()
-        self.panel, self.rubric, self.sleep = panel, rubric, sleep
+        from medeval_metrics import redact
+
+        redact.install()  # lm-eval's API backends log request details on some failures
+        self.panel, self.rubric, self.sleep, self.retry_unscored = panel, rubric, sleep, retry_unscored
         self.clients = clients or {j.name: JudgeClient(j, panel) for j in panel.judges}
         self.cache = VerdictCache(panel.cache) if panel.cache else None
         self._rng = random.Random(0)
         self._rng_lock = threading.Lock()
+        self._health = {j.name: _JudgeHealth() for j in panel.judges}
+        self.rubric_key = {"name": rubric.name, "hash": rubric.content_hash(), "require_answer_id": panel.require_answer_id}
 
+    # ------------------------------------------------------------------ verdict records
+    def _verdict(self, job: _Job, **fields: Any) -> dict[str, Any]:
+        record = {"judge": job.judge.name, "rubric": self.rubric.name, "rubric_version": self.rubric.version,
+                  "rubric_hash": self.rubric_key["hash"], "scores": None, "reasons": {}, "id_echoed": None,
+                  "unscored_reason": None, "unscored_kind": None, "requests": job.requests,
+                  "reply": (job.reply or "")[:_REPLY_KEEP] if job.reply is not None else None, "cached": False,
+                  "settings": {"max_retries": self.panel.max_retries, "max_reasks": self.panel.max_reasks}}
+        record.update(fields)
+        return record
+
+    def _reusable(self, hit: dict[str, Any]) -> bool:
+        if hit.get("scores"):
+            return True  # a good verdict is never asked again
+        if self.retry_unscored or hit.get("unscored_kind") != "unusable":
+            return False  # transport failures (and pre-v2 records) are asked again
+        return hit.get("settings") == {"max_retries": self.panel.max_retries, "max_reasks": self.panel.max_reasks}
+
+    # ------------------------------------------------------------------ the one re-ask decision
+    def _advance(self, job: _Job, outcome: str | None | TransportFailure) -> bool:
+        """Record one ask's outcome; True while the job should be asked again (a re-ask turn added)."""
+        if isinstance(outcome, TransportFailure):
+            job.verdict = self._verdict(job, unscored_reason=outcome.reason, unscored_kind="transport")
+            return False
+        job.reply = outcome
+        parsed = self.rubric.parse(outcome, job.item.answer, job.shown, require_answer_id=self.panel.require_answer_id)
+        if parsed.ok:
+            job.verdict = self._verdict(job, scores=parsed.scores, reasons=parsed.reasons, id_echoed=parsed.id_echoed)
+            return False
+        if job.reasks < self.panel.max_reasks:
+            job.reasks += 1
+            job.conversation = [*job.conversation, {"role": "assistant", "content": outcome or ""},
+                                self.rubric.reask_message(parsed.error or "unusable")]
+            return True
+        job.verdict = self._verdict(job, unscored_kind="unusable",
+                                    unscored_reason=f"unusable verdict after {job.reasks + 1} ask(s): {parsed.error}")
+        return False
+
+    # ------------------------------------------------------------------ API driver
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, 300.0)
@@ -202,114 +146,161 @@ class PanelRunner:
             jitter = self._rng.uniform(0.5, 1.0)
         return min(self.panel.backoff_max, self.panel.backoff_base * (2**attempt)) * jitter
 
-    def _ask_with_retries(self, client: JudgeClient, messages: list[dict[str, str]]) -> tuple[str | None, int]:
-        """The reply and the number of requests made; raises TransportFailure when retries run out."""
-        for attempt in range(self.panel.max_retries + 1):
-            try:
-                return client.request_once(messages), attempt + 1
-            except TransportFailure as failure:
-                if not failure.retryable or attempt == self.panel.max_retries:
-                    failure.reason = f"{failure.reason} after {attempt + 1} request(s)"
-                    failure.requests = attempt + 1  # type: ignore[attr-defined]
-                    raise
-                self.sleep(self._backoff(attempt, failure.retry_after))
-        raise AssertionError("unreachable")
+    def _note(self, judge: str, failed: bool) -> None:
+        health = self._health[judge]
+        with health.lock:
+            if failed:
+                health.failed += 1
+            else:
+                health.answered += 1
+            limit = self.panel.fail_fast
+            if limit and failed and health.answered == 0 and health.failed >= limit and health.stopped is None:
+                health.stopped = f"judge stopped: its first {health.failed} requests all failed"
+                log.error("judge %s: its first %d requests all failed in transport; stopping it (check its base_url, "
+                          "key and whether it is up). Its remaining items are unscored.", judge, health.failed)
 
-    def _judge_api(self, judge: JudgeConfig, item: JudgeItem, messages: list[dict[str, str]]) -> tuple[dict[str, Any], bool]:
-        """(verdict, final): final verdicts are cached; transport failures are not."""
-        client = self.clients[judge.name]
-        conversation, used = list(messages), 0
-        parsed, reply = None, None
-        for _ask in range(self.panel.max_reasks + 1):
-            try:
-                reply, requests_made = self._ask_with_retries(client, conversation)
-            except TransportFailure as failure:
-                used += getattr(failure, "requests", 1)
-                return _verdict(judge.name, self.rubric, unscored_reason=failure.reason, requests=used), False
-            used += requests_made
-            parsed = self.rubric.parse(reply, item.answer)
-            if parsed.ok:
-                return _verdict(judge.name, self.rubric, scores=parsed.scores, reasons=parsed.reasons,
-                                requests=used, reply=(reply or "")[:_REPLY_KEEP]), True
-            conversation = [*conversation, {"role": "assistant", "content": reply or ""}, self.rubric.reask_message(parsed.error)]
-        return _verdict(
-            judge.name, self.rubric, requests=used, reply=(reply or "")[:_REPLY_KEEP],
-            unscored_reason=f"unusable verdict after {self.panel.max_reasks + 1} ask(s): {parsed.error}",
-        ), True
+    def _ask_api(self, job: _Job) -> str | None | TransportFailure:
+        """One ask (with its transport retries, from the job's budget): the reply, or the failure."""
+        from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-    def _judge_batch(self, judge: JudgeConfig, jobs: list[tuple[int, JudgeItem, list[dict[str, str]]]]) -> list[tuple[dict[str, Any], bool]]:
-        client = self.clients[judge.name]
-        conversations = [list(m) for _, _, m in jobs]
-        out: list[tuple[dict[str, Any], bool] | None] = [None] * len(jobs)
-        open_jobs = list(range(len(jobs)))
-        errors: dict[int, str] = {}
-        replies: dict[int, str | None] = {}
-        for ask in range(self.panel.max_reasks + 1):
-            if not open_jobs:
-                break
+        client = self.clients[job.judge.name]
+        health = self._health[job.judge.name]
+
+        def attempt() -> str | None:
+            if health.stopped:
+                raise JudgeStopped(health.stopped)
+            job.requests += 1
             try:
-                generated = client.generate_batch([conversations[j] for j in open_jobs])
+                reply = client.request_once(job.conversation)
+            except TransportFailure:
+                self._note(job.judge.name, failed=True)
+                raise
+            self._note(job.judge.name, failed=False)
+            return reply
+
+        def wait(state: RetryCallState) -> float:
+            failure = state.outcome.exception()
+            return self._backoff(state.attempt_number - 1, getattr(failure, "retry_after", None))
+
+        retrying = Retrying(
+            stop=stop_after_attempt(1 + self.panel.max_retries - job.retries),
+            retry=retry_if_exception(lambda exc: isinstance(exc, TransportFailure) and exc.retryable),
+            wait=wait, sleep=self.sleep, reraise=True,
+            before_sleep=lambda _state: setattr(job, "retries", job.retries + 1),
+        )
+        try:
+            return retrying(attempt)
+        except TransportFailure as failure:
+            return TransportFailure(f"{failure.reason} after {job.requests} request(s)", retryable=False)
+        except JudgeStopped as stopped:
+            return TransportFailure(f"{stopped} ({job.requests} request(s) for this item)", retryable=False)
+
+    def _run_api_job(self, job: _Job) -> _Job:
+        while self._advance(job, self._ask_api(job)):
+            pass
+        return job
+
+    # ------------------------------------------------------------------ batch driver
+    def _run_batch(self, jobs: list[_Job]) -> None:
+        client = self.clients[jobs[0].judge.name]
+        open_jobs = list(jobs)
+        while open_jobs:
+            for job in open_jobs:
+                job.requests += 1
+            try:
+                replies: list[Any] = client.generate_batch([job.conversation for job in open_jobs])
             except Exception as exc:  # noqa: BLE001 - a failed batch leaves its items unscored, with the reason
-                for j in open_jobs:
-                    out[j] = (_verdict(judge.name, self.rubric, unscored_reason=f"generation failed ({type(exc).__name__})"), False)
-                return out  # type: ignore[return-value]
-            still_open = []
-            for j, reply in zip(open_jobs, generated):
-                parsed = self.rubric.parse(reply, jobs[j][1].answer)
-                replies[j] = reply
-                if parsed.ok:
-                    out[j] = (_verdict(judge.name, self.rubric, scores=parsed.scores, reasons=parsed.reasons,
-                                       requests=ask + 1, reply=(reply or "")[:_REPLY_KEEP]), True)
-                else:
-                    errors[j] = parsed.error or "unusable"
-                    conversations[j] = [*conversations[j], {"role": "assistant", "content": reply or ""},
-                                        self.rubric.reask_message(errors[j])]
-                    still_open.append(j)
-            open_jobs = still_open
-        for j in open_jobs:
-            out[j] = (_verdict(judge.name, self.rubric, reply=(replies.get(j) or "")[:_REPLY_KEEP],
-                               requests=self.panel.max_reasks + 1,
-                               unscored_reason=f"unusable verdict after {self.panel.max_reasks + 1} ask(s): {errors[j]}"), True)
-        return out  # type: ignore[return-value]
+                replies = [TransportFailure(f"generation failed ({type(exc).__name__})", retryable=False)] * len(open_jobs)
+            open_jobs = [job for job, reply in zip(open_jobs, replies) if self._advance(job, reply)]
 
+    # ------------------------------------------------------------------ the panel
     def judge(self, items: Sequence[JudgeItem], progress: bool = True) -> list[dict[str, dict[str, Any]]]:
-        """Per item, ``{judge name: verdict}``; cached verdicts are reused and fresh final ones stored."""
+        """Per item, ``{judge name: verdict}``; cached verdicts are reused and fresh ones stored."""
         from tqdm import tqdm
 
         results: list[dict[str, dict[str, Any]]] = [{} for _ in items]
-        api_jobs, batch_jobs = [], {}
+        jobs: list[_Job] = []
         for index, item in enumerate(items):
             messages = self.rubric.messages(item.question, item.reference, item.answer)
+            shown = ShownObjects.of(messages, item.answer)
             for judge in self.panel.judges:
-                key = cache_key(judge.identity(), self.rubric.version, messages)
-                hit = self.cache.get(key) if self.cache else None
-                if hit is not None:
-                    results[index][judge.name] = {**hit, "judge": judge.name, "cached": True, "requests": 0}
-                elif self.clients[judge.name].is_api:
-                    api_jobs.append((index, judge, item, messages, key))
-                else:
-                    batch_jobs.setdefault(judge.name, []).append((index, judge, item, messages, key))
+                key = cache_key(judge.identity(), self.rubric_key, messages)
+                jobs.append(_Job(index, judge, item, shown, key, list(messages)))
+        hits = self.cache.get_many([job.key for job in jobs]) if self.cache is not None else {}
+        to_ask = []
+        for job in jobs:
+            hit = hits.get(job.key)
+            if hit is not None and self._reusable(hit):
+                results[job.index][job.judge.name] = {**hit, "judge": job.judge.name, "cached": True, "requests": 0}
+            else:
+                to_ask.append(job)
 
-        total = len(api_jobs) + sum(len(v) for v in batch_jobs.values())
-        bar = tqdm(total=total, desc="Judging", disable=not progress or total == 0)
+        bar = tqdm(total=len(to_ask), desc="Judging", disable=not progress or not to_ask)
+        unscored: Counter[str] = Counter()
+        pending: list[tuple[str, dict[str, Any]]] = []
+        last_flush = [time.monotonic()]
 
-        def store(index: int, judge: JudgeConfig, key: str, verdict: dict[str, Any], final: bool) -> None:
-            results[index][judge.name] = verdict
-            if final and self.cache is not None:
-                self.cache.put(key, {k: v for k, v in verdict.items() if k not in ("cached", "requests")})
+        def finish(job: _Job) -> None:
+            verdict = job.verdict or self._verdict(job, unscored_reason="no verdict", unscored_kind="transport")
+            results[job.index][job.judge.name] = verdict
+            pending.append((job.key, {k: v for k, v in verdict.items() if k not in ("cached", "requests")}))
+            if len(pending) >= _CACHE_BATCH or time.monotonic() - last_flush[0] >= _CACHE_FLUSH_S:
+                self._flush(pending)
+                last_flush[0] = time.monotonic()
+            if not verdict.get("scores"):
+                unscored[short_reason(verdict)] += 1
+                bar.set_postfix_str("unscored: " + ", ".join(f"{n} {r}" for r, n in unscored.most_common(3)), refresh=False)
             bar.update(1)
 
-        if api_jobs:
-            with ThreadPoolExecutor(max_workers=self.panel.concurrency) as pool:
-                futures = {pool.submit(self._judge_api, judge, item, messages): (index, judge, key)
-                           for index, judge, item, messages, key in api_jobs}
-                for future in as_completed(futures):
-                    index, judge, key = futures[future]
-                    verdict, final = future.result()
-                    store(index, judge, key, verdict, final)
-        for name, jobs in batch_jobs.items():
-            judged = self._judge_batch(jobs[0][1], [(index, item, messages) for index, _, item, messages, _ in jobs])
-            for (index, judge, _item, _messages, key), (verdict, final) in zip(jobs, judged):
-                store(index, judge, key, verdict, final)
-        bar.close()
+        api_jobs = [job for job in to_ask if self.clients[job.judge.name].is_api]
+        batch_jobs: dict[str, list[_Job]] = {}
+        for job in to_ask:
+            if not self.clients[job.judge.name].is_api:
+                batch_jobs.setdefault(job.judge.name, []).append(job)
+        try:
+            if api_jobs:
+                with ThreadPoolExecutor(max_workers=self.panel.concurrency) as pool:
+                    for future in as_completed([pool.submit(self._run_api_job, job) for job in api_jobs]):
+                        finish(future.result())
+            for judge_jobs in batch_jobs.values():
+                self._run_batch(judge_jobs)
+                for job in judge_jobs:
+                    finish(job)
+        finally:
+            self._flush(pending)
+            bar.close()
         return results
+
+    def _flush(self, pending: list[tuple[str, dict[str, Any]]]) -> None:
+        if self.cache is not None and pending:
+            self.cache.put_many(pending)
+        pending.clear()
+
+
+def panel_summary(verdicts: Sequence[dict[str, dict[str, Any]]], judge_names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per judge: scored, unscored, the commonest unscored reason, and how often it echoed the answer id."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in judge_names:
+        mine = [row.get(name) or {} for row in verdicts]
+        scored = [v for v in mine if v.get("scores")]
+        reasons = Counter(short_reason(v) for v in mine if not v.get("scores"))
+        echoed = [bool(v.get("id_echoed")) for v in scored if v.get("id_echoed") is not None]
+        out[name] = {
+            "scored": len(scored), "unscored": len(mine) - len(scored),
+            "top_reason": reasons.most_common(1)[0][0] if reasons else None,
+            "reasons": dict(reasons.most_common()),
+            "id_echo_rate": (sum(echoed) / len(echoed)) if echoed else None,
+        }
+    return out
+
+
+def summary_lines(summary: dict[str, dict[str, Any]]) -> list[str]:
+    lines = []
+    for name, s in summary.items():
+        line = f"judge {name}: {s['scored']} scored, {s['unscored']} unscored"
+        if s["top_reason"]:
+            line += f" (top reason: {s['top_reason']})"
+        if s["id_echo_rate"] is not None:
+            line += f"; echoed the answer id in {s['id_echo_rate']:.0%} of verdicts"
+        lines.append(line)
+    return lines

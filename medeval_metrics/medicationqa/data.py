@@ -248,10 +248,17 @@ def load_medicationqa(**metadata: Any):
 
     redact.install()  # task building is an entry point: keys are redacted before the first request
 
-    from medeval_metrics.judge.config import configure_from_metadata
+    from medeval_metrics.judge.config import PANEL_FIELD, panel_for_task
 
-    configure_from_metadata(metadata)  # a bad judges config fails here, before any generation
+    panel = panel_for_task(metadata)  # a bad judges config fails here, before any generation
     rows = load_rows(metadata)
+    if panel is not None:  # handed to the judge filter with the documents (filters get no metadata)
+        rows = [{**row, PANEL_FIELD: panel.to_json()} for row in rows]
+    from medeval_metrics.medicationqa import bertscore
+
+    bertscore_model = bertscore.model_from_metadata(metadata)  # opt-in; process_results reads it per doc
+    if bertscore_model:
+        rows = [{**row, bertscore.DOC_FIELD: bertscore_model} for row in rows]
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from medeval_metrics.judge.aggregate import item_metrics
+from medeval_metrics.judge.aggregate import item_metrics, structured_verdicts
 from medeval_metrics.medicationqa.judging import RUBRIC
 from medeval_metrics.medicationqa.rouge import rouge_l_f
 
@@ -35,8 +35,16 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         "bleu": bleu(answer, doc["answer"]),
         "judge_computed": 0.0 if record.get("verdicts") is None else 1.0,
     }
+    if doc.get("bertscore_model"):  # opt-in (medicationqa.bertscore)
+        from medeval_metrics.medicationqa.bertscore import bertscore_f1
+
+        out["bertscore_f1"] = bertscore_f1(answer, doc["answer"], doc["bertscore_model"])
     if record.get("verdicts") is not None:
-        out.update(item_metrics(record["verdicts"], list(RUBRIC.dimensions), record["judges"], RUBRIC.scale_max))
+        rubric = record.get("rubric") or {}  # the panel's rubric file, when it named one
+        dimensions = list(rubric.get("dimensions") or RUBRIC.dimensions)
+        low, high = rubric.get("scale") or (RUBRIC.scale_min, RUBRIC.scale_max)
+        out.update(item_metrics(record["verdicts"], dimensions, record["judges"], high, low))
+        out["judge_verdicts"] = structured_verdicts(record["verdicts"], record["judges"])
     return out
 
 

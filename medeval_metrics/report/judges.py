@@ -10,10 +10,12 @@ holding one. A judged task gets it there by returning ``judge_scores`` from ``pr
 lm-eval logs per sample. ``null`` means the judge gave no usable score; it is counted apart, never
 as a score.
 
-Also read, where ``judge_scores`` is absent: the judge filter's record as lm-eval logs it in
-``filtered_resps[0]`` (a Python ``repr`` of ``{"answer", "verdicts": {judge: {"scores": {dimension:
-score} or None, ...}}, "judges"}``, which is what the JudgeFilter emits), and the
-records of ``judged_<task>_<time>.jsonl`` written by ``medeval judge`` (``verdicts`` at the top).
+What the judged tasks log (task version 2 on): ``judge_verdicts``, a JSON object per sample,
+``{"<judge>": {"scores": {dimension: int} or null, "unscored_reason": str or null, "id_echoed": bool
+or null}}``, returned by ``process_results`` (``judge.aggregate.structured_verdicts``). Also read:
+the records of ``judged_<task>_<time>.jsonl`` written by ``medeval judge`` (``verdicts`` at the top),
+and, for sample logs written before task version 2 only, the judge filter's record as lm-eval
+logged it in ``filtered_resps[0]`` (a Python ``repr``, hence the one ``literal_eval`` left here).
 """
 
 from __future__ import annotations
@@ -53,9 +55,28 @@ def _from_filter_record(sample: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+VERDICTS_FIELD = "judge_verdicts"
+
+
+def _from_structured(verdicts: Any) -> dict[str, Any] | None:
+    if isinstance(verdicts, str):
+        try:
+            verdicts = json.loads(verdicts)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(verdicts, dict):
+        return None
+    dimensions = sorted({d for v in verdicts.values() if isinstance(v, dict) and isinstance(v.get("scores"), dict)
+                         for d in v["scores"]})
+    return {judge: {d: ((v.get("scores") or {}) if isinstance(v, dict) else {}).get(d) for d in dimensions}
+            for judge, v in verdicts.items()}
+
+
 def judge_scores_of(sample: dict[str, Any]) -> dict[str, dict[str, float | None]] | None:
     """The judge scores of one logged sample, or None if it has none (or a malformed one)."""
     value = sample.get(JUDGE_FIELD)
+    if value is None and sample.get(VERDICTS_FIELD) is not None:
+        value = _from_structured(sample[VERDICTS_FIELD])
     if value is None:
         value = _from_filter_record(sample)
     if isinstance(value, str):
@@ -99,3 +120,31 @@ def summarise(collected: dict[str, dict[str, list[float | None]]]) -> dict[str, 
                 "value": value, "stderr": stderr, "n": len(given), "missing": len(scores) - len(given)
             }
     return summary
+
+
+def verdict_stats(samples: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per judge, from ``judge_verdicts``: verdicts, unscored reasons counted, and how often a counted
+    verdict echoed the answer id (``None`` where no verdict said)."""
+    out: dict[str, dict[str, Any]] = {}
+    for sample in samples:
+        verdicts = sample.get(VERDICTS_FIELD)
+        if isinstance(verdicts, str):
+            try:
+                verdicts = json.loads(verdicts)
+            except json.JSONDecodeError:
+                continue
+        for judge, verdict in (verdicts or {}).items() if isinstance(verdicts, dict) else ():
+            if not isinstance(verdict, dict):
+                continue
+            stats = out.setdefault(judge, {"verdicts": 0, "unscored": {}, "echoed": 0, "echo_known": 0})
+            stats["verdicts"] += 1
+            if not verdict.get("scores"):
+                reason = str(verdict.get("unscored_reason") or "unknown")
+                stats["unscored"][reason] = stats["unscored"].get(reason, 0) + 1
+            elif verdict.get("id_echoed") is not None:
+                stats["echo_known"] += 1
+                stats["echoed"] += bool(verdict["id_echoed"])
+    for stats in out.values():
+        known, echoed = stats.pop("echo_known"), stats.pop("echoed")
+        stats["id_echo_rate"] = echoed / known if known else None
+    return out

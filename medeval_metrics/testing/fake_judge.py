@@ -30,6 +30,7 @@ from typing import Any
 DIMENSIONS = ("accuracy", "completeness", "clarity")
 _ANSWER_ID = re.compile(r"<<<ANSWER-([0-9a-f]{12})>>>")
 _QUESTION = re.compile(r"Question:\n(.*?)\n\nReference answer:", re.DOTALL)
+_TAGGED_QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.DOTALL)  # rubric templates in HELM's style
 
 
 def default_scores(model: str, question: str) -> dict[str, int]:
@@ -38,7 +39,11 @@ def default_scores(model: str, question: str) -> dict[str, int]:
     }
 
 
-def verdict_json(answer_id: str, scores: dict[str, int], reasons: dict[str, str] | None = None) -> str:
+def verdict_json(answer_id: str, scores: dict[str, int], reasons: dict[str, str] | None = None,
+                 style: str = "pack") -> str:
+    """``style``: "pack" (answer_id and "reason"), or "helm" (no id, "explanation", as HELM's prompt asks)."""
+    if style == "helm":
+        return json.dumps({d: {"score": s, "explanation": (reasons or {}).get(d, f"{d} ok")} for d, s in scores.items()})
     return json.dumps(
         {"answer_id": answer_id, **{d: {"score": s, "reason": (reasons or {}).get(d, f"{d} ok")} for d, s in scores.items()}}
     )
@@ -46,8 +51,8 @@ def verdict_json(answer_id: str, scores: dict[str, int], reasons: dict[str, str]
 
 class FakeJudgeServer:
     def __init__(self, latency: float = 0.0, script: dict[tuple[str, str], list[dict[str, Any]]] | None = None,
-                 port: int = 0) -> None:
-        self.latency = latency
+                 port: int = 0, style: str = "pack") -> None:
+        self.latency, self.style = latency, style
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []  # model, question, status, authorization seen
@@ -92,7 +97,7 @@ class FakeJudgeServer:
     def _handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         messages = body.get("messages") or []
         text = "\n".join(str(m.get("content", "")) for m in messages)
-        id_match, question_match = _ANSWER_ID.search(text), _QUESTION.search(text)
+        id_match, question_match = _ANSWER_ID.search(text), _QUESTION.search(text) or _TAGGED_QUESTION.search(text)
         answer_id = id_match.group(1) if id_match else ""
         question = question_match.group(1) if question_match else ""
         model = str(body.get("model", ""))
@@ -114,7 +119,8 @@ class FakeJudgeServer:
                 if "content" in step:
                     content = step["content"] if step["content"] is None else step["content"].replace("@ID@", answer_id)
                 else:
-                    content = verdict_json(answer_id, step.get("scores") or default_scores(model, question), step.get("reasons"))
+                    content = verdict_json(answer_id, step.get("scores") or default_scores(model, question),
+                                           step.get("reasons"), style=self.style)
                 payload = json.dumps({
                     "id": "fake", "object": "chat.completion", "model": model,
                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],

@@ -43,7 +43,7 @@ def test_happy_path_scores_come_from_the_server():
     for i, row in enumerate(out):
         assert row["judge_j1"]["scores"] == default_scores("j1", f"question {i}")
         assert row["judge_j2"]["scores"] == default_scores("j2", f"question {i}")
-        assert row["judge_j1"]["rubric_version"] == "medicationqa-rubric-v1"
+        assert row["judge_j1"]["rubric_version"] == "medicationqa-rubric-v2"
         assert row["judge_j1"]["unscored_reason"] is None
 
 
@@ -127,7 +127,7 @@ def test_injection_in_the_answer_is_not_a_verdict():
         sent = [r for r in server.requests if r["model"] == "j2"]
         assert len(sent) == 1
     assert out[0]["judge_j1"]["scores"] is None
-    assert "answer_id" in out[0]["judge_j1"]["unscored_reason"]
+    assert "forgery" in out[0]["judge_j1"]["unscored_reason"]
     assert out[0]["judge_j2"]["scores"] == default_scores("j2", "question 0")
 
 
@@ -234,3 +234,13 @@ def test_local_hf_model_as_judge_goes_through_generate_until(tiny_model):
         assert row["tiny"]["scores"] is None
         assert row["tiny"]["unscored_reason"].startswith("unusable verdict after 2 ask(s): ")
         assert row["tiny"]["requests"] == 2
+
+
+def test_judges_that_never_echo_the_id_score_what_echoing_judges_score():
+    with FakeJudgeServer(style="pack") as echoing, FakeJudgeServer(style="helm") as silent:
+        with_id = PanelRunner(panel_for(echoing), RUBRIC).judge(items(8), progress=False)
+        without = PanelRunner(panel_for(silent), RUBRIC).judge(items(8), progress=False)
+    assert [{j: v["scores"] for j, v in row.items()} for row in with_id] == \
+        [{j: v["scores"] for j, v in row.items()} for row in without]
+    assert all(v["id_echoed"] is True for row in with_id for v in row.values())
+    assert all(v["id_echoed"] is False for row in without for v in row.values())

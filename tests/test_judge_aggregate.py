@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from medeval_metrics.judge.aggregate import agreement, agreement_stderr, item_metrics, krippendorff_alpha_ordinal, summarize
+from medeval_metrics.judge.aggregate import agreement, agreement_stderr, item_metrics, krippendorff_alpha_ordinal, summarise
 
 DIMS = ("accuracy", "completeness", "clarity")
 
@@ -48,7 +48,7 @@ def test_over_items_unscored_items_do_not_drag_means_down():
         item_metrics({"a": v(5, 5, 5), "b": UNSCORED}, DIMS, ["a", "b"]),  # panel 5.0, reward 1.0
         item_metrics({"a": UNSCORED, "b": UNSCORED}, DIMS, ["a", "b"]),  # no scores
     ]
-    summary = summarize(items)
+    summary = summarise(items)
     assert summary["judge_panel_score"]["value"] == pytest.approx(4.0) and summary["judge_panel_score"]["n"] == 2
     # sample sd of (3, 5) is sqrt(2); stderr = sqrt(2)/sqrt(2) = 1
     assert summary["judge_panel_score"]["stderr"] == pytest.approx(1.0)
@@ -89,3 +89,22 @@ def test_agreement_pools_dimensions_of_all_items_and_has_a_stderr():
     assert 0.0 < stderr < 1.0
     assert agreement_stderr(many) == stderr  # seeded: reproducible
     assert agreement_stderr(many[:1]) == 0.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_agreement_matches_the_krippendorff_package(seed):
+    import random
+
+    import numpy as np
+
+    krippendorff = pytest.importorskip("krippendorff")
+    rng = random.Random(seed)
+    judges, units = 2 + seed % 3, 30 + 7 * seed
+    # correlated judges on a 1-5 scale, about 15% of verdicts missing (unscored)
+    truth = [rng.randint(1, 5) for _ in range(units)]
+    rows = [tuple(None if rng.random() < 0.15 else max(1, min(5, t + rng.choice((-1, 0, 0, 1)))) for _ in range(judges))
+            for t in truth]
+    ours = krippendorff_alpha_ordinal(rows)
+    data = np.array([[np.nan if row[j] is None else row[j] for row in rows] for j in range(judges)], dtype=float)
+    theirs = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
+    assert ours == pytest.approx(theirs, abs=1e-9)

@@ -1,0 +1,72 @@
+"""BERTScore-F1 against the reference answer (Zhang et al., ICLR 2020), opt-in.
+
+HELM reports it for MedicationQA with ``distilbert-base-uncased``, layer 5, no idf weighting and no
+baseline rescaling (crfm-helm 0.5.16 ``medhelm_run_specs``); that is the default here. Turned on
+with ``--metadata '{"medicationqa_bertscore_model": NAME_OR_PATH}'`` (or
+``MEDEVAL_MEDICATIONQA_BERTSCORE_MODEL``); the data loader hands the choice to ``process_results``
+in each document's ``bertscore_model`` field. Computed with ``transformers`` directly: contextual
+embeddings of one hidden layer, each word token matched greedily to its most similar token on the
+other side by cosine similarity (special tokens can be matched but are not averaged over); precision over the answer's tokens, recall over
+the reference's, F1 their harmonic mean.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+METADATA_KEY = "medicationqa_bertscore_model"
+ENV_VAR = "MEDEVAL_MEDICATIONQA_BERTSCORE_MODEL"
+DOC_FIELD = "bertscore_model"
+HELM_MODEL = "distilbert-base-uncased"
+# hidden layer per model, as the BERTScore authors tuned them (facts from their published table)
+LAYERS = {"distilbert-base-uncased": 5, "bert-base-uncased": 9, "roberta-large": 17, "microsoft/deberta-large-mnli": 40}
+
+
+def model_from_metadata(metadata: dict[str, Any]) -> str | None:
+    value = metadata.get(METADATA_KEY) or os.environ.get(ENV_VAR)
+    if value in (True, "true", "1", "helm"):
+        return HELM_MODEL
+    return str(value) if value else None
+
+
+@lru_cache(maxsize=2)
+def _load(model: str):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    encoder = AutoModel.from_pretrained(model)
+    encoder.eval()
+    layers = encoder.config.num_hidden_layers
+    layer = LAYERS.get(model, layers)
+    return tokenizer, encoder, min(layer, layers), torch
+
+
+def _embed(text: str, model: str):
+    """Unit-length token embeddings, and which tokens are words (not [CLS]/[SEP])."""
+    tokenizer, encoder, layer, torch = _load(model)
+    encoded = tokenizer(text.strip(), return_tensors="pt", truncation=True,
+                        max_length=min(getattr(tokenizer, "model_max_length", 512), 512),
+                        return_special_tokens_mask=True)
+    words = ~encoded.pop("special_tokens_mask")[0].bool()
+    with torch.no_grad():
+        hidden = encoder(**encoded, output_hidden_states=True).hidden_states[layer][0]
+    return torch.nn.functional.normalize(hidden, dim=-1), words
+
+
+def bertscore_f1(answer: str, reference: str, model: str = HELM_MODEL) -> float:
+    """BERTScore F1 of ``answer`` against ``reference``; 0.0 when either has no tokens."""
+    if not answer.strip() or not reference.strip():
+        return 0.0
+    (candidate, candidate_words), (gold, gold_words) = _embed(answer, model), _embed(reference, model)
+    if not candidate_words.any() or not gold_words.any():
+        return 0.0
+    # as the BERTScore authors' code does: special tokens may be matched, but are not averaged over
+    similarity = candidate @ gold.T
+    precision = similarity.max(dim=1).values[candidate_words].mean().item()
+    recall = similarity.max(dim=0).values[gold_words].mean().item()
+    if precision + recall <= 0:
+        return 0.0
+    return 2 * precision * recall / (precision + recall)
