@@ -5,8 +5,9 @@ from __future__ import annotations
 from medeval_metrics.medicationqa.data import SOURCE
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, Judging, MetricInfo, Reporting, Source, Task, doc_field
 
-METRICS = ("rougeL", "bleu", "judge_computed", "judge_accuracy", "judge_completeness", "judge_clarity",
-           "judge_panel_score", "judge_reward", "judge_unscored_rate", "judge_agreement")
+METRICS = ("rougeL", "bleu", "bertscore_f1", "judge_computed", "judge_accuracy", "judge_completeness", "judge_clarity",
+           "judge_panel_score", "judge_reward", "judge_unscored_rate", "judge_agreement", "judge_panel_score_helm",
+           "judge_reward_medarc", "judge_id_echo_rate", "judge_verdicts")
 JUDGE_SCALE = (1.0, 5.0)  # the rubric's 1-5 scores
 
 SPEC = BenchmarkSpec(
@@ -23,7 +24,7 @@ SPEC = BenchmarkSpec(
                sha256={"MedInfo2019-QA-Medications.xlsx": "4f13d0e3b195bd6a5d72a1872f9118cb5f69fd02c370001695330cfc9e3b5832"},
                hub_split="train"),  # the Hub copy holds all 690 rows as "train"; all of them are the test set
     ),
-    tasks=(Task("medicationqa", SOURCE.key, METRICS, samples=690),),
+    tasks=(Task("medicationqa", SOURCE.key, METRICS, samples=690, version=2),),
     breakdowns={
         "medicationqa": BreakdownSpec(
             metrics=("rougeL", "bleu", "judge_panel_score", "judge_reward", "judge_accuracy", "judge_completeness",
