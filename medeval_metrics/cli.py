@@ -35,8 +35,16 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     from medeval_metrics import lm_eval_compat, redact
     from medeval_metrics.data import MedevalDataError
 
+    from medeval_metrics.judge.cli import rewrite_run_argv, run_unscored_exit_code
+
     argv = list(argv)
     redact.install(extra_secrets=redact.secrets_in_model_args(argv))
+    try:
+        # --judge-model/--judges/... become --metadata medeval_judges; --allow-unscored is the pack's own
+        argv, allow_unscored = rewrite_run_argv(argv)
+    except MedevalDataError as exc:
+        print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
+        return 2
     if "medeval-scripted" in argv:
         importlib.import_module("medeval_metrics.testing.scripted")
     lm_eval_compat.index_pack_tasks()
@@ -60,6 +68,10 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         with _task_index(selection, argv):
             cli_evaluate()
         _print_breakdowns(argv, started)
+        code, reason = run_unscored_exit_code(_newest_results_json(argv, started), allow_unscored)
+        if code:
+            print(f"medeval: error: {reason}", file=saved_stderr)
+            return code
     except MedevalDataError as exc:
         print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
         return 2
@@ -71,6 +83,24 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     finally:
         sys.argv, sys.stdout, sys.stderr = saved_argv, saved_stdout, saved_stderr
     return 0
+
+
+def _newest_results_json(argv: Sequence[str], since: float) -> dict:
+    """The results JSON this run wrote under --output_path ({} without one, or none newer than ``since``)."""
+    import json
+    from pathlib import Path
+
+    output = _flag_value(argv, "--output_path")
+    if not output:
+        return {}
+    files = [p for p in Path(output).rglob("results_*.json")
+             if not p.stem.endswith("_judged") and p.stat().st_mtime >= since]
+    if not files:
+        return {}
+    try:
+        return json.loads(max(files, key=lambda p: p.stat().st_mtime).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def run_checks(argv: Sequence[str]):

@@ -278,24 +278,11 @@ def check_data_sources(tasks: Sequence[str], metadata: dict[str, Any]) -> None:
 
 
 def check_judge_panel(metadata: dict[str, Any]) -> None:
-    """The judge panel (``--metadata medeval_judges`` or ``$MEDEVAL_JUDGES``), validated completely.
-
-    Uses ``judge.validate_panel`` where the judge package offers it; else what ``judge.config`` offers.
-    """
-    from medeval_metrics import judge
-
-    validate = getattr(judge, "validate_panel", None)
+    """The judge panel (``--metadata medeval_judges`` or ``$MEDEVAL_JUDGES``), validated completely
+    (``judge.config.validate_panel``: backends, base URLs, key variables, cache path, rubric file)."""
     from medeval_metrics.judge import config
 
-    value = metadata.get(config.METADATA_KEY)
-    if value is not None and not isinstance(value, str):
-        value = json.dumps(value)
-    if validate is not None:
-        validate(value)
-        return
-    panel = config.load_panel(value, where=f"--metadata {config.METADATA_KEY}") if value else config.load_panel()
-    if panel is not None:
-        config.check_keys_present(panel)
+    config.panel_for_task(metadata)
 
 
 def _needs_judges(tasks: Sequence[str]) -> bool:

@@ -227,3 +227,35 @@ def test_chat_template_prompt(tmp_path, monkeypatch):
     assert prompt.startswith("<|user|>\nAnswer the following question about a medication")
     assert prompt.endswith(f"Question: {ROWS[0]['question']}\nAnswer:\n<|assistant|>\n")
     assert gen_kwargs["max_gen_toks"] == 512 and gen_kwargs["do_sample"] is False
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1/chat/completions"  # nothing listens there any more
+
+
+@pytest.mark.e2e
+def test_dead_judge_makes_medeval_run_exit_non_zero_with_one_line(tmp_path):
+    """Issue 13: a judge at a closed port scores nothing; `medeval run` says so and exits 3
+    (`--allow-unscored` opts out), after writing the results it has."""
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"key": "question", "generate": {}, "default": "Take it with food."}))
+    out = tmp_path / "out"
+    judges = json.dumps({"judges": [{"name": "dead", "backend": "local-chat-completions", "model": "m",
+                                     "base_url": _closed_port_url()}],
+                         "cache": None, "max_retries": 0, "backoff_base": 0.01})
+    env = {"MEDEVAL_JUDGES": judges, "MEDEVAL_MEDICATIONQA_PATH": str(_data_file(tmp_path))}
+    args = ["run", "--tasks", "medicationqa", "--model", "medeval-scripted", "--model_args", f"table={table}",
+            "--limit", "6", "--output_path", str(out)]
+    run = run_cli(args, cwd=tmp_path, env=env)
+    assert run.returncode == 3, run.stderr[-3000:]
+    reason = [line for line in run.stderr.splitlines() if line.startswith("medeval: error:")]
+    assert reason == ["medeval: error: judge(s) scored nothing: dead (medicationqa). Fix them, or pass --allow-unscored."]
+    assert "Traceback" not in run.stderr
+    assert list(out.rglob("results_*.json"))  # what the run produced is kept
+    allowed = run_cli([*args, "--allow-unscored"], cwd=tmp_path, env=env)
+    assert allowed.returncode == 0, allowed.stderr[-3000:]
