@@ -189,3 +189,20 @@ def test_stop_sequences_do_not_cut_a_copy_of_adjacent_note_lines(tmp_path):
     doubled = "\n\n".join(line.rstrip("\n") for line in TRAILING)
     old_copy = doubled[doubled.index("BP"):doubled.index("Follow")].rstrip("\n")
     assert _cut(old_copy, until) == "BP 150/90 noted"
+
+
+def test_every_counted_evidence_quirk_names_its_records_without_note_text(tmp_path):
+    qas = [
+        _qa(0, f"{SECRET}   ADMISSION note", 1),  # other spacing and case: located loosely
+        _qa(1, "not in this note at all", -1),  # no line number, not in the note: counted, kept
+        _qa(2, "why? Aspirin 81 mg daily", 2),  # not in the note: its 1-based line is the ground truth
+    ]
+    manifest, records, _ = _prepare(tmp_path, {"relations": [{"note_id": "908", "context": REPEATING, "qas": qas}]})
+    examples = manifest["check_examples"]
+    assert examples["evidence_located_ignoring_case_and_spacing"] == [
+        "note relations/908, question 0 ('What is the dose, question 0'), answer 0"]
+    assert examples["evidence_not_in_note"] == ["note relations/908, question 1 ('What is the dose, question 1'), answer 0"]
+    assert examples["evidence_taken_from_its_line_number"] == [
+        "note relations/908, question 2 ('What is the dose, question 2'), answer 0"]
+    assert [r["answers"][0]["evidence_start"] for r in records["relations"]] == [0, -1, 34]
+    assert SECRET not in json.dumps(examples) and SECRET not in "\n".join(describe(manifest))

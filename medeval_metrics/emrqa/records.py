@@ -160,7 +160,7 @@ def _gold_answers(
                 span = note_index(text).locate(stripped, max(hint, 0))
                 if span is not None:
                     located, stripped = span[0], text[span[0]:span[1]]
-                    stats["evidence_located_ignoring_case_and_spacing"] += 1
+                    _count(stats, "evidence_located_ignoring_case_and_spacing", here)
             if off_line and located >= 0:
                 _count(stats, f"{subset}_evidence_not_on_its_line", here)
             if located < 0 and subset != "risk" and _line_text(text, line_offsets, start - 1).strip():
@@ -168,7 +168,7 @@ def _gold_answers(
                 line_text = _line_text(text, line_offsets, start - 1)
                 located = line_offsets[start - 1] + len(line_text) - len(line_text.lstrip())
                 stripped = line_text.strip()
-                stats["evidence_taken_from_its_line_number"] += 1
+                _count(stats, "evidence_taken_from_its_line_number", here)
             if not stripped:
                 raise fail(path, here, "'evidence' is empty and no evidence line is given",
                             "Span answers need their evidence text or line.")
@@ -179,7 +179,7 @@ def _gold_answers(
                 if start != -1 and not 0 <= start <= size:
                     raise fail(path, here, f"evidence_start {start} is outside the note ({size} {unit}) and the "
                                 "evidence text is not in the note", "Fix the offset or the evidence, or drop the answer.")
-                stats["evidence_not_in_note"] += 1
+                _count(stats, "evidence_not_in_note", here)
             golds.append(
                 {"evidence": stripped, "evidence_start": located, "entity_type": entity_type, "entities": entities}
             )
