@@ -458,25 +458,3 @@ def test_install_in_the_lm_eval_command_registers_its_model_args_secrets(install
     redact.install()
     assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") == "headers={'X-Gateway-Auth': '[REDACTED]'}"
     assert isinstance(sys.stdout, redact.RedactingStream)  # the command's console is redacted too
-
-
-def test_write_out_with_private_documents_warns_once(installed, monkeypatch):
-    from medeval_metrics.redact import hooks
-
-    monkeypatch.setattr(hooks, "_private_documents", set())
-    saved = (logging.getLogger("medeval").propagate, logging.getLogger("medeval").level)
-    logger, stream = _stream_logger("medeval")
-    try:
-        monkeypatch.setattr(sys, "argv", ["medeval", "--tasks", "emrqa_smoking"])
-        redact.install(private_documents="emrQA clinical notes")
-        assert stream.getvalue() == ""  # no --write_out: nothing to say
-        monkeypatch.setattr(hooks, "_private_documents", set())
-        monkeypatch.setattr(sys, "argv", ["medeval", "--tasks", "emrqa_smoking", "--write_out"])
-        redact.install(private_documents="emrQA clinical notes")
-        redact.install(private_documents="emrQA clinical notes")  # a second emrQA task: no repeat
-    finally:
-        logger.handlers = []
-        logger.propagate, logger.level = saved
-    assert stream.getvalue() == (
-        "WARNING medeval: --write_out prints whole prompts to the console, emrQA clinical notes included; "
-        "leave it off where console output is shared or stored.\n")

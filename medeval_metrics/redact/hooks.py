@@ -157,8 +157,8 @@ def install(extra_secrets: Iterable[str] = (), *, private_documents: str | None 
 
     ``extra_secrets``: values to treat as secrets from now on (``redact.register_secret``).
     ``private_documents``: a label ("emrQA clinical notes") saying the prompts hold private text;
-    from then on every error body lm-eval logs is replaced by its length and hash (and a command
-    line with ``--write_out``, which prints whole prompts, gets one warning saying so).
+    from then on every error body lm-eval logs is replaced by its length and hash. (``--write_out``
+    prints whole prompts on purpose; the benchmark that owns such prompts warns about it.)
 
     In the ``lm_eval`` command's own process it also redacts the console streams and registers the
     secret values in its ``--model_args``. Results JSON and sample logs are redacted through
@@ -169,14 +169,7 @@ def install(extra_secrets: Iterable[str] = (), *, private_documents: str | None 
         register_secret(value)
     if private_documents:
         with _lock:
-            first = private_documents not in _private_documents
             _private_documents.add(private_documents)
-        if first and _write_out_requested(sys.argv[1:]):
-            # lm-eval's --write_out logs whole prompts on purpose: say so rather than withhold them
-            logging.getLogger("medeval").warning(
-                "medeval: --write_out prints whole prompts to the console, %s included; "
-                "leave it off where console output is shared or stored.", private_documents,
-            )
     if _running_lm_eval_cli():
         for value in secrets_in_model_args(sys.argv[1:]):
             register_secret(value)
@@ -194,10 +187,6 @@ def install(extra_secrets: Iterable[str] = (), *, private_documents: str | None 
             sys.excepthook = _make_excepthook(sys.excepthook)
         if not _is_ours(threading.excepthook):
             threading.excepthook = _make_threading_excepthook(threading.excepthook)
-
-
-def _write_out_requested(argv: list[str]) -> bool:
-    return any(arg in ("--write_out", "-w") for arg in argv)
 
 
 def _running_lm_eval_cli() -> bool:
