@@ -81,7 +81,6 @@ def test_dead_judge_is_stopped_early_and_fails_the_command(tmp_path, capsys):
 def test_a_judged_file_is_never_replaced_by_one_that_judged_less(tmp_path, capsys):
     write_run(tmp_path / "run")
     judged = tmp_path / "run" / "results_2026-01-01T00-00-00_judged.json"
-    cache = tmp_path / "cache.sqlite"
     with FakeJudgeServer() as server:
         assert main(["judge", str(tmp_path / "run"), "--quiet", *FAST, "--judge-model", "m", "--judge-base-url",
                      server.url.removesuffix("/chat/completions")]) == 0
