@@ -81,7 +81,6 @@ def test_dead_judge_is_stopped_early_and_fails_the_command(tmp_path, capsys):
 def test_a_judged_file_is_never_replaced_by_one_that_judged_less(tmp_path, capsys):
     write_run(tmp_path / "run")
     judged = tmp_path / "run" / "results_2026-01-01T00-00-00_judged.json"
-    cache = tmp_path / "cache.sqlite"
     with FakeJudgeServer() as server:
         assert main(["judge", str(tmp_path / "run"), "--quiet", *FAST, "--judge-model", "m", "--judge-base-url",
                      server.url.removesuffix("/chat/completions")]) == 0
@@ -135,3 +134,13 @@ def test_run_side_helpers_for_medeval_run(monkeypatch):
                                             "judge_success_b_stderr,scored": 0.0}, "emsqa_public_mc": {"acc,none": 0.0}}}
     assert run_unscored_exit_code(results) == (3, "judge(s) scored nothing: b (medicationqa). Fix them, or pass --allow-unscored.")
     assert run_unscored_exit_code(results, allow_unscored=True) == (0, None)
+
+
+def test_rate_limits_at_the_start_do_not_stop_a_judge():
+    script = {("j1", f"q{i}"): [{"status": 429, "headers": {"Retry-After": "0"}}] * 2 for i in range(4)}
+    with FakeJudgeServer(script=script) as server:
+        panel = panel_from_obj({"judges": [{"name": "j", "backend": "local-chat-completions", "model": "j1",
+                                            "base_url": server.url}], "cache": None, "concurrency": 1,
+                                "max_retries": 2, "fail_fast": 3}, "t")
+        out = PanelRunner(panel, RUBRIC).judge([JudgeItem(f"q{i}", "r", "a") for i in range(4)], progress=False)
+    assert all(row["j"]["scores"] for row in out)  # 8 rate-limited requests first, then every item scored

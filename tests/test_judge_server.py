@@ -244,3 +244,17 @@ def test_judges_that_never_echo_the_id_score_what_echoing_judges_score():
         [{j: v["scores"] for j, v in row.items()} for row in without]
     assert all(v["id_echoed"] is True for row in with_id for v in row.values())
     assert all(v["id_echoed"] is False for row in without for v in row.values())
+
+
+def test_the_filter_path_ends_with_one_line_per_judge(caplog):
+    from medeval_metrics.judge.filter import judge_answers
+
+    script = {("j1", "question 0"): [{"status": 400}]}
+    with FakeJudgeServer(script=script) as server, caplog.at_level(logging.INFO, logger="medeval.judge"):
+        docs = [{"question": f"question {i}", "answer": f"reference {i}"} for i in range(3)]
+        judge_answers([f"answer {i}" for i in range(3)], docs, RUBRIC, "question", "answer", panel_for(server), progress=False)
+    lines = {r.getMessage(): r.levelname for r in caplog.records if r.getMessage().startswith("judge judge_")}
+    assert lines == {
+        "judge judge_j1: 2 scored, 1 unscored (top reason: HTTP 400); echoed the answer id in 100% of verdicts": "WARNING",
+        "judge judge_j2: 3 scored, 0 unscored; echoed the answer id in 100% of verdicts": "INFO",
+    }

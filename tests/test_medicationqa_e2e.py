@@ -178,7 +178,6 @@ def _evaluate(tmp_path, metadata, model=None, limit=3):
 
 
 def test_judges_file_from_metadata(tmp_path, monkeypatch):
-    from medeval_metrics.judge import config
 
     monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
     monkeypatch.setenv("E2E_JUDGE_KEY", CANARY)
@@ -195,7 +194,6 @@ def test_judges_file_from_metadata(tmp_path, monkeypatch):
 
 def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
     from medeval_metrics.data import MedevalDataError
-    from medeval_metrics.judge import config
 
     monkeypatch.delenv("E2E_JUDGE_KEY", raising=False)
     unused_port = SimpleNamespace(url="http://127.0.0.1:9/v1/chat/completions")  # never contacted

@@ -10,6 +10,7 @@ called in batches through ``generate_until``.
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Sequence
 
 from medeval_metrics.data import MedevalDataError
@@ -81,6 +82,15 @@ class JudgeClient:
         from lm_eval.models.api_models import TemplateAPI
 
         self.is_api = isinstance(self.lm, TemplateAPI)
+        self._local = threading.local()  # one keep-alive session per scheduler thread
+
+    def _session(self) -> Any:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            import requests
+
+            session = self._local.session = requests.Session()
+        return session
 
     def _build(self) -> Any:
         import lm_eval.models  # noqa: F401  (fills the model registry)
@@ -132,9 +142,11 @@ class JudgeClient:
 
     def request_once(self, messages: list[dict[str, str]]) -> str | None:
         """One API request; raises TransportFailure."""
+        from medeval_metrics.lm_eval_compat import post_api_request
+
         context = self._context(messages)
         try:
-            outputs = self.lm.model_call(messages=[context], generate=True, gen_kwargs=self._gen_kwargs())
+            outputs = post_api_request(self.lm, self._session(), [context], self._gen_kwargs())
             replies = self.lm.parse_generations(outputs=outputs, contexts=[context])
         except TransportFailure:
             raise

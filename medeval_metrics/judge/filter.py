@@ -54,8 +54,10 @@ def judge_answers(
     rubric = rubric_for(rubric, panel)
     items = [JudgeItem(str(d.get(question_field, "")), str(d.get(reference_field, "")), a) for a, d in zip(answers, docs)]
     verdicts = PanelRunner(panel, rubric, retry_unscored=retry_unscored).judge(items, progress=progress)
-    for line in summary_lines(panel_summary(verdicts, panel.judge_names)):
-        log.info(line)
+    summary = panel_summary(verdicts, panel.judge_names)
+    for (name, stats), line in zip(summary.items(), summary_lines(summary)):
+        # seen in a default lm-eval run when something went unscored, quiet otherwise
+        log.log(logging.WARNING if stats["unscored"] else logging.INFO, line)
     described = {"name": rubric.name, "version": rubric.version, "hash": rubric.content_hash(),
                  "dimensions": list(rubric.dimensions), "scale": [rubric.scale_min, rubric.scale_max]}
     return [{"answer": a, "verdicts": v, "judges": panel.judge_names, "rubric": described} for a, v in zip(answers, verdicts)]

@@ -172,8 +172,9 @@ class PanelRunner:
             job.requests += 1
             try:
                 reply = client.request_once(job.conversation)
-            except TransportFailure:
-                self._note(job.judge.name, failed=True)
+            except TransportFailure as failure:
+                if failure.reason != "HTTP 429":  # rate limits say the judge is up: never a reason to stop it
+                    self._note(job.judge.name, failed=True)
                 raise
             self._note(job.judge.name, failed=False)
             return reply
