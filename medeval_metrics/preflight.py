@@ -296,6 +296,32 @@ def check_judge_panel(metadata: dict[str, Any]) -> None:
     panel = config.load_panel(value, where=f"--metadata {config.METADATA_KEY}") if value else config.load_panel()
     if panel is not None:
         config.check_keys_present(panel)
+        _check_backends(panel)
+
+
+# Backends that talk to a server the user runs: without base_url every request fails.
+_NEEDS_BASE_URL = ("local-chat-completions", "local-completions")
+
+
+def _check_backends(panel) -> None:
+    """Each judge's backend is one lm-eval knows (with the closest name), with a base_url where it needs one."""
+    import lm_eval.models  # noqa: F401  (fills lm-eval's model registry)
+    from lm_eval.api.registry import MODEL_REGISTRY
+
+    known = sorted(MODEL_REGISTRY)
+    for judge in panel.judges:
+        if judge.backend not in known:
+            close = difflib.get_close_matches(judge.backend, known, n=1, cutoff=0.6)
+            raise MedevalDataError(
+                f"judge {judge.name!r}: lm-eval has no backend {judge.backend!r}."
+                + (f" Did you mean {close[0]!r}?" if close else "")
+                + " Judges use lm-eval's API backends, e.g. openai-chat-completions or local-chat-completions."
+            )
+        if judge.backend in _NEEDS_BASE_URL and not judge.base_url:
+            raise MedevalDataError(
+                f"judge {judge.name!r}: backend {judge.backend} needs a base_url (the server's chat-completions URL, "
+                "e.g. http://127.0.0.1:8000/v1/chat/completions)."
+            )
 
 
 def _needs_judges(tasks: Sequence[str]) -> bool:

@@ -154,6 +154,20 @@ def test_a_judges_file_that_does_not_exist_is_reported_before_the_model(tmp_path
         checks("--tasks", "medicationqa", "--metadata", json.dumps(meta))
 
 
+@pytest.mark.parametrize(
+    "judge, message",
+    [({"backend": "local-chat-completion", "base_url": "http://127.0.0.1:9/v1"}, "Did you mean 'local-chat-completions'"),
+     ({"backend": "openai-chat-completion"}, "Did you mean 'openai-chat-completions'"),
+     ({"backend": "local-chat-completions"}, "needs a base_url")],
+)
+def test_a_judge_backend_typo_or_missing_base_url_is_reported_before_the_model(tmp_path, judge, message):
+    (tmp_path / "m.csv").write_text("Question,Answer\nWhat is aspirin?,A pain reliever.\n")
+    panel = {"judges": [{"name": "j", "model": "m", **judge}]}
+    meta = {"medicationqa_path": str(tmp_path / "m.csv"), "medeval_judges": panel}
+    with pytest.raises(MedevalDataError, match=message):
+        checks("--tasks", "medicationqa", "--metadata", json.dumps(meta))
+
+
 def test_a_judge_panel_is_not_checked_for_tasks_without_judges(tmp_path):
     meta = {"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json"), "medeval_judges": str(tmp_path / "judges.yaml")}
     checks("--tasks", "emsqa_private", "--metadata", json.dumps(meta))
