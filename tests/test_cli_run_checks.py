@@ -93,6 +93,16 @@ def test_a_mistyped_task_gets_did_you_mean_and_a_pointer_to_medeval_list(name, s
     assert f"Did you mean {suggestion}" in message and "`medeval list`" in message and "\n" not in message
 
 
+def test_a_typo_of_a_pack_name_needs_no_lm_eval_index():
+    def no_index():
+        raise AssertionError("built lm-eval's index")
+
+    with pytest.raises(MedevalDataError, match="Did you mean 'emsqa_public'"):
+        preflight.select_tasks(["emsqa_pubic"], no_index)
+    # with the user's own tasks folder, the name may be theirs: lm-eval's index (theirs included) decides
+    assert preflight.select_tasks(["emsqa_mine"], lambda: ["emsqa_mine"], user_tasks=True).other_names == ["emsqa_mine"]
+
+
 def test_lm_eval_tasks_and_paths_pass_and_switch_off_the_pack_only_index(tmp_path):
     selection = checks("--tasks", "hellaswag,arc_*")
     assert selection.other_names == ["hellaswag", "arc_*"] and not selection.only_pack
