@@ -309,7 +309,6 @@ def test_update_keeps_every_byte_outside_the_packs_entries(tmp_path, newline, bo
     results = [variant_result(t, 0.3 + i / 10) for i, t in enumerate(VARIANTS)]
     assert update_card(card, "org/tiny", results, "## medeval\n\nnumbers") is True
     after = card.read_bytes()
-    nl = newline.encode()
     # a BOM stays the first thing (one header, not a second one), and line endings stay as they were
     assert after.startswith((bom + "---" + newline + HEADER_BEFORE.replace("\n", newline) + FOREIGN_ENTRY.replace("\n", newline)).encode())
     assert after.count("\ufeff".encode()) == (1 if bom else 0)
@@ -326,7 +325,6 @@ def test_update_keeps_every_byte_outside_the_packs_entries(tmp_path, newline, bo
     assert [(r["task"]["name"], len(r["metrics"])) for r in index[1]["results"]] == [(t, 1) for t in VARIANTS]
     # and the huggingface_hub parser reads the card
     assert [r.task_name for r in card_results(card)] == [None, *VARIANTS]
-    del nl
 
 
 def test_same_report_any_number_of_times_is_byte_identical(tmp_path):
