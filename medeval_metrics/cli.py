@@ -65,7 +65,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     started = time.time()
     try:
-        with _task_index(selection, argv):
+        with _task_index(selection, argv), _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
             cli_evaluate()
         _print_breakdowns(argv, started)
         code, reason = run_unscored_exit_code(_newest_results_json(argv, started), allow_unscored)
@@ -77,6 +77,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         return 2
     except KeyboardInterrupt:
         print(f"\nmedeval: interrupted. {_resume_hint(argv)}", file=saved_stderr)
+        _exit_now_if_workers_remain(130)
         return 130
     except SystemExit as exc:  # argparse and lm-eval exit this way
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -132,6 +133,68 @@ def _task_index(selection, argv: Sequence[str]):
 
         return pack_only_task_index()
     return contextlib.nullcontext()
+
+
+CTRL_C_GRACE_S = 3.0  # after Ctrl-C, time for caches to finish their writes before the process ends anyway
+
+
+def _exit_now_if_workers_remain(code: int) -> None:
+    """End the process now if worker threads are still busy (e.g. judge requests in flight): the
+    interpreter would otherwise wait for each of them at exit. The pack's and lm-eval's caches are
+    SQLite (transactional), so what they hold stays usable for a resumed run."""
+    import os
+    import threading
+
+    busy = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if busy:
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(code)
+
+
+def _ctrl_c_ends_the_run(message: str, stream):
+    """Ctrl-C during a run: the first one interrupts as usual (KeyboardInterrupt, so code can clean up)
+    and ends the process after CTRL_C_GRACE_S if something still waits (a thread pool joining requests
+    that are in flight); a second one ends it at once. Either way the last line says how to resume."""
+    import contextlib
+    import os
+    import signal
+    import threading
+
+    @contextlib.contextmanager
+    def handling():
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        pressed = []
+
+        def end(code: int = 130) -> None:
+            print(message, file=stream, flush=True)
+            os._exit(code)
+
+        def on_sigint(signum, frame):
+            pressed.append(time.time())
+            if len(pressed) > 1:
+                end()
+            timer = threading.Timer(CTRL_C_GRACE_S, end)
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
+            raise KeyboardInterrupt
+
+        timers: list[threading.Timer] = []
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:  # the interrupt got out: the caller prints the line and exits
+            for timer in timers:
+                timer.cancel()
+            signal.signal(signal.SIGINT, previous)
+
+    return handling()
 
 
 def _resume_hint(argv: Sequence[str]) -> str:

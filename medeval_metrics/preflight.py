@@ -159,10 +159,19 @@ def requested_task_names(argv: Sequence[str]) -> list[str] | None:
     return [name.strip() for value in values for name in value.split(",") if name.strip()]
 
 
-def select_tasks(names: Sequence[str], lm_eval_names: Callable[[], list[str]] | None = None) -> Selection:
+def _pack_name_prefixes() -> tuple[str, ...]:
+    """Name prefixes only the pack uses (lm-eval 0.4.13 has no built-in task starting with any of them)."""
+    names = _pack_names()
+    return tuple(sorted({name.split("_", 1)[0] for name in names}))
+
+
+def select_tasks(names: Sequence[str], lm_eval_names: Callable[[], list[str]] | None = None,
+                 user_tasks: bool = False) -> Selection:
     """Split ``names`` into the pack's and lm-eval's; an unknown name is an error with suggestions.
 
-    ``lm_eval_names`` lists lm-eval's own tasks (built only if a name is not the pack's).
+    ``lm_eval_names`` lists lm-eval's own tasks, built only if a name is not the pack's, and not at
+    all for a name with one of the pack's prefixes (``emsqa_pubic``) unless ``user_tasks`` (the user
+    gave an --include_path, whose tasks might use the prefix).
     """
     pack = _pack_names()
     selection = Selection()
@@ -176,20 +185,27 @@ def select_tasks(names: Sequence[str], lm_eval_names: Callable[[], list[str]] | 
             selection.other_names.append(name)
             if not _is_path_or_pattern(name):
                 unknown.append(name)
+    if unknown and not user_tasks:
+        ours = [n for n in unknown if n.startswith(_pack_name_prefixes())]
+        if ours:  # a typo of one of the pack's names: no need to index lm-eval's 14,000 tasks to say so
+            _unknown_name_error(ours[0], pack, [])
     if unknown and lm_eval_names is not None:
         index = lm_eval_names()
         known = set(index)
         missing = [n for n in unknown if n not in known]
         if missing:
-            name = missing[0]
-            close = difflib.get_close_matches(name, list(pack), n=3, cutoff=0.6) or difflib.get_close_matches(
-                name, index, n=3, cutoff=0.75)
-            suggestion = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-            raise MedevalDataError(
-                f"--tasks: no task or group named {name!r}.{suggestion} `medeval list` shows the pack's tasks; "
-                "`lm-eval ls tasks` shows lm-eval's."
-            )
+            _unknown_name_error(missing[0], pack, index)
     return selection
+
+
+def _unknown_name_error(name: str, pack: dict[str, list[str]], index: list[str]) -> None:
+    close = difflib.get_close_matches(name, list(pack), n=3, cutoff=0.6) or difflib.get_close_matches(
+        name, index, n=3, cutoff=0.75)
+    suggestion = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise MedevalDataError(
+        f"--tasks: no task or group named {name!r}.{suggestion} `medeval list` shows the pack's tasks; "
+        "`lm-eval ls tasks` shows lm-eval's."
+    )
 
 
 def _is_path_or_pattern(name: str) -> bool:
@@ -303,7 +319,7 @@ def run_checks(argv: Sequence[str], lm_eval_names: Callable[[], list[str]] | Non
     names = requested_task_names(argv)
     if not names:
         return None
-    selection = select_tasks(names, lm_eval_names)
+    selection = select_tasks(names, lm_eval_names, user_tasks=user_include_path(argv))
     check_groups_have_data(selection, metadata)
     check_data_sources(selection.pack_tasks, metadata)
     if _needs_judges(selection.pack_tasks):

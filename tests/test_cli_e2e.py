@@ -61,3 +61,38 @@ def test_pack_only_index_gives_the_same_results_as_the_full_index(tmp_path, tiny
     assert pack_results["results"] == full_results["results"]
     assert [s["filtered_resps"] for s in pack_samples["emsqa_private"]] == [
         s["filtered_resps"] for s in full_samples["emsqa_private"]]
+
+
+def test_ctrl_c_while_judges_answer_slowly_ends_at_once_with_the_resume_line(tmp_path, tiny_model):
+    """Before: the thread pool waited for every in-flight judge request (here 60 s each) after Ctrl-C."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from medeval_metrics.testing.fake_judge import FakeJudgeServer
+
+    data = tmp_path / "m.csv"
+    data.write_text("Question,Answer\n" + "".join(f"question {i}?,answer {i}.\n" for i in range(6)))
+    with FakeJudgeServer(latency=60) as server:
+        panel = {"judges": [{"name": "a", "backend": "local-chat-completions", "model": "a", "base_url": server.url}],
+                 "cache": str(tmp_path / "judges.sqlite"), "concurrency": 2, "timeout": 120}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "medeval_metrics.cli", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
+             "--device", "cpu", "--tasks", "medicationqa", "--gen_kwargs", "max_gen_toks=4", "--use_cache", str(tmp_path / "lm"),
+             "--metadata", json.dumps({"medicationqa_path": str(data), "medeval_judges": panel})],
+            cwd=tmp_path, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 300
+        while server.count() == 0 and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert server.count() > 0, "the run never reached the judges"
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=45)  # well under one 60 s judge request
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("Ctrl-C did not end the run")
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("medeval: interrupted. Run the same command again")

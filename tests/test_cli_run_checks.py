@@ -93,6 +93,16 @@ def test_a_mistyped_task_gets_did_you_mean_and_a_pointer_to_medeval_list(name, s
     assert f"Did you mean {suggestion}" in message and "`medeval list`" in message and "\n" not in message
 
 
+def test_a_typo_of_a_pack_name_needs_no_lm_eval_index():
+    def no_index():
+        raise AssertionError("built lm-eval's index")
+
+    with pytest.raises(MedevalDataError, match="Did you mean 'emsqa_public'"):
+        preflight.select_tasks(["emsqa_pubic"], no_index)
+    # with the user's own tasks folder, the name may be theirs: lm-eval's index (theirs included) decides
+    assert preflight.select_tasks(["emsqa_mine"], lambda: ["emsqa_mine"], user_tasks=True).other_names == ["emsqa_mine"]
+
+
 def test_lm_eval_tasks_and_paths_pass_and_switch_off_the_pack_only_index(tmp_path):
     selection = checks("--tasks", "hellaswag,arc_*")
     assert selection.other_names == ["hellaswag", "arc_*"] and not selection.only_pack
@@ -151,6 +161,20 @@ def test_a_judges_file_that_does_not_exist_is_reported_before_the_model(tmp_path
     meta = {"medicationqa_path": str(tmp_path / "m.csv"), "medeval_judges": str(tmp_path / "judges.yaml")}
     (tmp_path / "m.csv").write_text("Question,Answer\nWhat is aspirin?,A pain reliever.\n")
     with pytest.raises(MedevalDataError, match="judges.yaml"):
+        checks("--tasks", "medicationqa", "--metadata", json.dumps(meta))
+
+
+@pytest.mark.parametrize(
+    "judge, message",
+    [({"backend": "local-chat-completion", "base_url": "http://127.0.0.1:9/v1"}, "Did you mean 'local-chat-completions'"),
+     ({"backend": "openai-chat-completion"}, "Did you mean 'openai-chat-completions'"),
+     ({"backend": "local-chat-completions"}, "needs a base_url")],
+)
+def test_a_judge_backend_typo_or_missing_base_url_is_reported_before_the_model(tmp_path, judge, message):
+    (tmp_path / "m.csv").write_text("Question,Answer\nWhat is aspirin?,A pain reliever.\n")
+    panel = {"judges": [{"name": "j", "model": "m", **judge}]}
+    meta = {"medicationqa_path": str(tmp_path / "m.csv"), "medeval_judges": panel}
+    with pytest.raises(MedevalDataError, match=message):
         checks("--tasks", "medicationqa", "--metadata", json.dumps(meta))
 
 

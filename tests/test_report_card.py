@@ -312,7 +312,6 @@ def test_update_keeps_every_byte_outside_the_packs_entries(tmp_path, newline, bo
     results = [variant_result(t, 0.3 + i / 10) for i, t in enumerate(VARIANTS)]
     assert update_card(card, "org/tiny", results, "## medeval\n\nnumbers") is True
     after = card.read_bytes()
-    nl = newline.encode()
     # a BOM stays the first thing (one header, not a second one), and line endings stay as they were
     assert after.startswith((bom + "---" + newline + HEADER_BEFORE.replace("\n", newline) + FOREIGN_ENTRY.replace("\n", newline)).encode())
     assert after.count("\ufeff".encode()) == (1 if bom else 0)
@@ -329,7 +328,6 @@ def test_update_keeps_every_byte_outside_the_packs_entries(tmp_path, newline, bo
     assert [(r["task"]["name"], len(r["metrics"])) for r in index[1]["results"]] == [(t, 1) for t in VARIANTS]
     # and the huggingface_hub parser reads the card
     assert [r.task_name for r in card_results(card)] == [None, *VARIANTS]
-    del nl
 
 
 def test_same_report_any_number_of_times_is_byte_identical(tmp_path):
@@ -550,3 +548,20 @@ def test_helper_fields_are_a_note_not_a_metric_row():
     assert "(`judge_computed`)" not in section and "Items judged" not in section
     assert "`medicationqa` judge_computed = 1.0000 (share of items the judge panel was asked about" in section
     assert "ROUGE-L (`rougeL`) | 0.2000 | 0.0100 | 690 |" in section
+
+
+def test_the_report_says_when_reruns_were_collapsed(tmp_path, capsys):
+    import argparse
+
+    from medeval_metrics.report import _cmd
+
+    args = "pretrained=org/m"
+    _results_json(tmp_path / "o", "2026-01-01T10-00-00.000001", args, {"emsqa_public_cot": 0.1})
+    _results_json(tmp_path / "o", "2026-01-02T10-00-00.000001", args, {"emsqa_public_cot": 0.2})
+    namespace = argparse.Namespace(folders=[tmp_path / "o"], output=str(tmp_path / "r"), no_figures=True, update_card=None,
+                                   model=None, model_name=None, source_name=None, source_url=None, include_partial_runs=False)
+    assert _cmd(namespace) == 0
+    out = capsys.readouterr()
+    assert "medeval report: note:" in out.err and "reporting the newest (results_2026-01-02" in out.err
+    results = (tmp_path / "r" / "results.md").read_text()
+    assert "| 0.2000 |" in results and "| 0.1000 |" not in results and "## Comparison" not in results
