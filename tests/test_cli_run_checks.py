@@ -168,7 +168,7 @@ def test_a_judges_file_that_does_not_exist_is_reported_before_the_model(tmp_path
     "judge, message",
     [({"backend": "local-chat-completion", "base_url": "http://127.0.0.1:9/v1"}, "Did you mean 'local-chat-completions'"),
      ({"backend": "openai-chat-completion"}, "Did you mean 'openai-chat-completions'"),
-     ({"backend": "local-chat-completions"}, "needs a base_url")],
+     ({"backend": "local-chat-completions"}, "local-chat-completions needs \"base_url\"")],
 )
 def test_a_judge_backend_typo_or_missing_base_url_is_reported_before_the_model(tmp_path, judge, message):
     (tmp_path / "m.csv").write_text("Question,Answer\nWhat is aspirin?,A pain reliever.\n")
