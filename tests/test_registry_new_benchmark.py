@@ -79,8 +79,11 @@ def test_the_spec_is_found_and_lists(toyqa, capsys):
     assert [s.name for s in registry.benchmarks()][-1] == "toyqa"  # after the pack's own (listing_position)
     assert main(["list"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("toyqa_open"))
-    assert row.split()[:4] == ["toyqa_open", "generate_until", "test", "4"]
-    assert "Hub `example/toyqa`, or local file via `toyqa_path`" in row
+    assert row.split()[:3] == ["toyqa_open", "generate", "4"]
+    assert "public: example/toyqa" in row
+    assert main(["list", "--markdown"]) == 0
+    assert "| `toyqa_open` | generate_until | test | 4 | exact, judge_panel_score | Hub `example/toyqa`, or local file via `toyqa_path` |" in (
+        capsys.readouterr().out)
 
 
 def test_breakdown_of_its_samples(toyqa, tmp_path, capsys):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from medeval_metrics.emrqa.prepare import DATA_JSON, DATA_QL_CSV
+from medeval_metrics.emrqa.sources import DATA_JSON, DATA_QL_CSV
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, doc_field
 
 _UPSTREAM = "n2c2 portal (https://portal.dbmi.hms.harvard.edu/) or generated with https://github.com/panushri25/emrQA"
@@ -38,16 +38,17 @@ SPEC = BenchmarkSpec(
         Source(DATA_JSON, files=("data.json",), upstream=_UPSTREAM),
         Source(DATA_QL_CSV, files=("data-ql.csv",), upstream=_UPSTREAM),
     ),
-    # Sample counts are None: the test sets are drawn from the user's files.
+    # Sample counts are None: the test sets are drawn from the user's files. Evidence tasks are at
+    # version 2 (evidence placed on its own numbered line; tasks/emrqa/README.md).
     tasks=(
         Task("emrql_1", QL, LOGICAL_FORM),
         Task("emrql_2", QL, LOGICAL_FORM),
-        Task("emrqa_medication", QA, EVIDENCE),
-        Task("emrqa_relations", QA, EVIDENCE),
-        Task("emrqa_risk", QA, EVIDENCE),
+        Task("emrqa_medication", QA, EVIDENCE, version=2),
+        Task("emrqa_relations", QA, EVIDENCE, version=2),
+        Task("emrqa_risk", QA, EVIDENCE, version=2),
         Task("emrqa_smoking", QA, CLASSIFICATION),
         Task("emrqa_obesity", QA, CLASSIFICATION),
-        Task("emrqa_evidence_window", QA, EVIDENCE),
+        Task("emrqa_evidence_window", QA, EVIDENCE, version=2),
     ),
     groups={"emrqa": ("emrql_1", "emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
                       "emrqa_obesity")},
