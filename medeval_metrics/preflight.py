@@ -2,8 +2,8 @@
 
 lm-eval builds the model first and the tasks after, so a typo in a task name, a bad ``--metadata``
 or a missing data file would otherwise surface after a model has loaded (minutes for a real one).
-Everything here reads the command line, the pack's manifest and the data files; nothing builds a
-model. Each problem is one ``MedevalDataError`` that names what is wrong and the fix.
+Everything here reads the command line, the benchmark specs (``medeval_metrics.registry``) and the
+data files; nothing builds a model. Each problem is one ``MedevalDataError`` that names what is wrong and the fix.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from typing import Any, Callable, Sequence
 
 from medeval_metrics.data import MedevalDataError
 
-# Metadata keys with these prefixes belong to the pack: an unknown one is a typo, not a key for someone else.
-PACK_KEY_PREFIXES = ("emsqa_", "medicationqa_", "emrqa_", "medeval_")
+JUDGES_KEY = "medeval_judges"  # the judge panel (medeval_metrics.judge.config.METADATA_KEY)
 
-# Option keys the pack's loaders read besides the data sources (the data-source keys come from the
-# manifest). The benchmark registry will own this list; until then it lives here, read only by
-# `_known_metadata_keys`.
-_OPTION_KEYS = ("emsqa_revision", "emrqa_seed", "emrqa_sample_size", "emrqa_cache_dir", "medeval_judges")
+
+def _pack_key_prefixes() -> tuple[str, ...]:
+    """Metadata keys with these prefixes belong to the pack: an unknown one is a typo, not a key for someone else."""
+    from medeval_metrics import registry
+
+    return (*(f"{spec.name}_" for spec in registry.benchmarks()), "medeval_")
 
 
 def _flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
@@ -45,16 +46,17 @@ def _flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
 
 
 def _manifest() -> dict[str, Any]:
-    from medeval_metrics.manifest import load_manifest
+    """The pack's tasks, groups and sources as the benchmark specs declare them."""
+    from medeval_metrics.manifest import build_manifest
 
-    return load_manifest()
+    return build_manifest()
 
 
 def _known_metadata_keys() -> list[str]:
-    """Every metadata key the pack reads (data sources and options)."""
-    manifest = _manifest()
-    sources = [key for bench in manifest["benchmarks"].values() for key in bench["sources"]]
-    return sorted(set(sources) | set(_OPTION_KEYS))
+    """Every metadata key the pack reads (data sources and options, from the specs; the judge panel)."""
+    from medeval_metrics import registry
+
+    return sorted({*registry.metadata_keys(), JUDGES_KEY})
 
 
 def _pack_names() -> dict[str, list[str]]:
@@ -131,7 +133,7 @@ def check_metadata_keys(metadata: dict[str, Any]) -> None:
     """An unknown key with the pack's prefix is a typo: an error naming the closest known key."""
     known = _known_metadata_keys()
     for key in metadata:
-        if key.startswith(PACK_KEY_PREFIXES) and key not in known:
+        if key.startswith(_pack_key_prefixes()) and key not in known:
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
             suggestion = f" Did you mean {close[0]!r}?" if close else ""
             raise MedevalDataError(
@@ -223,36 +225,11 @@ def _lm_eval_task_names(include_path: str | None = None) -> list[str]:
 
 
 def _validators() -> dict[str, Callable[[dict[str, Any]], None]]:
-    """Data source key -> a check that resolves and reads the source as the task will (raises if it cannot)."""
+    """Data source key -> a check that resolves and reads the source as the task will (raises if it cannot);
+    each benchmark's spec gives its sources' checks."""
+    from medeval_metrics import registry
 
-    def emsqa_public(metadata: dict[str, Any]) -> None:
-        from medeval_metrics.emsqa import data
-
-        test, _ = data._public_files(metadata)
-        data.load_docs(test, "the EMSQA public test set")
-
-    def emsqa_private(metadata: dict[str, Any]) -> None:
-        from medeval_metrics.emsqa import data
-
-        path = data.PRIVATE_SOURCE.local_path(metadata)
-        if path is None:
-            raise data.PRIVATE_SOURCE.missing("no file was given")
-        if path.is_dir():
-            raise MedevalDataError(f"{path} is a folder; {data.PRIVATE_SOURCE.key} must name the private set's file.")
-        data.load_docs(path, "the EMSQA private set")
-
-    def medicationqa(metadata: dict[str, Any]) -> None:
-        from medeval_metrics.medicationqa.data import load_rows
-
-        load_rows(metadata)
-
-    def emrqa(metadata: dict[str, Any]) -> None:
-        from medeval_metrics.emrqa.prepare import ensure_prepared
-
-        ensure_prepared(metadata)  # prepared once into the cache: the tasks then read the same folder
-
-    return {"emsqa_public_path": emsqa_public, "emsqa_private_path": emsqa_private,
-            "medicationqa_path": medicationqa, "emrqa_data_json": emrqa, "emrqa_data_ql_csv": emrqa}
+    return {source.key: source.check for spec in registry.benchmarks() for source in spec.sources if source.check}
 
 
 def _has_local_copy(source_key: str, metadata: dict[str, Any]) -> bool:
@@ -302,8 +279,9 @@ def check_judge_panel(metadata: dict[str, Any]) -> None:
 
 
 def _needs_judges(tasks: Sequence[str]) -> bool:
-    by_task = {t["task"]: t["benchmark"] for t in _manifest()["tasks"]}
-    return any(by_task.get(t) == "medicationqa" for t in tasks)
+    from medeval_metrics import registry
+
+    return any(registry.judging_for(t) is not None for t in tasks)
 
 
 def run_checks(argv: Sequence[str], lm_eval_names: Callable[[], list[str]] | None = None) -> Selection | None:

@@ -6,7 +6,8 @@ first use, once per process; they import only light modules, so ``medeval list``
 ``reload()`` forgets them (for tests that add a benchmark).
 
 Lookups by task name: ``task(name)``, ``benchmark_of(name)``, ``breakdown_for(name)``,
-``judging_for(name)``; over the pack: ``benchmarks()``, ``all_tasks()``, ``sources_for(names)``.
+``judging_for(name)``; over the pack: ``benchmarks()``, ``all_tasks()``, ``groups()``,
+``sources_for(names)``, ``metadata_keys()``.
 """
 
 from __future__ import annotations
@@ -150,6 +151,16 @@ def judged_benchmarks() -> tuple[str, ...]:
 def reporting_for(benchmark_name: str) -> Reporting | None:
     """The report's table for a benchmark; None for one not in the pack."""
     return next((spec.reporting for spec in _load() if spec.name == benchmark_name), None)
+
+
+def groups() -> dict[str, tuple[str, ...]]:
+    """Every group of the pack -> its members (tasks or groups), benchmark by benchmark."""
+    return {group: members for spec in _load() for group, members in spec.groups.items()}
+
+
+def metadata_keys() -> tuple[str, ...]:
+    """Every metadata key a benchmark reads: its sources' keys and its options, sorted."""
+    return tuple(sorted({s.key for spec in _load() for s in spec.sources} | {o for spec in _load() for o in spec.options}))
 
 
 def sources_for(task_names: Iterable[str]) -> dict[str, Source]:

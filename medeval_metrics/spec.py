@@ -29,6 +29,9 @@ class Source:
     upstream: str
     sha256: Mapping[str, str] = field(default_factory=dict)
     hub_split: str | None = None  # the split as the Hub copy names it, where it differs from the task's
+    # check(metadata): resolve and read the source as the task will, raising MedevalDataError if it
+    # cannot (`medeval run` calls it before lm-eval builds the model); None: no check
+    check: Callable[[Mapping[str, Any]], None] | None = None
 
     @property
     def key(self) -> str:
@@ -129,6 +132,7 @@ class BenchmarkSpec:
     # task-name prefix -> breakdown; a task takes the longest prefix its name starts with
     breakdowns: dict[str, BreakdownSpec] = field(default_factory=dict)
     judging: Judging | None = None
+    options: tuple[str, ...] = ()  # metadata keys its loaders read besides the sources' (e.g. a seed)
     listing_position: int = 100  # order of benchmarks in `medeval list`, the manifest and the README
 
     def source(self, key: str) -> Source:

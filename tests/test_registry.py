@@ -89,6 +89,20 @@ def test_sources_for_tasks_in_first_use_order():
         registry.sources_for(["arc_easy"])
 
 
+def test_every_source_has_a_preflight_check_and_the_metadata_keys_come_from_the_specs():
+    from medeval_metrics import preflight
+
+    for spec in registry.benchmarks():
+        for source in spec.sources:
+            assert callable(source.check), f"{spec.name}: {source.key} has no check for `medeval run`"
+    keys = registry.metadata_keys()
+    assert {"emsqa_public_path", "emsqa_revision", "medicationqa_path", "emrqa_data_json", "emrqa_seed",
+            "emrqa_sample_size", "emrqa_cache_dir"} <= set(keys)
+    assert set(preflight._known_metadata_keys()) == {*keys, "medeval_judges"}
+    assert set(preflight._pack_key_prefixes()) == {"emsqa_", "medicationqa_", "emrqa_", "medeval_"}
+    assert set(registry.groups()) == {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emrqa"}
+
+
 def test_manifest_json_is_generated_from_the_specs():
     """After changing a spec: python -m medeval_metrics.manifest --write."""
     manifest_file = REPO_ROOT / "medeval_metrics" / "manifest.json"
@@ -166,6 +180,7 @@ def test_contradictory_specs_are_rejected_with_the_module_named(specs, message):
 
 
 GENERIC_MODULES = ["breakdown.py", "registry.py", "spec.py", "manifest.py", "stats.py", "report", "judge"]
+# preflight.py: its error messages show `emsqa_public_path` as an example key; its logic reads the registry
 
 
 def test_generic_modules_name_no_benchmark():

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
-from medeval_metrics.emrqa.prepare import DATA_JSON, DATA_QL_CSV
+from medeval_metrics.emrqa.sources import CACHE_DIR_KEY, DATA_JSON, DATA_QL_CSV, SEED_KEY
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, doc_field
 
 _UPSTREAM = "n2c2 portal (https://portal.dbmi.hms.harvard.edu/) or generated with https://github.com/panushri25/emrQA"
@@ -27,6 +27,13 @@ def answer_types(doc: dict[str, Any]) -> list[str]:
     return sorted({str(answer.get("entity_type")) for answer in answers})
 
 
+def check_sources(metadata: Mapping[str, Any]) -> None:
+    """Both files prepared into the cache (once): the tasks then read the same folder."""
+    from medeval_metrics.emrqa.prepare import ensure_prepared
+
+    ensure_prepared(dict(metadata))
+
+
 SPEC = BenchmarkSpec(
     name="emrqa",
     paper=("Pampari et al. 2018, emrQA: A Large Corpus for Question Answering on Electronic Medical Records "
@@ -35,10 +42,12 @@ SPEC = BenchmarkSpec(
     citation_key="pampari2018emrqa",
     listing_position=3,
     sources=(
-        Source(DATA_JSON, files=("data.json",), upstream=_UPSTREAM),
-        Source(DATA_QL_CSV, files=("data-ql.csv",), upstream=_UPSTREAM),
+        Source(DATA_JSON, files=("data.json",), upstream=_UPSTREAM, check=check_sources),
+        Source(DATA_QL_CSV, files=("data-ql.csv",), upstream=_UPSTREAM, check=check_sources),
     ),
-    # Sample counts are None: the test sets are drawn from the user's files.
+    options=(SEED_KEY, "emrqa_sample_size", CACHE_DIR_KEY),
+    # Sample counts are None: the test sets are drawn from the user's files. Evidence tasks are at
+    # version 2 (evidence placed on its own numbered line; tasks/emrqa/README.md).
     tasks=(
         Task("emrql_1", QL, LOGICAL_FORM),
         Task("emrql_2", QL, LOGICAL_FORM),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
+from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.data import PRIVATE_SOURCE, PUBLIC_SOURCE
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, crossed, doc_field
 
@@ -11,6 +14,27 @@ GENERATED = ("acc", "f1", "unparseable")
 SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
 
 _level, _area = doc_field("level"), doc_field("category")
+
+
+def check_public(metadata: Mapping[str, Any]) -> None:
+    """The public test set resolves and reads as the tasks will read it (`medeval run`'s pre-flight)."""
+    from medeval_metrics.emsqa import data
+
+    test, _ = data._public_files(dict(metadata))
+    data.load_docs(test, "the EMSQA public test set")
+
+
+def check_private(metadata: Mapping[str, Any]) -> None:
+    """The private set is given, is a file, and reads in the public schema."""
+    from medeval_metrics.emsqa import data
+
+    path = PRIVATE_SOURCE.local_path(dict(metadata))
+    if path is None:
+        raise PRIVATE_SOURCE.missing("no file was given")
+    if path.is_dir():
+        raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file.")
+    data.load_docs(path, "the EMSQA private set")
+
 
 SPEC = BenchmarkSpec(
     name="emsqa",
@@ -23,10 +47,12 @@ SPEC = BenchmarkSpec(
         Source(PUBLIC_SOURCE, files=("test_open.json", "val_open.json"),
                upstream="https://github.com/UVA-DSA/EMSQA (data/final/)",
                sha256={"test_open.json": "53e225049d0deb9b57da30cc1569844762fdd3d97bce9137eb8f410d4b4b9847",
-                       "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774"}),
+                       "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774"},
+               check=check_public),
         Source(PRIVATE_SOURCE, files=("the user's private file in the public schema",),
-               upstream="not released; users bring their copy"),
+               upstream="not released; users bring their copy", check=check_private),
     ),
+    options=("emsqa_revision",),
     # One line per task.
     tasks=(
         Task("emsqa_public", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES),

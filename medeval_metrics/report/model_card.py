@@ -1,7 +1,7 @@
 """The model card's ``model-index`` and the in-place update of a card README.
 
 Entries are keyed by (task, dataset, split, metric, model): each task variant is its own named
-result (two prompting variants of one data set never share one), and a metric is restated
+result (a data set's CoT and multiple-choice variants never share one), and a metric is restated
 in place rather than added again, so running the same report any number of times leaves the card
 byte-identical. (huggingface_hub's ``eval_results_to_model_index`` groups results by dataset
 alone, which folds every variant of a data set into the first variant's name, so the pack
