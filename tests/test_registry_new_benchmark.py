@@ -98,14 +98,19 @@ def test_breakdown_of_its_samples(toyqa, tmp_path, capsys):
 
 
 def test_judge_and_report(toyqa, tmp_path):
-    """`medeval judge` finds the task through its spec (no panel configured: only `exact` recomputed);
+    """`medeval judge` finds the task through its spec and recomputes its metrics with the panel;
     `medeval report` names and publishes its metrics as the spec says and breaks it down from the
     judged samples."""
     from medeval_metrics.judge.cli import judge_output
+    from medeval_metrics.judge.config import panel_from_obj
     from medeval_metrics.report import build_report
+    from medeval_metrics.testing.fake_judge import FakeJudgeServer
 
     run = write_run(tmp_path / "run")
-    (entry,) = judge_output(run, None, progress=False)
+    with FakeJudgeServer() as server:
+        panel = panel_from_obj({"judges": [{"name": "a", "backend": "local-chat-completions", "model": "m1",
+                                            "base_url": server.url}], "cache": None}, "t")
+        (entry,) = judge_output(run, panel, progress=False)
     assert entry["task"] == "toyqa_open" and entry["summary"]["exact"]["value"] == 0.75
     report = build_report([run], tmp_path / "report", figures=False)
     assert report["runs"][0]["results_file"].endswith("_judged.json")

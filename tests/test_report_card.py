@@ -553,7 +553,7 @@ def test_helper_fields_are_a_note_not_a_metric_row():
 def test_the_report_says_when_reruns_were_collapsed(tmp_path, capsys):
     import argparse
 
-    from medeval_metrics.report import _cmd
+    from medeval_metrics.report.cli import _cmd
 
     args = "pretrained=org/m"
     _results_json(tmp_path / "o", "2026-01-01T10-00-00.000001", args, {"emsqa_public_cot": 0.1})
