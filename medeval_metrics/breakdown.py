@@ -50,7 +50,7 @@ BREAKDOWNS: dict[str, BreakdownSpec] = {
         dimensions={"question_type": doc_field("question_type")},
     ),
     "emsqa": BreakdownSpec(
-        metrics=("acc", "f1", "unparseable"),
+        metrics=("acc", "f1", "unparseable", "invalid_letter"),
         dimensions={
             "level": _emsqa_level,
             "subject_area": _emsqa_area,

@@ -1,6 +1,8 @@
-"""Start-up cost of the pack and its share of an end-to-end emsqa_public run (tiny model, CPU).
+"""EMSQA answer reading, loading growth, start-up cost and the pack's share of an end-to-end run.
 
 Prints, measured in this one run:
+- the share of the realistic-output corpus (tests/data/emsqa_model_outputs.jsonl) read correctly,
+  by model style, and the extraction time per output;
 - index + build of every pack task, alone (include_defaults=False);
 - lm-eval's own index with and without the pack added: the pack's share of lm-eval's start-up;
 - an emsqa_public run with the tiny model: wall time and the part spent in pack code
@@ -112,10 +114,21 @@ def _pack_share_of_run(limit: int = 40) -> tuple[float, float]:
         return time.perf_counter() - start, spent[0]
 
 
+def _corpus_lines() -> list[str]:
+    sys.path.insert(0, str(REPO))
+    from tests.test_emsqa_corpus import CASES, corpus_summary, read
+
+    start = time.perf_counter()
+    for case in CASES:
+        read(case)
+    per_output = (time.perf_counter() - start) / len(CASES)
+    return [corpus_summary(CASES), f"extraction: {per_output * 1e6:.0f} us per corpus output"]
+
+
 def run() -> list[str]:
+    lines = _corpus_lines()
     if not (DATA / "test_open.json").exists():
-        return [f"skipped: no EMSQA data at {DATA} (set MEDEVAL_EMSQA_PUBLIC_PATH)"]
-    lines = []
+        return lines + [f"skipped the rest: no EMSQA data at {DATA} (set MEDEVAL_EMSQA_PUBLIC_PATH)"]
     build = _build_all_pack_tasks()
     lines.append(f"index + build all 8 EMSQA tasks (pack only): {build:.2f} s")
     index = _index_seconds()

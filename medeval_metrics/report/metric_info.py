@@ -36,6 +36,8 @@ REPORTING: dict[str, BenchmarkReporting] = {
             "acc": MetricInfo("Exact set-match accuracy", "accuracy"),
             "f1": MetricInfo("Set F1 (per item, averaged)", "f1"),
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
+            "invalid_letter": MetricInfo("Answers naming only non-option letters", "invalid_letter_rate",
+                                         in_model_index=False),
         },
     ),
     # Judge scores are on a 1-5 scale.
