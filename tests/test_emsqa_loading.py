@@ -166,3 +166,33 @@ def test_docs_become_a_dataset_with_the_same_rows(tmp_path):
     docs = [normalize_record(r, i, "f") for i, r in enumerate(_synthetic())]
     dataset = emsqa_data._dataset(docs)
     assert [dict(row) for row in dataset] == docs
+
+
+def _public_run(folder, num_fewshot):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata={"emsqa_public_path": str(folder)})
+    model = ScriptedLM({"key": "question", "generate": {}, "choose": {}, "default": '["a"]'})
+    lm_eval.simple_evaluate(model=model, tasks=["emsqa_public"], task_manager=manager, limit=2, num_fewshot=num_fewshot)
+    return model
+
+
+@pytest.mark.e2e
+def test_through_lm_eval_the_pool_is_read_only_for_few_shot_runs(tmp_path):
+    records = _synthetic()
+    pool = [dict(r, question=f"pool item {i}") for i, r in enumerate(records[:4])]
+    folder = _public_folder(tmp_path, records, pool)
+    emsqa_data._read_pool.cache_clear()
+    zero_shot = _public_run(folder, 0)
+    assert emsqa_data._read_pool.cache_info().misses == 0
+    assert "pool item" not in zero_shot.requests_seen[0].args[0]
+    few_shot = _public_run(folder, 2)
+    prompt = few_shot.requests_seen[0].args[0]
+    assert emsqa_data._read_pool.cache_info().misses == 1
+    # first_n order: the pool's first two items, then the scored question
+    assert prompt.index("pool item 0") < prompt.index("pool item 1") < prompt.index(records[0]["question"])
+    assert "pool item 2" not in prompt

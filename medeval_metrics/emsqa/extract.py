@@ -47,8 +47,8 @@ _FREE_LETTERS = "abcdefgh"  # options run a-f; g and h are the letters models in
 _BOXED = re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{)?([^{}\n]{1,60}?)\}?\s*\}")
 _LABEL = re.compile(  # a labelled answer: "Final answer: B", "**Answer:** B", "### Answer\nC", "| Answer | C |"
     r"(?im)(?:^|(?<=[\n|]))[ \t>#*|_-]{0,8}(?:(?:my|the|final|correct|best)[ \t]+){0,2}"
-    r"(?:answers?|selection|choice|response|verdict|correct)(?:[ \t]*\([^()\n]{0,20}\))?[ \t*_]{0,4}"
-    r"(?:[:=|-][ \t*_|]{0,6}|\n[ \t\n*_#|>-]{0,12})"
+    r"(?:answers?|selection|choice|response|verdict|correct|(?:正确|最终)?答案)(?:[ \t]*\([^()\n]{0,20}\))?[ \t*_]{0,4}"
+    r"(?:[:：=|-][ \t*_|]{0,6}|\n[ \t\n*_#|>-]{0,12})"
 )
 _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers are:", "I'd choose"
     r"(?i)\b(?:(?P<qual>(?:in)?correct|right|wrong|best|final|true|false|appropriate|most[ \t]+"
@@ -411,10 +411,11 @@ def _table_answers(body: str) -> Iterable[tuple[int, str]]:
 
 def _option_text_mentions(body: str, options: Mapping[str, str]) -> Iterable[tuple[str, re.Match[str]]]:
     """An option's text followed by its own letter: "Brachial artery (B)", "**Signs and symptoms** (A)"."""
+    lowered = body.lower()
     for letter, text in options.items():
         words = [re.escape(word) for word in text.split()][:12]
-        if not words:
-            continue
+        if not words or f"{letter})" not in lowered or text.split()[0] not in lowered:
+            continue  # cheap test first: most replies name no option this way
         pattern = re.compile(r"(?<![A-Za-z])" + r"[ \t]+".join(words) + r"[*_\"”’' \t]{0,6}\((?:option[ \t]+|choice[ \t]+)?"
                              + letter + r"\)", re.IGNORECASE)
         for match in pattern.finditer(body):
