@@ -1,6 +1,10 @@
-"""Start-up cost of the pack and its share of an end-to-end emsqa_public run (tiny model, CPU).
+"""EMSQA answer reading, loading growth, start-up cost and the pack's share of an end-to-end run.
 
 Prints, measured in this one run:
+- the share of the realistic-output corpus (tests/data/emsqa_model_outputs.jsonl) read correctly,
+  by model style, and the extraction time per output;
+- EMSQA loading (read, validate, build the datasets.Dataset) at 1x and 10x the public test set, with
+  the ratio (linear growth reads 10x), and that a zero-shot load does not read the validation file;
 - index + build of every pack task, alone (include_defaults=False);
 - lm-eval's own index with and without the pack added: the pack's share of lm-eval's start-up;
 - an emsqa_public run with the tiny model: wall time and the part spent in pack code
@@ -112,10 +116,62 @@ def _pack_share_of_run(limit: int = 40) -> tuple[float, float]:
         return time.perf_counter() - start, spent[0]
 
 
+def _corpus_lines() -> list[str]:
+    sys.path.insert(0, str(REPO))
+    from tests.test_emsqa_corpus import CASES, corpus_summary, read
+
+    start = time.perf_counter()
+    for case in CASES:
+        read(case)
+    per_output = (time.perf_counter() - start) / len(CASES)
+    return [corpus_summary(CASES), f"extraction: {per_output * 1e6:.0f} us per corpus output"]
+
+
+def _loading_growth_lines(repeats: int = 3) -> list[str]:
+    """load_public at 1x and 10x the public test set (each copy's questions made distinct)."""
+    import gc
+    import json
+    import tracemalloc
+
+    from medeval_metrics.emsqa import data as emsqa_data
+
+    records = json.loads((DATA / "test_open.json").read_text(encoding="utf-8"))
+    seconds: dict[int, float] = {}
+    peak: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for scale in (1, 10):
+            folder = Path(tmp) / f"x{scale}"
+            folder.mkdir()
+            scaled = [dict(r, question=f"{r['question']} (copy {k})") if k else r for k in range(scale) for r in records]
+            (folder / "test_open.json").write_text(json.dumps(scaled), encoding="utf-8")
+            (folder / "val_open.json").write_bytes((DATA / "val_open.json").read_bytes())
+            emsqa_data.load_public(emsqa_public_path=str(folder))  # warm imports
+            times = []
+            for _ in range(repeats):
+                gc.collect()
+                start = time.perf_counter()
+                emsqa_data.load_public(emsqa_public_path=str(folder))
+                times.append(time.perf_counter() - start)
+            seconds[scale] = statistics.median(times)
+            tracemalloc.start()
+            emsqa_data.load_public(emsqa_public_path=str(folder))
+            peak[scale] = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+    pool_reads = emsqa_data._read_pool.cache_info().misses
+    ratio = seconds[10] / seconds[1]
+    return [
+        f"EMSQA loading (zero-shot: test set only), {len(records):,} items: {seconds[1] * 1000:.0f} ms; "
+        f"10x ({10 * len(records):,} items): {seconds[10] * 1000:.0f} ms; ratio {ratio:.2f} (linear: 10.0, "
+        f"within 15%: {'yes' if 8.5 <= ratio <= 11.5 else 'no'}; below 10 means fixed costs dominate at 1x); peak Python memory {peak[1]:.0f} / {peak[10]:.0f} MiB",
+        f"validation file reads during those zero-shot loads: {pool_reads} (read only when few-shot examples are drawn)",
+    ]
+
+
 def run() -> list[str]:
+    lines = _corpus_lines()
     if not (DATA / "test_open.json").exists():
-        return [f"skipped: no EMSQA data at {DATA} (set MEDEVAL_EMSQA_PUBLIC_PATH)"]
-    lines = []
+        return lines + [f"skipped the rest: no EMSQA data at {DATA} (set MEDEVAL_EMSQA_PUBLIC_PATH)"]
+    lines += _loading_growth_lines()
     build = _build_all_pack_tasks()
     lines.append(f"index + build all 8 EMSQA tasks (pack only): {build:.2f} s")
     index = _index_seconds()

@@ -52,10 +52,11 @@ FOUR = ["a", "b", "c", "d"]
         ('first I think ["a"] but actually ["b"]', ["b"]),
         ("Option B is wrong. The best answer is D", ["d"]),
         ('The answer is A.\nWait, re-reading: {"answer": ["c"]}', ["c"]),
-        # Letters outside the item's range are not answers.
-        ('["e"]', None),
-        ('["a", "f"]', ["a"]),
-        ('["b"] and later ["z"]', ["b"]),
+        # Letters outside the item's range are kept as wrong picks (the authors' benchmark_LLM.py
+        # compares the parsed list with the gold set as it is); the last JSON list wins.
+        ('["e"]', ["e"]),
+        ('["a", "f"]', ["a", "f"]),
+        ('["b"] and later ["z"]', ["z"]),
         # An explicit empty list is an (empty) answer, not "unparseable".
         ("[]", []),
         ('{"answer": []}', []),
@@ -74,7 +75,8 @@ def test_extract_answer(output, expected):
 def test_range_depends_on_the_item():
     assert extract_answer('["e"]', ["a", "b", "c", "d", "e"]) == ["e"]
     assert extract_answer("F", ["a", "b", "c", "d", "e", "f"]) == ["f"]
-    assert extract_answer("C", ["a", "b"]) is None
+    # A letter past the options is still the model's (wrong) pick, not "no answer".
+    assert extract_answer("C", ["a", "b"]) == ["c"]
 
 
 def test_non_string_output_is_unparseable():
@@ -88,4 +90,4 @@ def test_strip_reasoning_keeps_text_outside_blocks():
 def test_filter_maps_every_response_of_every_doc():
     docs = [{"letters": FOUR}, {"letters": ["a", "b"]}]
     resps = [['["a"]', "no idea"], ["C"]]
-    assert ExtractAnswerFilter().apply(resps, docs) == [[["a"], None], [None]]
+    assert ExtractAnswerFilter().apply(resps, docs) == [[["a"], None], [["c"]]]

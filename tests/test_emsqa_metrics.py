@@ -38,8 +38,9 @@ def test_score(predicted, gold, expected):
 
 def test_process_results_parses_a_raw_string_too():
     doc = {"letters": ["a", "b", "c", "d"], "gold": ["b", "d"]}
-    assert process_results(doc, [["b", "d"]]) == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0}
-    assert process_results(doc, ["The answer is B and D"]) == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0}
+    assert process_results(doc, [["b", "d"]]) == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0}
+    assert process_results(doc, ["The answer is B and D"]) == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0,
+                                                               "invalid_letter": 0.0}
     assert process_results(doc, [None])["unparseable"] == 1.0
 
 
@@ -50,3 +51,28 @@ def test_multiple_choice_takes_the_single_most_likely_option():
     assert result == {"acc": 0.0, "f1": pytest.approx(2 / 3)}
     single = {"letters": ["a", "b"], "gold": ["b"]}
     assert process_results_mc(single, [(-2.0, False), (-1.0, True)]) == {"acc": 1.0, "f1": 1.0}
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # The authors' benchmark_LLM.py compares the parsed list with the gold set as it is: a letter
+        # that is not an option is a wrong pick (a false positive in F1), never silently dropped.
+        ('["a", "e"]', {"acc": 0.0, "f1": pytest.approx(2 / 3), "unparseable": 0.0, "invalid_letter": 0.0}),
+        ('["e"]', {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0}),
+        ("The answer is G.", {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0}),
+        ('["e", "f"]', {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0}),
+        ("I cannot tell.", {"acc": 0.0, "f1": 0.0, "unparseable": 1.0, "invalid_letter": 0.0}),
+        ("[]", {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 0.0}),
+        ('["a"]', {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0}),
+    ],
+)
+def test_invalid_letters_score_as_the_authors_score_them(output, expected):
+    doc = {"letters": ["a", "b", "c", "d"], "gold": ["a"]}
+    assert process_results(doc, [output]) == expected
+
+
+def test_invalid_letter_rate_needs_the_items_letters():
+    assert "invalid_letter" not in score(["e"], ["a"])
+    assert score(["e"], ["a"], ["a", "b"])["invalid_letter"] == 1.0
+    assert score(None, ["a"], ["a", "b"]) == {"acc": 0.0, "f1": 0.0, "unparseable": 1.0, "invalid_letter": 0.0}

@@ -47,12 +47,14 @@ def is_str(value: Any) -> bool:
 def emsqa_scores(value: Any) -> bool:
     return (
         isinstance(value, dict)
-        and set(value) == {"acc", "f1", "unparseable"}
+        and set(value) == {"acc", "f1", "unparseable", "invalid_letter"}
         and all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in value.values())
     )
 
 
-_EMSQA_DOC = {"letters": ["a", "b", "c", "d"], "gold": ["a", "c"]}
+_EMSQA_OPTIONS = ["aspirin", "oral glucose", "a and b", "none of the above"]
+_EMSQA_DOC = {"letters": ["a", "b", "c", "d"], "gold": ["a", "c"], "options": _EMSQA_OPTIONS, "question": "which drug?"}
+ALL_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def judge_verdict(value: Any) -> bool:
@@ -106,13 +108,16 @@ class ParserSpec:
 
 
 PARSERS = [
-    ParserSpec("emsqa.extract_answer/a-f", lambda s: emsqa.extract_answer(s, "abcdef"), letters_or_none("abcdef"), True),
-    ParserSpec("emsqa.extract_answer/a-d", lambda s: emsqa.extract_answer(s, ["a", "b", "c", "d"]), letters_or_none("abcd"), True),
+    # Letters that are not options are kept as wrong picks (issue 10), so any letter a-z may come back.
+    ParserSpec("emsqa.extract_answer/a-f", lambda s: emsqa.extract_answer(s, "abcdef"), letters_or_none(ALL_LETTERS), True),
+    ParserSpec("emsqa.extract_answer/a-d", lambda s: emsqa.extract_answer(s, ["a", "b", "c", "d"]), letters_or_none(ALL_LETTERS), True),
+    ParserSpec("emsqa.extract_answer/options", lambda s: emsqa.extract_answer(s, "abcd", _EMSQA_OPTIONS, "which drug?"),
+               letters_or_none(ALL_LETTERS), True),
     ParserSpec("emsqa.strip_reasoning", emsqa.strip_reasoning, is_str),
     ParserSpec(
         "emsqa.ExtractAnswerFilter",
         lambda s: emsqa.ExtractAnswerFilter().apply([[s]], [_EMSQA_DOC])[0][0],
-        letters_or_none("abcd"),
+        letters_or_none(ALL_LETTERS),
         True,
     ),
     ParserSpec("emsqa.process_results(raw)", lambda s: emsqa.process_results(_EMSQA_DOC, [s]), emsqa_scores),

@@ -31,7 +31,10 @@ def read_task_yamls():
     for path in root.rglob("*.yaml"):
         config = yaml.load(path.read_text(), Loader=_TaskYamlLoader)
         while "include" in config:
-            base = yaml.load((path.parent / config.pop("include")).read_text(), Loader=_TaskYamlLoader)
+            includes = config.pop("include")
+            base = {}
+            for include in includes if isinstance(includes, list) else [includes]:  # lm-eval merges a list in order
+                base.update(yaml.load((path.parent / include).read_text(), Loader=_TaskYamlLoader))
             config = {**base, **config}
         configs[config["group"] if "group" in config else config["task"]] = config
     return configs

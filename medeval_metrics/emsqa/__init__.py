@@ -16,6 +16,8 @@ from medeval_metrics.emsqa.data import (
     PRIVATE_SOURCE,
     PUBLIC_SOURCE,
     SUBJECT_AREAS,
+    DeferredPool,
+    fewshot_pool,
     load_docs,
     load_private,
     load_public,
@@ -36,7 +38,7 @@ from medeval_metrics.emsqa.prompts import (
 from medeval_metrics.emsqa.scoring import process_results, process_results_mc, score, set_f1
 
 __all__ = [
-    "LEVELS", "LEVEL_NAMES", "SUBJECT_AREAS", "PUBLIC_SOURCE", "PRIVATE_SOURCE", "load_docs", "load_public",
+    "LEVELS", "LEVEL_NAMES", "SUBJECT_AREAS", "PUBLIC_SOURCE", "PRIVATE_SOURCE", "DeferredPool", "fewshot_pool", "load_docs", "load_public",
     "load_private", "normalize_record", "ExtractAnswerFilter", "extract_answer", "strip_reasoning",
     "doc_to_text", "doc_to_target", "doc_to_text_cot", "doc_to_text_expert_cot", "doc_to_target_cot",
     "doc_to_text_mc", "doc_to_choice_mc", "doc_to_target_mc", "expert_standpoint", "process_results",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from medeval_metrics.data import DataSource, MedevalDataError, download_hub_file, read_json_records
 
@@ -89,6 +92,12 @@ def normalize_record(record: dict[str, Any], index: int, path: Path | str) -> di
             raise MedevalDataError(f"{where}{snippet}: letter {letter!r} is used by two choices.")
         options[letter] = text
     answer = record["answer"]
+    letters_given = re.findall(r"[a-z]", answer.lower()) if isinstance(answer, str) else []
+    if len(letters_given) > 1 and set(letters_given) <= set(options) and re.fullmatch(r"[\sa-zA-Z,;/&]+", answer):
+        raise MedevalDataError(
+            f"{where}{snippet}: 'answer' is the text {answer!r}; a multi-answer is a list of letters: "
+            f'"answer": {json.dumps(letters_given)} (a single answer may be a letter, "answer": "b").'
+        )
     answers = [answer] if isinstance(answer, str) else answer
     if not isinstance(answers, list) or not answers or not all(isinstance(a, str) and a.strip() for a in answers):
         raise MedevalDataError(
@@ -125,15 +134,71 @@ def normalize_record(record: dict[str, Any], index: int, path: Path | str) -> di
     }
 
 
-def load_docs(path: Path, description: str, skip_invalid: bool = False) -> list[dict[str, Any]]:
+ALLOW_DUPLICATES_KEY = "emsqa_allow_duplicates"
+_RECORD_SHAPE = (
+    'JSON (a list of records) or JSON Lines (one record per line), each record like {"question": "...", '
+    '"choices": ["a. ...", "b. ..."], "answer": ["b"]} (a multi-answer lists its letters: ["a", "c"])'
+)
+
+
+def _check_file_kind(path: Path, description: str) -> None:
+    """A clear error for a file of the wrong kind, before it is read as JSON."""
+    path = Path(path)
+    if path.is_dir():
+        raise MedevalDataError(f"{path} is a folder; {description} must be a file: {_RECORD_SHAPE}.")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(2048)
+    except OSError as exc:
+        raise MedevalDataError(f"{path}: cannot read {description} ({exc.strerror}).") from exc
+    kind = None
+    if head.startswith(b"PK\x03\x04"):
+        kind = "a zip archive or an Excel workbook (.xlsx)"
+    elif head.startswith(b"\xd0\xcf\x11\xe0"):
+        kind = "an Excel workbook (.xls, or an encrypted .xlsx)"
+    elif head.startswith(b"%PDF"):
+        kind = "a PDF document"
+    else:
+        first_line = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n").split("\n", 1)[0]
+        if first_line and first_line[0] not in "[{" and ("," in first_line or "\t" in first_line):
+            kind = "a CSV/TSV table (its first line is a header, not JSON)"
+    if kind:
+        raise MedevalDataError(
+            f"{path}: {description} is {kind}. The pack reads EMSQA items as {_RECORD_SHAPE}, "
+            "as in the authors' test_open.json."
+        )
+
+
+def allow_duplicates(metadata: dict[str, Any]) -> bool:
+    """The opt-out for sets that really repeat a question: metadata key or MEDEVAL_EMSQA_ALLOW_DUPLICATES."""
+    value = metadata.get(ALLOW_DUPLICATES_KEY, os.environ.get("MEDEVAL_EMSQA_ALLOW_DUPLICATES", False))
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def _item_key(record: dict[str, Any]) -> tuple[str, tuple[str, ...]] | None:
+    question, choices = record.get("question"), record.get("choices")
+    if not isinstance(question, str) or not isinstance(choices, list):
+        return None
+    return " ".join(question.lower().split()), tuple(" ".join(str(c).lower().split()) for c in choices)
+
+
+def load_docs(
+    path: Path, description: str, skip_invalid: bool = False, allow_duplicates: bool = False
+) -> list[dict[str, Any]]:
     """Read and validate a file of EMSQA records.
 
-    ``skip_invalid`` is only for a few-shot pool: invalid records are left out with a warning that
-    names each one (the public validation set has one item with an empty choice). Scored splits are
-    always strict.
+    ``skip_invalid`` is only for a few-shot pool: invalid records are left out with one notice that
+    names each (the public validation set has one item with an empty choice). Scored splits are
+    always strict. Two records with the same question and choices (a file concatenated with
+    itself) are an error naming both, unless ``allow_duplicates``.
     """
+    _check_file_kind(path, description)
     docs = []
+    left_out: list[str] = []
     first_with_id: dict[str, int] = {}
+    first_with_item: dict[tuple[str, tuple[str, ...]], int] = {}
     for index, record in enumerate(read_json_records(path, description, record_fields=("question",))):
         # Duplicate explicit ids would merge two items in per-item logs and breakdowns: never allowed.
         if record.get("id") is not None:
@@ -144,13 +209,99 @@ def load_docs(path: Path, description: str, skip_invalid: bool = False) -> list[
                     f"{record_id!r}. Give every record its own id (or drop the 'id' field to number them by position)."
                 )
             first_with_id[record_id] = index
+        key = None if allow_duplicates else _item_key(record)
+        if key is not None:
+            if key in first_with_item:
+                raise MedevalDataError(
+                    f"{path}: records {first_with_item[key]} and {index} of {description} have the same question "
+                    f"and choices ({record['question'][:60]!r}); the file may hold a copy of itself. Remove the "
+                    f"repeat, or set {ALLOW_DUPLICATES_KEY}: true if the set really repeats that question."
+                )
+            first_with_item[key] = index
         try:
             docs.append(normalize_record(record, index, path))
         except MedevalDataError as exc:
             if not skip_invalid:
                 raise
-            log.warning("medeval: left out of the few-shot pool: %s", exc)
+            left_out.append(f"record {index} ({_problem(str(exc), index)})")
+    if left_out:
+        log.warning(
+            "medeval: %s as published has %s that cannot serve as a few-shot example, left out of the pool: %s.",
+            Path(path).name, "1 record" if len(left_out) == 1 else f"{len(left_out)} records", "; ".join(left_out),
+        )
     return docs
+
+
+def _problem(message: str, index: int) -> str:
+    """The fact in a validation message, without the file name or the advice to fix it."""
+    after = message.split(f"record {index}", 1)[-1]
+    after = re.sub(r"^\s*(?:\('(?:[^'\\]|\\.)*'\)|\(\"(?:[^\"\\]|\\.)*\"\))?\s*:?\s*", "", after)
+    return after.split(". ")[0].rstrip(".")
+
+
+class DeferredPool(Sequence):
+    """A few-shot pool read and validated on first use: a zero-shot run never reads it.
+
+    lm-eval lists the few-shot split when it builds a task, before the shot count is known, so the
+    task YAML hands the pool to the sampler unread (``fewshot_pool``) and ``DeferredFirstNSampler``
+    reads it when examples are drawn.
+    """
+
+    def __init__(self, path: Path, description: str, allow_duplicates: bool = False) -> None:
+        self.path, self.description, self.allow_duplicates = Path(path), description, allow_duplicates
+        self._docs: tuple[dict[str, Any], ...] | None = None
+
+    def docs(self) -> tuple[dict[str, Any], ...]:
+        if self._docs is None:
+            stat = self.path.stat()
+            self._docs = _read_pool(str(self.path), stat.st_mtime_ns, stat.st_size, self.description,
+                                    self.allow_duplicates)
+        return self._docs
+
+    def __len__(self) -> int:
+        return len(self.docs())
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.docs()[index]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.docs())
+
+
+@functools.lru_cache(maxsize=4)
+def _read_pool(path: str, mtime_ns: int, size: int, description: str, allow_duplicates: bool):
+    # Keyed by the file's version: the four public variants of one run share one reading (and one
+    # notice about records left out), and an edited file is read again.
+    return tuple(load_docs(Path(path), description, skip_invalid=True, allow_duplicates=allow_duplicates))
+
+
+def fewshot_pool(docs: Any) -> Any:
+    """``fewshot_config.process_docs``: a deferred pool goes to the sampler unread, wrapped in a list."""
+    return [docs] if isinstance(docs, DeferredPool) else docs
+
+
+def _deferred_sampler_class():
+    from lm_eval.api.samplers import FirstNSampler
+
+    class DeferredFirstNSampler(FirstNSampler):
+        """lm-eval's ``first_n`` sampler over a pool that is read on the first draw."""
+
+        def sample(self, n: int, eval_doc=None, df=None, **kwargs):
+            if n > 0 and len(self.df) == 1 and isinstance(self.df[0], DeferredPool):
+                self.df = list(self.df[0])
+            return super().sample(n, eval_doc=eval_doc, df=df, **kwargs)
+
+    DeferredFirstNSampler.__module__ = __name__
+    return DeferredFirstNSampler
+
+
+def __getattr__(name: str) -> Any:
+    # The sampler subclasses lm-eval's; built on first use so importing the pack does not import lm-eval.
+    if name == "DeferredFirstNSampler":
+        cls = _deferred_sampler_class()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
@@ -176,26 +327,32 @@ def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
     return test, val
 
 
-def _dataset_dict(splits: dict[str, list[dict[str, Any]]]):
+def _dataset(docs: list[dict[str, Any]]):
     import datasets
 
-    return datasets.DatasetDict({name: datasets.Dataset.from_list(docs) for name, docs in splits.items()})
+    return datasets.Dataset.from_list(docs)
+
+
+class EmsqaSplits(dict):
+    """What the loaders return: ``{"test": Dataset, "validation": DeferredPool}``; lm-eval indexes it
+    like a DatasetDict (it only looks splits up by name)."""
 
 
 def load_public(**metadata: Any):
-    """``custom_dataset`` for the public set: test split scored, validation as the few-shot pool."""
+    """``custom_dataset`` for the public set: test split scored, validation as the (deferred) few-shot pool."""
     from medeval_metrics import redact
 
     redact.install()  # task building is an entry point: keys are redacted before the first request
     test_path, val_path = _public_files(metadata)
-    test = load_docs(test_path, "the EMSQA public test set")
-    splits = {"test": test}
+    duplicates_ok = allow_duplicates(metadata)
+    test = load_docs(test_path, "the EMSQA public test set", allow_duplicates=duplicates_ok)
+    splits = EmsqaSplits(test=_dataset(test))
     if val_path is not None:
-        splits["validation"] = load_docs(val_path, "the EMSQA public validation set", skip_invalid=True)
+        splits["validation"] = DeferredPool(val_path, "the EMSQA public validation set", duplicates_ok)
     else:
         log.warning("medeval: no EMSQA validation file found next to %s; few-shot examples come from the test set", test_path)
-        splits["validation"] = test
-    return _dataset_dict(splits)
+        splits["validation"] = splits["test"]
+    return splits
 
 
 def load_private(**metadata: Any):
@@ -207,7 +364,8 @@ def load_private(**metadata: Any):
     if path is None:
         raise PRIVATE_SOURCE.missing("no file was given")
     if path.is_dir():
-        raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file.")
-    return _dataset_dict({"test": load_docs(path, "the EMSQA private set")})
+        raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file "
+                               f"({_RECORD_SHAPE}).")
+    return EmsqaSplits(test=_dataset(load_docs(path, "the EMSQA private set", allow_duplicates=allow_duplicates(metadata))))
 
 

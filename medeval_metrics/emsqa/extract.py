@@ -1,41 +1,100 @@
-"""EMSQA answer extraction: the set of option letters a model output commits to."""
+"""EMSQA answer extraction: the set of option letters a model output commits to.
+
+The rules, in order of precedence (``tasks/emsqa/README.md`` states them for users):
+
+1. ``<think>`` blocks are reasoning, not answers (an unclosed block hides everything after it). A
+   base model running on into the next ``Question:`` is read up to that point.
+2. The format the prompt asked for is authoritative: the last JSON list of letters (``["a", "c"]``,
+   zero-/few-shot) or ``answer`` field (``{"answer": ["b"]}`` or ``"answer": "A, C"``, CoT) wins
+   over any free text around it.
+3. Otherwise free text is read, strongest evidence first, the last of the strongest kind winning:
+   ``\\boxed{}``, a labelled final answer (``Final answer: B``, ``**Answer:** B``, a heading
+   ``### Answer`` over a letter line, a table row ``| Answer | C |``); answer sentences ("the
+   correct answers are A and C", "C is the correct answer", "I'd choose B", "It's B."); bold
+   letters (``**B** and **D**``); a bare reply or a letter line opening the reply. Negated or
+   hypothetical mentions ("B is incorrect", "not A", "the answer would be C if ...") and option
+   lists restated from the prompt (a line per option, covering every option) are not answers.
+4. Letters are kept as written: a letter that is not one of the item's options stays in the set
+   as a wrong pick (the authors' ``benchmark_LLM.py`` scores it so); ``scoring`` counts an answer
+   made only of such letters as ``invalid_letter``.
+5. Prose that commits to no option is ``None`` (unparseable); the extractor never guesses.
+
+Every pattern is linear-time (bounded repeats, no nested quantifiers over the same characters):
+the hardening tests run 1 MB adversarial outputs through it.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 _THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+# --- the requested formats -------------------------------------------------------------------------
 _LETTER_IN_LIST = r"\s*[\"'`]?\s*([a-zA-Z])\s*[\"'`]?\s*"
-_JSON_LIST = re.compile(r"\[((?:" + _LETTER_IN_LIST + r",)*" + _LETTER_IN_LIST + r")?\]")
+_JSON_LIST = re.compile(r"\[((?:" + _LETTER_IN_LIST + r",){0,15}" + _LETTER_IN_LIST + r")?\]")
 _ANSWER_FIELD = re.compile(
-    r"[\"']?(?:final[_ ])?answers?[\"']?\s*:\s*(\[[^\[\]]{0,200}\]|[\"'][a-zA-Z][\"'])", re.IGNORECASE
+    r"[\"'](?:final[_ ])?answers?[\"']\s*:\s*(\[[^\[\]]{0,200}\]|\"[^\"\n]{0,120}\"|'[^'\n]{0,120}')",
+    re.IGNORECASE,
 )
-_BOXED = re.compile(r"\\boxed\{\s*(?:\\text\{)?([^{}]{1,40}?)\}?\s*\}")
-# A letter token in running text: "(b)", "b)", "B", "b." -- a lowercase letter followed by a word
-# ("the answer is a fracture") is an article, not an answer.
-_TOKEN = (
-    r"(?:\(\s*([a-fA-F])\s*\)|(?<![A-Za-z0-9])([A-F])(?![A-Za-z0-9'’-])"
-    r"|(?<![A-Za-z0-9])([a-f])(?=\s*(?:$|[.,;:!)\]*]|\band\b|&|\n)))"
+# A base model continuing a few-shot prompt writes the next item; its answer is not this item's.
+_CONTINUATION = re.compile(r"\n[ \t>#*]{0,6}(?:Question|Q)[ \t]{0,3}(?:\d{0,4}[ \t]{0,3}[:.]|\d{1,4}[ \t*]{0,3}\n)",
+                           re.IGNORECASE)
+
+# --- free text ---------------------------------------------------------------------------------------
+_FREE_LETTERS = "abcdefgh"  # options run a-f; g and h are the letters models invent past them
+_BOXED = re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{)?([^{}\n]{1,60}?)\}?\s*\}")
+_LABEL = re.compile(  # a labelled answer: "Final answer: B", "**Answer:** B", "### Answer\nC", "| Answer | C |"
+    r"(?im)(?:^|(?<=[\n|]))[ \t>#*|_-]{0,8}(?:(?:my|the|final|correct|best)[ \t]+){0,2}"
+    r"(?:answers?|selection|choice|response|verdict|correct|(?:正确|最终)?答案)(?:[ \t]*\([^()\n]{0,20}\))?[ \t*_]{0,4}"
+    r"(?:[:：=|-][ \t*_|]{0,6}|\n[ \t\n*_#|>-]{0,12})"
 )
-# The separator gives each space exactly one place to match (", and" as one unit), and the list is
-# capped at 16 tokens (options run a-f): an ambiguous or unbounded list made "**A, **A, ..." take
-# exponential time (110 characters: 9 s) and 1 MB outputs quadratic time.
-_TOKEN_LIST = _TOKEN + r"(?:\s*(?:,(?:\s*(?i:and)\b)?|\b(?i:and)\b|&|/|\+)\s*\**" + _TOKEN + r"){0,15}"
-# Keywords are matched case-insensitively, letter tokens case-sensitively (see _TOKEN).
-_PHRASE = re.compile(
-    r"(?i:(?:(?:correct|right|best|final)\s+)?(?:answers?|options?|choices?|responses?)\s*"
-    r"(?:is|are|would be|will be|should be|:|=|-)\s*(?:options?|choices?|letters?)?)\s*[:\-]?\s*\**\s*("
-    + _TOKEN_LIST
-    + r")"
+_PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers are:", "I'd choose"
+    r"(?i)\b(?:(?P<qual>(?:in)?correct|right|wrong|best|final|true|false|appropriate|most[ \t]+"
+    r"(?:appropriate|likely|accurate|correct))[ \t]+(?:answers?|options?|choices?|responses?|letters?|ones?)"
+    r"|answers?)"
+    r"[ \t]*(?:\([^()\n]{0,20}\)[ \t]*)?"
+    r"(?P<verb>is|are|=|:|would[ \t]+be|will[ \t]+be|should[ \t]+be|must[ \t]+be|could[ \t]+be|might[ \t]+be"
+    r"|seems[ \t]+to[ \t]+be|appears[ \t]+to[ \t]+be|is[ \t]+clearly|is[ \t]+therefore|therefore[ \t]+is"
+    r"|here[ \t]+is|then[ \t]+is)[ \t:*]{0,4}"
+    r"|\b(?:i(?:'d|’d|[ \t]+would|[ \t]+will|'ll|’ll)?|we(?:'d|[ \t]+would)?)[ \t]+(?:choose|pick|select|go[ \t]+with"
+    r"|say|answer|opt[ \t]+for|mark|circle)[ \t:*]{0,4}"
+    r"|\b(?:which|this|that)[ \t]+(?:is|corresponds[ \t]+to|matches)[ \t]+(?=(?:option|choice|answer)[ \t]+[\"'“*(]{0,3}[A-H]\b)"
+    r"|\b(?:it(?:'s|’s|[ \t]+is|[ \t]+has[ \t]+to[ \t]+be|[ \t]+must[ \t]+be)|that(?:'s|[ \t]+is)|so)[ \t]+(?=[\"'“*(]{0,3}[A-H]\b)"
 )
-# Inside one bold span the list has no further asterisks, so each "**" start is checked in
-# constant time ("**A, **A, ..." over 1 MB: 1.6 s with them, see scripts/bench_hardening.py).
-_BOLD = re.compile(r"\*\*\s*(" + _TOKEN_LIST.replace(r"\s*\**", r"\s*") + r")\s*[.):]?\s*\*\*")
-_WHOLE = re.compile(r"^\W*(" + _TOKEN_LIST + r")\W*$")
-_LEADING = re.compile(r"^\s*(?:\*\*)?\s*\(?([a-fA-F])[.)]\s+\S")
-_ANY_LETTER = re.compile(r"[a-zA-Z]")
+# "C is the correct answer", "Options B and C are both correct"
+_LETTER_FIRST = re.compile(
+    r"(?i)(?:is|are)[ \t]+(?:both[ \t]+|all[ \t]+|also[ \t]+|each[ \t]+)?(?:the[ \t]+)?(?:most[ \t]+|only[ \t]+)?"
+    r"(?:correct|right|best|true|accurate|appropriate|valid)\b(?![ \t]+(?:if|only|when|unless)\b)"
+)
+_NEGATION_BEFORE = re.compile(
+    r"(?i)\b(?:not|n't|never|neither|nor|none|incorrect|wrong|false|eliminat\w*|rule[sd]?[ \t]+out|ruled[ \t]+out"
+    r"|exclud\w*|instead[ \t]+of|rather[ \t]+than|other[ \t]+than|except|whether|unlike|versus|vs)\b[^.!?\n]{0,40}$"
+)
+_HYPOTHETICAL = re.compile(r"(?i)\b(?:if|instead|otherwise|were|unless|had)\b")
+_FORCED_CHOICE = re.compile(r"(?i)\bif[ \t]+(?:i|we)[ \t]+(?:had|have|must|were)[ \t]+to[ \t]+\w+|\bif[ \t]+forced\b")
+_WEAK_VERB = re.compile(r"(?i)would|could|might|should")
+_BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
+_OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])(?:\)|\.|:|\*\*[.):]?)(?:\*\*)?[ \t]")
+_VERDICT = re.compile(r"(?i)(?<![a-z])(?:(in|not[ \t]+|un)?correct|true|false|wrong|right|✓|✔|✅|✗|✘|❌)(?![a-z])")
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
+_WORD_AFTER_LOWER = re.compile(r"[ \t]+[a-z]")
+# A real reply names its answer a handful of times; only the last mentions of each kind are read,
+# so 1 MB of repeated answer-like text costs one regex scan, not 100,000 span readings.
+_LAST_MENTIONS = 48
+# Free text is read in the last 32,000 characters (replies of 1,024 tokens are about 5,000): the
+# requested JSON format is still found anywhere, and the opening line is read separately.
+_FREE_TEXT_WINDOW = 32_000
+
+
+def _last(matches: Iterable[Any]) -> list[Any]:
+    kept: list[Any] = []
+    for match in matches:
+        kept.append(match)
+        if len(kept) > 2 * _LAST_MENTIONS:
+            del kept[:_LAST_MENTIONS]
+    return kept[-_LAST_MENTIONS:]
 
 
 def strip_reasoning(text: str) -> str:
@@ -50,65 +109,364 @@ def strip_reasoning(text: str) -> str:
     return _THINK_BLOCK.sub(" ", text)
 
 
-def _letters_of(fragment: str) -> list[str]:
-    """Letters named in a matched answer fragment ('"a", "c"', '(B) and (D)', 'A, C')."""
-    tokens = re.findall(_TOKEN, fragment)
-    letters = [next(g for g in groups if g).lower() for groups in tokens]
-    if not letters:  # JSON-ish list content: quoted or bare single letters
-        letters = [m.lower() for m in re.findall(r"(?<![A-Za-z])([a-zA-Z])(?![A-Za-z])", fragment)]
-    return letters
+def _normal(text: str) -> str:
+    return " ".join(re.sub(r"[*_`\"“”'‘’]", "", text).lower().split())
 
 
-def extract_answer(text: str, valid_letters: Sequence[str]) -> list[str] | None:
-    """The set of option letters a model output commits to, sorted; ``None`` if it gives no answer.
+class _Span:
+    """Reads an answer span ("B", "A, C", "(a) and (c)", "A) Oxygen and C) Aspirin", '"A"') from a position.
 
-    Recognised, the last one in the text winning over earlier drafts: a JSON list of letters
-    (``["a", "c"]``), a JSON object's ``answer`` field, ``\\boxed{B}``, phrases such as "the answer is
-    (B)" or "correct options are A and C", bold letters (``**B**``), and a bare reply ("B", "A, C",
-    "b. oxygen"). Case is ignored. Letters outside ``valid_letters`` are not answers: they are
-    dropped, and a candidate left with none is ignored. An explicit empty JSON list is an answer
-    (the empty set), distinct from ``None``.
+    Option texts (letter -> text), when known, let it skip a letter's restated text and read an
+    answer given as the option's text alone.
+    """
+
+    _DECOR = re.compile(r"[ \t*_\"“”'‘’`]*(?:\n[ \t*_>#-]*){0,3}(?:(?:options?|choices?|letters?|answers?)[ \t]*[:#]?[ \t*_\"“”'‘’`]*)?", re.IGNORECASE)
+    _TOKEN = re.compile(r"\(([a-hA-H])\)|\[([a-hA-H])\]|([A-H])(?![A-Za-z0-9'’-])|([a-h])(?![A-Za-z0-9'’-])")
+    _SEP = re.compile(
+        r"[ \t*_\"“”'‘’`]*(?:,[ \t]*(?:and|&)?|;|&|\+|/|\band\b|\bas[ \t]+well[ \t]+as\b|\bplus\b|\bor\b)[ \t*_\"“”'‘’`]*"
+        r"(?:(?:options?|choices?|both)[ \t]+)?"
+        r"|[ \t*_]*\n[ \t*>-]*(?=\(?[a-hA-H](?:[.):]|\*\*))",
+        re.IGNORECASE,
+    )
+    _AFTER = re.compile(r"[ \t]*(?:[.):]|[ \t]-|–|—)?[ \t]*")
+    _NEXT_LABELLED = re.compile(r"(?:,|;|\band\b|&|\+)[ \t*]*(?=\(?[a-hA-H](?:[.)]|\*\*))", re.IGNORECASE)
+
+    def __init__(self, options: Mapping[str, str] | None) -> None:
+        self.options = {k.lower(): _normal(v) for k, v in (options or {}).items() if _normal(v)}
+
+    def read(self, text: str, pos: int, limit: int = 240) -> list[str] | None:
+        chunk = text[pos:pos + limit]
+        letters: list[str] = []
+        at = self._DECOR.match(chunk).end()
+        saw_or = False
+        while True:
+            token = self._TOKEN.match(chunk, at)
+            if token is None:
+                break
+            letter = next(g for g in token.groups() if g)
+            after = token.end()
+            if token.group(4) and _WORD_AFTER_LOWER.match(chunk, after) and not self._option_text_at(chunk, after, letter):
+                break  # "a fracture": an article, not a letter
+            letters.append(letter.lower())
+            at = self._skip_option_text(chunk, after, letter.lower())
+            sep = self._SEP.match(chunk, at)
+            if sep is None or sep.end() == at:
+                break
+            if re.search(r"(?i)\bor\b", sep.group(0)):
+                saw_or = True
+            at = sep.end()
+        if letters:
+            return None if saw_or and len(set(letters)) > 1 else letters  # "B or C" commits to neither
+        return self._by_option_text(chunk[self._DECOR.match(chunk).end():])
+
+    def _option_text_at(self, chunk: str, at: int, letter: str) -> bool:
+        text = self.options.get(letter.lower())
+        return bool(text) and _normal(chunk[at:at + len(text) + 20]).startswith(text[:30])
+
+    def _skip_option_text(self, chunk: str, at: int, letter: str) -> int:
+        at = re.compile(r"[*_\"”’'`\]]*").match(chunk, at).end()
+        after = self._AFTER.match(chunk, at)
+        start = after.end()
+        delimited = after.group(0).strip() != ""
+        text = self.options.get(letter)
+        if text:
+            window = chunk[start:start + len(text) * 2 + 20]
+            if _normal(window).startswith(text):
+                # consume characters until the normalised prefix covers the option text
+                for end in range(len(text), len(window) + 1):
+                    if len(_normal(window[:end])) >= len(text):
+                        end_pos = start + end
+                        close = re.match(r"[ \t*_\"“”'‘’`)]*", chunk[end_pos:])
+                        return end_pos + close.end()
+        paren = re.match(r"[ \t]*\([^()\n]{1,60}\)", chunk[at:])
+        if paren:  # "A (Oxygen) and C (Aspirin)"
+            return at + paren.end()
+        if delimited:  # "A) Oxygen and C) Aspirin": jump to the next labelled letter on this line
+            rest = chunk[start:]
+            stop = _SENTENCE_END.search(rest)
+            scope = rest[:stop.start()] if stop else rest
+            nxt = self._NEXT_LABELLED.search(scope)
+            if nxt:
+                return start + nxt.start()
+            return start + len(scope)
+        return at
+
+    def _by_option_text(self, chunk: str) -> list[str] | None:
+        stop = _SENTENCE_END.search(chunk)
+        sentence = _normal(chunk[:stop.start()] if stop else chunk)
+        if not sentence:
+            return None
+        hits = [letter for letter, text in self.options.items() if sentence == text or sentence.startswith(text + " ")
+                and len(sentence) - len(text) < 12]
+        return hits if len(hits) == 1 else None
+
+
+def _structured(body: str) -> list[str] | None:
+    """The last JSON list of letters or ``answer`` field, whichever ends later; None if neither."""
+    best: tuple[int, list[str]] | None = None
+    for match in reversed(_last(_ANSWER_FIELD.finditer(body))):
+        inner = match.group(1)
+        if inner.startswith("["):
+            letters = [m.lower() for m in re.findall(r"(?<![A-Za-z])([a-zA-Z])(?![A-Za-z])", inner)]
+            if letters or not re.search(r"[A-Za-z]", inner):
+                best = (match.end(), letters)
+                break
+        else:
+            letters = _Span(None).read(inner[1:-1], 0) or []
+            whole = re.fullmatch(r"[ \t]*\(?([a-zA-Z])\)?[.]?[ \t]*", inner[1:-1])
+            if whole:
+                letters = [whole.group(1).lower()]
+            if letters:
+                best = (match.end(), letters)
+                break
+    for match in reversed(list(_JSON_LIST.finditer(body))):
+        if best is not None and match.end() <= best[0]:
+            break
+        inner = match.group(1) or ""
+        letters = [m.lower() for m in re.findall(r"([a-zA-Z])", inner)]
+        best = (match.end(), letters)
+        break
+    return None if best is None else best[1]
+
+
+def _mask_option_lists(body: str, valid: set[str]) -> tuple[str, list[str] | None]:
+    """Blank out option lists restated from the prompt (consecutive option lines covering every
+    option); returns the text and, where such a list marks options correct/incorrect line by line,
+    the letters marked correct."""
+    lines = body.split("\n")
+    runs: list[list[tuple[int, str]]] = []
+    current: list[tuple[int, str]] = []
+    for number, line in enumerate(lines):
+        match = _OPTION_LINE.match(line)
+        if match:
+            current.append((number, match.group(1).lower()))
+        elif line.strip() and current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    marked: list[str] | None = None
+    for run in runs:
+        letters = {letter for _, letter in run}
+        if len(run) < 2 or not valid or not valid <= letters:
+            continue
+        verdicts = []
+        for number, letter in run:
+            found = list(_VERDICT.finditer(lines[number]))
+            if found:
+                verdicts.append((letter, re.sub(r"[ \t]", "", found[-1].group(0).lower())))
+            lines[number] = " " * len(lines[number])
+        if len(verdicts) == len(run):
+            positive = sorted({letter for letter, word in verdicts if word in ("correct", "true", "right", "✓", "✔", "✅")})
+            marked = positive or marked
+    return "\n".join(lines), marked
+
+
+def _sentence_before(text: str, pos: int) -> str:
+    """The current sentence up to ``pos`` (at most 200 characters: bounded work per mention)."""
+    low = max(0, pos - 200)
+    start = max(text.rfind("\n", low, pos), text.rfind(". ", low, pos), text.rfind("? ", low, pos),
+                text.rfind("! ", low, pos))
+    return text[max(start + 1, low):pos]
+
+
+def _sentence_around(text: str, pos: int) -> str:
+    stop = _SENTENCE_END.search(text, pos, min(len(text), pos + 240))
+    return _sentence_before(text, pos) + text[pos:stop.start() if stop else min(len(text), pos + 240)]
+
+
+def _negated(text: str, start: int, end: int) -> bool:
+    """A letter mention negated by the words before it, or judged wrong by the words after it."""
+    before = _sentence_before(text, start)
+    if _NEGATION_BEFORE.search(before):
+        return True
+    after = text[end:end + 40]
+    return bool(re.match(r"(?i)[ \t*)]*(?:is|are|seems|appears|would[ \t]+be)?[ \t]*(?:not\b|n't|incorrect|wrong|false"
+                         r"|inappropriate|unlikely|less|also[ \t]+(?:incorrect|wrong)|eliminated|ruled)", after))
+
+
+def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None) -> list[str] | None:
+    opening = body.strip()[:400]
+    first_line = opening.split("\n", 1)[0].strip()
+    if len(body) > _FREE_TEXT_WINDOW:  # a reply's closing answer is near its end; bounded work on 1 MB
+        body = body[-_FREE_TEXT_WINDOW:]
+    body, marked_correct = _mask_option_lists(body, valid)
+    span = _Span(options)
+    tiers: dict[int, tuple[int, list[str]]] = {}
+
+    def offer(tier: int, pos: int, letters: list[str] | None) -> None:
+        if letters and (tier not in tiers or pos >= tiers[tier][0]):
+            tiers[tier] = (pos, letters)
+
+    for match in _last(_BOXED.finditer(body)):
+        offer(5, match.start(), span.read(match.group(1), 0))
+    for match in _last(_LABEL.finditer(body)):
+        line_start = body.rfind("\n", 0, match.start()) + 1
+        if _NEGATION_BEFORE.search(body[line_start:match.start()]):
+            continue
+        letters = span.read(body, match.end())
+        offer(4, match.start(), letters)
+    for match in _last(_PHRASE.finditer(body)):
+        phrase = match.group(0)
+        qual = (match.group("qual") or "").lower()
+        if qual in ("incorrect", "wrong", "false"):
+            continue
+        sentence = _sentence_around(body, match.start())
+        if _NEGATION_BEFORE.search(_sentence_before(body, match.start())) and not re.search(r"(?i)\bbut\b", sentence):
+            continue
+        if _WEAK_VERB.search(phrase) and _HYPOTHETICAL.search(_FORCED_CHOICE.sub("", sentence)):
+            continue
+        verb = (match.group("verb") or "").lower()
+        letters = span.read(body, match.end())
+        if verb in (":", "=", "is", "are") and re.match(r"(?i)[ \t*]*(?:not\b|n't)", body[match.end():match.end() + 8]):
+            continue
+        offer(3 if not re.search(r"(?i)could|might", phrase) else 1, match.start(), letters)
+    for match in _last(_LETTER_FIRST.finditer(body)):
+        # walk back over "Options B and C" / "C" / "**B**" to the start of the letter list
+        head = body[max(0, match.start() - 80):match.start()]
+        found = re.search(
+            r"(?:(?:options?|choices?|answers?)[ \t]+)?(?:\*\*|[\"“'(])?[a-hA-H](?:\*\*|[\"”')])?"
+            r"(?:[ \t]*(?:,|and|&|,[ \t]*and)[ \t]*(?:\*\*|[\"“'(])?[a-hA-H](?:\*\*|[\"”')])?){0,6}[ \t]*$",
+            head,
+            re.IGNORECASE,
+        )
+        if not found:
+            continue
+        start = match.start() - len(head) + found.start()
+        if start > 0 and re.match(r"[A-Za-z0-9'’]", body[start - 1]):
+            continue
+        if _NEGATION_BEFORE.search(_sentence_before(body, start)):
+            continue
+        letters = span.read(body, start, limit=found.end() - found.start() + 1)
+        offer(3, start, letters)
+    bold_letters: list[tuple[int, int, list[str]]] = []
+    for match in _last(_BOLD.finditer(body)):
+        content = match.group(1)
+        if not re.match(r"[ \t]*(?:(?:options?|choices?)[ \t]+)?\(?[a-hA-H](?:[ \t]*$|[.):,]|[ \t]+(?:and\b|&))", content):
+            continue
+        letters = span.read(content, 0)
+        if not letters or _negated(body, match.start(), match.end()):
+            continue
+        rest = body[match.end():match.end() + 3]
+        line_start = body.rfind("\n", 0, match.start()) + 1
+        if rest.startswith(":") and not body[line_start:match.start()].strip():
+            continue  # "**A. Oxygen**: ..." heads a discussion of that option
+        bold_letters.append((match.start(), match.end(), letters))
+    if bold_letters and not valid <= {letter for _, _, letters in bold_letters for letter in letters}:
+        group: list[str] = []
+        group_start = bold_letters[0][0]
+        previous_end = -1
+        for start, end, letters in bold_letters:
+            if previous_end >= 0 and re.fullmatch(r"(?i)[ \t]*(?:,|,?[ \t]*and|&|;|\+|as[ \t]+well[ \t]+as)[ \t]*",
+                                                  body[previous_end:start]):
+                group = group + letters
+            else:
+                if group:
+                    offer(2, group_start, group)
+                group, group_start = list(letters), start
+            previous_end = end
+        offer(2, group_start, group)
+    for pos, cell in _last(_table_answers(body)):
+        offer(4, pos, span.read(cell, 0))
+    all_mentions = sorted(((m.start(), m.end(), letter) for letter, m in _option_text_mentions(body, span.options)))
+    mentions = [(start, letter) for start, end, letter in all_mentions[-_LAST_MENTIONS:]
+                if not _negated(body, start, end)]
+    if len({letter for _, letter in mentions}) == 1:
+        offer(1, mentions[-1][0], [mentions[-1][1]])
+    if len(first_line) <= 300:
+        offer(0, 0, span._by_option_text(first_line))
+    if len(first_line) <= 300:
+        lead = re.match(r"[ \t*#>]{0,6}(?:(?:option|choice)[ \t]+)?(?=\(?[a-hA-H](?:[ \t]*$|[.):,;/]|[ \t]+(?:and\b|&)"
+                        r"|[ \t]*[-–—]|[ \t]+\())", first_line, re.IGNORECASE)
+        if lead:
+            letters = span.read(opening, lead.end())  # may go on over option lines: "A. x\nB. y"
+            if letters and not _negated(first_line, 0, lead.end() + 1):
+                offer(0, 0, letters)
+    if marked_correct:
+        offer(0, len(body), marked_correct)
+    if not tiers:
+        return None
+    return sorted(set(tiers[max(tiers)][1]))
+
+
+def _table_answers(body: str) -> Iterable[tuple[int, str]]:
+    """Cells of a Markdown table's "Answer" column (``| Question | Answer |`` over ``| ... | C |``)."""
+    column: int | None = None
+    position = 0
+    for line in body.split("\n"):
+        stripped = line.strip()
+        if not stripped.startswith("|"):
+            column = None
+        else:
+            cells = [cell.strip() for cell in stripped.strip("|").split("|")]
+            if column is None:
+                column = next((i for i, cell in enumerate(cells)
+                               if re.fullmatch(r"(?i)[*_ ]*(?:final[ \t]+|correct[ \t]+)?answers?[*_ ]*", cell)), None)
+                if column is None:
+                    column = -1
+            elif column >= 0 and column < len(cells) and not re.fullmatch(r"[-: ]*", cells[column]):
+                yield position, cells[column]
+        position += len(line) + 1
+
+
+def _option_text_mentions(body: str, options: Mapping[str, str]) -> Iterable[tuple[str, re.Match[str]]]:
+    """An option's text followed by its own letter: "Brachial artery (B)", "**Signs and symptoms** (A)"."""
+    lowered = body.lower()
+    for letter, text in options.items():
+        words = [re.escape(word) for word in text.split()][:12]
+        if not words or f"{letter})" not in lowered or text.split()[0] not in lowered:
+            continue  # cheap test first: most replies name no option this way
+        pattern = re.compile(r"(?<![A-Za-z])" + r"[ \t]+".join(words) + r"[*_\"”’' \t]{0,6}\((?:option[ \t]+|choice[ \t]+)?"
+                             + letter + r"\)", re.IGNORECASE)
+        for match in pattern.finditer(body):
+            yield letter, match
+
+
+def extract_answer(
+    text: str,
+    valid_letters: Sequence[str],
+    options: Mapping[str, str] | Sequence[str] | None = None,
+    question: str | None = None,
+) -> list[str] | None:
+    """The sorted set of option letters a model output commits to; ``None`` if it gives no answer.
+
+    ``valid_letters`` are the item's option letters; ``options`` optionally their texts (a mapping
+    letter -> text, or texts in letter order), used to read "A) Oxygen and C) Aspirin" and an answer
+    given as an option's text; ``question``, when known, tells a restated question from a base model's
+next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
+    empty JSON list is an answer (the empty set), distinct from ``None``. See the module docstring
+    for the precedence of the rules.
     """
     if not isinstance(text, str) or not text:
         return None
     valid = {letter.lower() for letter in valid_letters}
+    if options is not None and not isinstance(options, Mapping):
+        options = dict(zip(sorted(valid), options))
     body = strip_reasoning(text)
-    candidates: list[tuple[int, int, list[str]]] = []  # (end position, priority, letters)
+    markers = list(_CONTINUATION.finditer(body, 0)) if "uestion" in body or "Q" in body else []
+    if markers and not body[:markers[0].start()].strip():
+        # The output opens with a question: this item restated, or (a base model) the next item.
+        if question is not None and not _normal(body[markers[0].end():markers[0].end() + 400]).startswith(_normal(question)[:40]):
+            return None
+        markers = markers[1:]
+    if markers:
+        found = _read(body[:markers[0].start()], valid, options)
+        if found is not None:
+            return found
+    return _read(body, valid, options)
 
-    def consider(end: int, priority: int, letters: Iterable[str], allow_empty: bool = False) -> None:
-        raw = list(letters)
-        kept = sorted({letter for letter in raw if letter in valid})
-        if kept or (allow_empty and not raw):
-            candidates.append((end, priority, kept))
 
-    def consider_last(pattern: re.Pattern[str], priority: int, allow_empty: Callable[[str], bool]) -> None:
-        # Only the last usable match of a pattern can win (its matches end at increasing
-        # positions), so read letters from the end backwards: a 1 MB output with 90,000 JSON
-        # lists costs one findall, not 90,000.
-        for match in reversed(list(pattern.finditer(body))):
-            inner = match.group(1) or ""
-            found = len(candidates)
-            consider(match.end(), priority, _letters_of(inner), allow_empty=allow_empty(inner))
-            if len(candidates) > found:
-                return
+def _read(body: str, valid: set[str], options: Mapping[str, str] | None) -> list[str] | None:
+    structured = _structured(body)
+    if structured is not None:
+        return sorted(set(structured))
+    return _free_text(body, valid, options)
 
-    consider_last(_ANSWER_FIELD, 5, lambda inner: inner.startswith("[") and not _ANY_LETTER.search(inner))
-    consider_last(_JSON_LIST, 4, lambda inner: not inner.strip())
-    consider_last(_BOXED, 3, lambda inner: False)
-    consider_last(_PHRASE, 2, lambda inner: False)
-    consider_last(_BOLD, 1, lambda inner: False)
-    if not candidates:
-        stripped = body.strip()
-        whole = _WHOLE.match(stripped) if len(stripped) <= 40 else None
-        if whole:
-            consider(whole.end(), 0, _letters_of(whole.group(1)))
-        else:
-            leading = _LEADING.match(stripped)
-            if leading:
-                consider(leading.end(), 0, [leading.group(1).lower()])
-    if not candidates:
-        return None
-    return max(candidates, key=lambda c: (c[0], c[1]))[2]
+
+def is_invalid_letter_answer(predicted: Sequence[str] | None, valid_letters: Iterable[str]) -> bool:
+    """An answer made only of letters that are not options (``["e"]`` on a four-option item)."""
+    valid = set(valid_letters)
+    return bool(predicted) and not (set(predicted) & valid)
 
 
 class ExtractAnswerFilter:
@@ -121,6 +479,7 @@ class ExtractAnswerFilter:
         pass
 
     def apply(self, resps: Iterable[Sequence[str]], docs: Iterable[dict[str, Any]]) -> list[list[list[str] | None]]:
-        return [[extract_answer(r, doc["letters"]) for r in responses] for responses, doc in zip(resps, docs)]
-
-
+        return [
+            [extract_answer(r, doc["letters"], doc.get("options"), doc.get("question")) for r in responses]
+            for responses, doc in zip(resps, docs)
+        ]

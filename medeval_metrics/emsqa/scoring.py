@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from medeval_metrics.emsqa.extract import extract_answer
+from medeval_metrics.emsqa.extract import extract_answer, is_invalid_letter_answer
+
 
 def set_f1(predicted: Iterable[str], gold: Iterable[str]) -> float:
     """Per-item set F1: both empty -> 1.0, exactly one empty -> 0.0, else 2PR/(P+R)."""
@@ -20,23 +21,31 @@ def set_f1(predicted: Iterable[str], gold: Iterable[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def score(predicted: list[str] | None, gold: Iterable[str]) -> dict[str, float]:
-    """The per-item metrics: ``acc`` (exact set match), ``f1`` (set F1), ``unparseable`` (no answer)."""
+def score(
+    predicted: list[str] | None, gold: Iterable[str], valid_letters: Iterable[str] | None = None
+) -> dict[str, float]:
+    """The per-item metrics: ``acc`` (exact set match), ``f1`` (set F1), ``unparseable`` (no answer)
+    and, when the item's ``valid_letters`` are given, ``invalid_letter`` (an answer made only of
+    letters that are not options; such letters stay in the set as wrong picks, as in the authors'
+    scoring, so ``["a", "e"]`` against gold ``["a"]`` has F1 2/3)."""
     pred = predicted or []
     gold_set = set(gold)
-    return {
+    metrics = {
         "acc": float(set(pred) == gold_set),
         "f1": set_f1(pred, gold_set),
         "unparseable": float(predicted is None),
     }
+    if valid_letters is not None:
+        metrics["invalid_letter"] = float(is_invalid_letter_answer(predicted, valid_letters))
+    return metrics
 
 
 def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, float]:
     """Generative variants: ``results[0]`` is the filtered answer (letters or ``None``)."""
     predicted = results[0]
     if isinstance(predicted, str):  # an unfiltered raw response (e.g. a user-added filter ensemble)
-        predicted = extract_answer(predicted, doc["letters"])
-    return score(predicted, doc["gold"])
+        predicted = extract_answer(predicted, doc["letters"], doc.get("options"), doc.get("question"))
+    return score(predicted, doc["gold"], doc["letters"])
 
 
 def process_results_mc(doc: dict[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:

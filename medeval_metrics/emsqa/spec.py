@@ -10,7 +10,8 @@ from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Repor
 
 PUBLIC, PRIVATE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key
 PUBLIC_SAMPLES = 3721  # test_open.json
-GENERATED = ("acc", "f1", "unparseable")
+GENERATED = ("acc", "f1", "unparseable", "invalid_letter")
+GENERATED_VERSION = 2  # answer reading by stated precedence; non-option letters are wrong picks
 SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
 
 _level, _area = doc_field("level"), doc_field("category")
@@ -21,7 +22,7 @@ def check_public(metadata: Mapping[str, Any]) -> None:
     from medeval_metrics.emsqa import data
 
     test, _ = data._public_files(dict(metadata))
-    data.load_docs(test, "the EMSQA public test set")
+    data.load_docs(test, "the EMSQA public test set", allow_duplicates=data.allow_duplicates(dict(metadata)))
 
 
 def check_private(metadata: Mapping[str, Any]) -> None:
@@ -33,7 +34,7 @@ def check_private(metadata: Mapping[str, Any]) -> None:
         raise PRIVATE_SOURCE.missing("no file was given")
     if path.is_dir():
         raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file.")
-    data.load_docs(path, "the EMSQA private set")
+    data.load_docs(path, "the EMSQA private set", allow_duplicates=data.allow_duplicates(dict(metadata)))
 
 
 SPEC = BenchmarkSpec(
@@ -52,16 +53,16 @@ SPEC = BenchmarkSpec(
         Source(PRIVATE_SOURCE, files=("the user's private file in the public schema",),
                upstream="not released; users bring their copy", check=check_private),
     ),
-    options=("emsqa_revision",),
+    options=("emsqa_revision", "emsqa_allow_duplicates"),
     # One line per task.
     tasks=(
-        Task("emsqa_public", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES),
-        Task("emsqa_public_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES),
-        Task("emsqa_public_expert_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES),
+        Task("emsqa_public", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
+        Task("emsqa_public_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
+        Task("emsqa_public_expert_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
         Task("emsqa_public_mc", PUBLIC, SCORED_CHOICES, samples=PUBLIC_SAMPLES, output_type="multiple_choice"),
-        Task("emsqa_private", PRIVATE, GENERATED),
-        Task("emsqa_private_cot", PRIVATE, GENERATED),
-        Task("emsqa_private_expert_cot", PRIVATE, GENERATED),
+        Task("emsqa_private", PRIVATE, GENERATED, version=GENERATED_VERSION),
+        Task("emsqa_private_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
+        Task("emsqa_private_expert_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
         Task("emsqa_private_mc", PRIVATE, SCORED_CHOICES, output_type="multiple_choice"),
     ),
     groups={
@@ -83,6 +84,8 @@ SPEC = BenchmarkSpec(
             "acc": MetricInfo("Exact set-match accuracy", "accuracy"),
             "f1": MetricInfo("Set F1 (per item, averaged)", "f1"),
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
+            "invalid_letter": MetricInfo("Answers naming only non-option letters", "invalid_letter_rate",
+                                         in_model_index=False),
         },
     ),
 )
