@@ -15,6 +15,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Synthetic files named like the published ones (test_open.json) are not the published files: the
+# checksum notice would fire in every such test. Its own tests set MEDEVAL_DATA_CHECKSUMS themselves.
+os.environ["MEDEVAL_DATA_CHECKSUMS"] = "off"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -126,10 +126,10 @@ def test_duplicate_in_the_public_test_file(tmp_path):
 @pytest.mark.parametrize(
     "content, kind",
     [
-        (b"PK\x03\x04\x14\x00\x06\x00" + b"\x00" * 40, r"an Excel workbook \(\.xlsx\)"),
-        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 40, r"an Excel workbook \(\.xls, or an encrypted \.xlsx\)"),
-        (b"question,choices,answer\nwhat?,a. x|b. y,a\n", r"a CSV/TSV table"),
-        (b"\xef\xbb\xbfquestion\tchoices\tanswer\n", r"a CSV/TSV table"),
+        (b"PK\x03\x04\x14\x00\x06\x00" + b"\x00" * 40, r"a ZIP archive"),
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 40, r"an old-format Office file \(\.xls or \.doc\)"),
+        (b"question,choices,answer\nwhat?,a. x|b. y,a\n", r"CSV text"),
+        (b"\xef\xbb\xbfquestion\tchoices\tanswer\n", r"CSV text"),
     ],
 )
 def test_wrong_file_kinds_say_what_the_file_should_be(tmp_path, content, kind):

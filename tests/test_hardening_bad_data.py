@@ -644,9 +644,9 @@ def test_manifest_pins_reach_the_checker():
 
 
 def test_real_public_files_match_their_pins(shared_data):
-    assert check_known_checksum(shared_data / "emsqa" / "test_open.json") == "match"
-    assert check_known_checksum(shared_data / "medicationqa" / "MedInfo2019-QA-Medications.xlsx") == "match"
-    assert check_known_checksum(shared_data / "emrqa" / "templates-all.csv") == "unpinned"
+    assert check_known_checksum(shared_data / "emsqa" / "test_open.json", mode="warn") == "match"
+    assert check_known_checksum(shared_data / "medicationqa" / "MedInfo2019-QA-Medications.xlsx", mode="warn") == "match"
+    assert check_known_checksum(shared_data / "emrqa" / "templates-all.csv", mode="warn") == "unpinned"
 
 
 def test_changed_copy_of_a_pinned_file_warns_once_or_errors_on_request(tmp_path, monkeypatch, caplog, real_workbook_bytes):

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Iterator
 
-from medeval_metrics.data import DataSource, MedevalDataError, download_hub_file, read_json_records
+from medeval_metrics.data import (
+    DataSource,
+    MedevalDataError,
+    download_hub_file,
+    read_json_records,
+    refuse_wrong_file_kind,
+)
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -142,31 +148,8 @@ _RECORD_SHAPE = (
 
 
 def _check_file_kind(path: Path, description: str) -> None:
-    """A clear error for a file of the wrong kind, before it is read as JSON."""
-    path = Path(path)
-    if path.is_dir():
-        raise MedevalDataError(f"{path} is a folder; {description} must be a file: {_RECORD_SHAPE}.")
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(2048)
-    except OSError as exc:
-        raise MedevalDataError(f"{path}: cannot read {description} ({exc.strerror}).") from exc
-    kind = None
-    if head.startswith(b"PK\x03\x04"):
-        kind = "a zip archive or an Excel workbook (.xlsx)"
-    elif head.startswith(b"\xd0\xcf\x11\xe0"):
-        kind = "an Excel workbook (.xls, or an encrypted .xlsx)"
-    elif head.startswith(b"%PDF"):
-        kind = "a PDF document"
-    else:
-        first_line = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n").split("\n", 1)[0]
-        if first_line and first_line[0] not in "[{" and ("," in first_line or "\t" in first_line):
-            kind = "a CSV/TSV table (its first line is a header, not JSON)"
-    if kind:
-        raise MedevalDataError(
-            f"{path}: {description} is {kind}. The pack reads EMSQA items as {_RECORD_SHAPE}, "
-            "as in the authors' test_open.json."
-        )
+    """A clear error for a file of the wrong kind (a workbook, a CSV, a folder...), before it is read as JSON."""
+    refuse_wrong_file_kind(path, description, {"json", "text"}, _RECORD_SHAPE, (".json", ".jsonl"))
 
 
 def allow_duplicates(metadata: dict[str, Any]) -> bool:
