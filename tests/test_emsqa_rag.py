@@ -264,4 +264,5 @@ def test_prompt_length_is_counted_against_the_model_context(docs, metadata):
     assert all(not d["fits_context"] for d in docs)
     add_retrieval(docs, {**metadata, "max_length": 32768}, max_gen_toks=1024)
     assert all(d["fits_context"] for d in docs)
-    assert all(d["prompt_tokens"] == (len(doc_to_text_rag_expert_cot(d)) + 3) // 4 for d in docs)  # the labelled estimate
+    for d in docs:  # the labelled estimate (characters / 4), counted by parts: within a token per part
+        assert abs(d["prompt_tokens"] - len(doc_to_text_rag_expert_cot(d)) / 4) <= len(d["rag_chunks"]) + 3

@@ -247,3 +247,10 @@ def test_bad_precomputed_files_are_named(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(MedevalDataError, match=message):
         read_retrievals(path, "v1")
+
+
+def test_an_unloadable_chunk_tokenizer_is_named(tmp_path):
+    from medeval_metrics.retrieval.corpus import chunk_tokenizer
+
+    with pytest.raises(MedevalDataError, match="cannot load the tokenizer .*no-tokenizer-here.*rag_chunk_tokenizer to basic"):
+        chunk_tokenizer(str(tmp_path / "no-tokenizer-here"))

@@ -194,10 +194,19 @@ def read_predicted_areas(path: Path, item_ids: Sequence[str]) -> dict[str, list[
 # --- prompts -------------------------------------------------------------------------------------
 
 
+_NO_DOCUMENTS = "Relevant documents: none were retrieved for this question."
+_DOCUMENTS_HEADER = "Relevant documents:"
+
+
+def document_line(chunk: Mapping[str, Any]) -> str:
+    return f"- {chunk['title']}: {chunk['text']}"
+
+
 def documents_block(chunks: Sequence[Mapping[str, Any]]) -> str:
+    """The documents as the prompt lists them: "title: text" entries (the authors' format)."""
     if not chunks:
-        return "Relevant documents: none were retrieved for this question."
-    return "Relevant documents:\n" + "\n".join(f"- {c['title']}: {c['text']}" for c in chunks)
+        return _NO_DOCUMENTS
+    return _DOCUMENTS_HEADER + "\n" + "\n".join(document_line(c) for c in chunks)
 
 
 def _documents(doc: Mapping[str, Any]) -> str | None:
@@ -336,6 +345,7 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
                     )
     retrieve_seconds = time.perf_counter() - retrieve_started
 
+    lines: dict[str, list[str]] = {}  # the document lines each item shows, for counting prompt length
     for item_id, doc, item_sources in zip(ids, docs, sources):
         doc["rag_own_sources"] = sorted({AREA_FILES[a] for a in doc["category"] if a in AREA_FILES})
         doc["rag_sources"] = sorted(set(item_sources)) if filtered else []
@@ -348,8 +358,9 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
         doc["rag_missing"] = ""
         doc["rag_chunks"] = [{"id": c["id"], "source": c.get("source", index.chunks[index.position_of[c["id"]]].source),
                               "score": float(c["score"])} for c in chunks]
-        shown = [index.chunks[index.position_of[c["id"]]] for c in chunks]
-        doc["rag_context"] = documents_block([{"title": c.title, "text": c.text} for c in shown])
+        shown = [{"title": c.title, "text": c.text} for c in (index.chunks[index.position_of[c["id"]]] for c in chunks)]
+        doc["rag_context"] = documents_block(shown)
+        lines[item_id] = [document_line(c) for c in shown]
 
     save_path = setting(metadata, "rag_save_retrievals")
     header = {"chunks_version": index.version, "corpus_version": corpus_version(files),
@@ -358,10 +369,14 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
         written = write_retrievals(Path(save_path), header, ((i, d["rag_chunks"]) for i, d in zip(ids, docs) if not d["rag_missing"]))
         log.info("medeval: wrote the retrievals of %d items to %s (reuse with rag_retrievals)", len(docs), written)
 
-    fit = PromptFit(metadata, max_gen_toks)
+    fit = PromptFit(metadata, max_gen_toks, cache_root)
     prompt = prompt or doc_to_text_rag_expert_cot  # the task's own prompt when lm-eval loads it
-    counts = fit.count([prompt(doc) for doc in docs if not doc["rag_missing"]])
-    counted = iter(counts)
+    shown = [(doc, lines[i]) for i, doc in zip(ids, docs) if not doc["rag_missing"]]
+    counted = iter(fit.count_with_documents(
+        [prompt({**doc, "rag_context": None}) for doc, _ in shown],
+        [_DOCUMENTS_HEADER if item_lines else _NO_DOCUMENTS for _, item_lines in shown],
+        [item_lines for _, item_lines in shown],
+    ))
     for doc in docs:
         doc["prompt_tokens"] = next(counted) if not doc["rag_missing"] else 0
         doc["fits_context"] = doc["rag_missing"] != "" or fit.fits(doc["prompt_tokens"])

@@ -32,7 +32,7 @@ def default_cache_root() -> Path:
 
 
 @contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
+def exclusive_lock(lock_path: Path) -> Iterator[None]:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
@@ -67,7 +67,7 @@ def cached_build(root: Path, spec: Mapping[str, Any], build: Callable[[Path], No
     final = root / key
     if (final / _MARKER).exists():
         return final, False
-    with _exclusive(root / f"{key}.lock"):
+    with exclusive_lock(root / f"{key}.lock"):
         if (final / _MARKER).exists():  # another process finished it while we waited
             return final, False
         staging = root / f"{key}.building-{os.getpid()}"

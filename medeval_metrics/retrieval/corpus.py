@@ -75,7 +75,13 @@ class HFTokenizer:
         from transformers import AutoTokenizer
 
         self.name = str(name_or_path)
-        self._tokenizer = AutoTokenizer.from_pretrained(self.name, use_fast=True)
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(self.name, use_fast=True)
+        except OSError as exc:
+            raise MedevalDataError(
+                f"chunking: cannot load the tokenizer {self.name!r} ({str(exc).splitlines()[0][:200]}). Download it, "
+                "give a local folder, or set rag_chunk_tokenizer to basic (then the chunks differ from the paper's)."
+            ) from exc
 
     def windows(self, text: str, size: int, overlap: int) -> list[str]:
         ids = self._tokenizer.encode(text, add_special_tokens=False)

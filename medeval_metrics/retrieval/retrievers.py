@@ -86,15 +86,19 @@ class BM25Retriever:
         return out
 
 
-def model_fingerprint(name_or_path: str) -> str:
-    """A Hub name as given; a local folder by the content of its files (a retrained encoder saved
-    to the same folder gets a new index)."""
+def model_fingerprint(name_or_path: str, small_files_only: bool = False) -> str:
+    """A Hub name as given; a local folder by the content of its files (an encoder retrained into the
+    same folder gets a new index). ``small_files_only``: only files under 64 MB (tokenizer and config
+    files; weights by name and size), for keys that depend on the tokenizer alone."""
     path = Path(name_or_path).expanduser()
     if not path.is_dir():
         return str(name_or_path)
     digest = hashlib.sha256()
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(path).as_posix()}\0{size}\0".encode())
+        if small_files_only and size >= 64 << 20:
+            continue
         with file.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
