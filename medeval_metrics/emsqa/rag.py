@@ -330,7 +330,8 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
                      for i, item_hits in zip(ids, hits)}
     else:
         retrieved = read_retrievals(Path(precomputed_path), index.version)
-        unknown = [i for i in retrieved if i not in set(ids)]
+        known_ids = set(ids)
+        unknown = [i for i in retrieved if i not in known_ids]
         if unknown:
             raise MedevalDataError(
                 f"{precomputed_path}: item id {unknown[0]!r} is not in the evaluated set ({len(unknown)} such ids): "
