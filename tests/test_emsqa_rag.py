@@ -223,9 +223,23 @@ def test_precomputed_retrievals_reproduce_without_retrieving(docs, metadata, tmp
     monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
     monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.load", no_retrieval)
     fresh = load_docs(SYNTHETIC, "again")
-    record = add_retrieval(fresh, {**metadata, "rag_mode": "retrieve_then_filter", "rag_retrievals": str(saved)})
+    record = add_retrieval(fresh, {**metadata, "rag_mode": "retrieve_then_filter", "rag_retrievals": str(saved),
+                                   "rag_cache_dir": str(tmp_path / "fresh-cache")})  # no cached retrievals to fall back on
     assert [(d["rag_chunks"], d["rag_context"]) for d in fresh] == expected
     assert record["retrievals_from"] == str(saved)
+
+
+def test_an_identical_run_reuses_the_retrievals(docs, metadata, monkeypatch):
+    add_retrieval(docs, {**metadata, "rag_mode": "filter_then_retrieve"})
+    expected = [d["rag_chunks"] for d in docs]
+    calls = []
+    monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.prepare",
+                        lambda self, queries: calls.append(len(queries)) or [[] for _ in queries])
+    again = load_docs(SYNTHETIC, "again")
+    add_retrieval(again, {**metadata, "rag_mode": "filter_then_retrieve"})
+    assert calls == [] and [d["rag_chunks"] for d in again] == expected
+    add_retrieval(again, {**metadata, "rag_mode": "filter_then_retrieve", "rag_k": 2})  # other settings: retrieved
+    assert calls == [12]
 
 
 def test_precomputed_file_problems(docs, metadata, tmp_path):

@@ -111,7 +111,9 @@ def test_precomputed_retrievals_give_identical_scores_without_retrieving(tmp_pat
     samples_file = tmp_path / "samples_emsqa_private_expertrag_rtf.jsonl"
     samples_file.write_text("\n".join(json.dumps(s, default=str) for s in first["samples"]["emsqa_private_expertrag_rtf"]))
     for source in (saved, samples_file):
-        second, second_model = evaluate("emsqa_private_expertrag_rtf", {**metadata, "rag_retrievals": str(source)})
+        fresh_cache = str(tmp_path / f"cache-{source.name}")  # no cached retrievals to fall back on
+        second, second_model = evaluate("emsqa_private_expertrag_rtf",
+                                        {**metadata, "rag_retrievals": str(source), "rag_cache_dir": fresh_cache})
         assert metrics_of(second, "emsqa_private_expertrag_rtf") == metrics_of(first, "emsqa_private_expertrag_rtf")
         assert [r.args[0] for r in second_model.requests_seen] == [r.args[0] for r in first_model.requests_seen]
         assert second["configs"]["emsqa_private_expertrag_rtf"]["metadata"]["rag"]["retrievals_from"] == str(source)
@@ -175,7 +177,8 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
         boundaries = len(sample["doc"]["rag_chunks"]) + 2  # the newlines between the parts
         assert abs(sample["doc"]["prompt_tokens"] - whole) <= 2 * boundaries, (whole, sample["doc"]["prompt_tokens"])
     assert all(not d["fits_context"] for d in docs)  # 1,024 positions, 1,024 tokens to generate (the YAML's)
-    second = run_cli([*common, "--metadata", json.dumps({**metadata, "rag_retrievals": str(saved)}),
+    second = run_cli([*common, "--metadata", json.dumps({**metadata, "rag_retrievals": str(saved),
+                                                          "rag_cache_dir": str(tmp_path / "cache-b")}),
                       "--output_path", str(tmp_path / "b")], cwd=tmp_path)
     assert second.returncode == 0, second.stderr[-3000:]
     results_b, samples_b = find_results(tmp_path / "b")

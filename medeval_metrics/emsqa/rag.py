@@ -19,6 +19,7 @@ The loaders retrieve once per item when the dataset is built and store in each d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -33,6 +34,7 @@ from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.retrieval import (
     CorpusFile,
     RetrievalSettings,
+    cached_build,
     chunks_version,
     corpus_version,
     default_cache_root,
@@ -286,6 +288,25 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs), **splits})
 
 
+def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], sources: Sequence[Sequence[str]] | None,
+                      cache_root: Path) -> dict[str, list[dict[str, Any]]]:
+    """Retrieve for every item, or read what an identical earlier run retrieved (same chunks, retriever,
+    settings, items and areas): lm-eval runs of one task on many models retrieve once."""
+    settings = index.settings
+    queries = json.dumps([ids, questions, sources], ensure_ascii=False)
+    spec = {"kind": "retrievals", "chunks": index.version, "retriever": index.retriever.spec, "mode": settings.mode,
+            "k": settings.k, "pool_factor": settings.pool_factor, "queries": hashlib.sha256(queries.encode()).hexdigest()}
+
+    def retrieve(folder: Path) -> None:
+        hits = index.retrieve(questions, sources)
+        items = ((i, [{"id": index.chunks[p].id, "source": index.chunks[p].source, "score": s} for p, s in item_hits])
+                 for i, item_hits in zip(ids, hits))
+        write_retrievals(folder / "retrievals.jsonl", {"chunks_version": index.version}, items)
+
+    folder, _ = cached_build(cache_root, spec, retrieve)
+    return read_retrievals(folder / "retrievals.jsonl", index.version)
+
+
 def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_gen_toks: int = _DEFAULT_MAX_GEN_TOKS,
                   prompt: Any = None) -> dict[str, Any]:
     """Retrieve for every doc (or read the precomputed retrievals) and store the result in it.
@@ -325,9 +346,7 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
     index = open_index(files, settings, cache_root, _WHAT, _FIX, with_retriever=precomputed_path is None)
     retrieve_started = time.perf_counter()
     if precomputed_path is None:
-        hits = index.retrieve([doc["question"] for doc in docs], sources if filtered else None)
-        retrieved = {i: [{"id": index.chunks[p].id, "source": index.chunks[p].source, "score": s} for p, s in item_hits]
-                     for i, item_hits in zip(ids, hits)}
+        retrieved = _cached_retrieval(index, ids, [doc["question"] for doc in docs], sources if filtered else None, cache_root)
     else:
         retrieved = read_retrievals(Path(precomputed_path), index.version)
         known_ids = set(ids)

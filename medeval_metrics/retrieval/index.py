@@ -71,7 +71,8 @@ class RetrievalSettings:
 
         name = self.tokenizer_name
         return {"tokens": self.chunk_tokens, "overlap": self.chunk_overlap,
-                "tokenizer": name if name == "basic" else model_fingerprint(name), "text": "title. chunk"}
+                "tokenizer": name if name == "basic" else model_fingerprint(name, small_files_only=True),
+                "text": "title. chunk"}
 
     def record(self) -> dict[str, Any]:
         """The settings as written into the results' config."""
@@ -106,6 +107,7 @@ class KnowledgeIndex:
     version: str  # chunks_version
     built: bool  # False when it came from the cache
     seconds: float
+    index_folder: Path | None = None  # a cached index not loaded yet: loaded on the first search
     positions_by_source: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -126,6 +128,9 @@ class KnowledgeIndex:
                 f"rag_k={k} is larger than the corpus ({len(self.chunks):,} chunks). Choose a smaller k "
                 "(the paper uses 32)."
             )
+        if self.index_folder is not None:
+            self.retriever.load(self.index_folder)
+            self.index_folder = None
         prepared = self.retriever.prepare(list(queries))
         if mode == "global":
             return self.retriever.search(prepared, k)
@@ -158,7 +163,7 @@ def open_index(files: Sequence[CorpusFile], settings: RetrievalSettings, cache_r
 
     chunk_folder, built = cached_build(cache_root, {"kind": "chunks", **base_spec}, build_chunks)
     chunks = load_chunks(chunk_folder)
-    retriever = None
+    retriever, pending = None, None
     if with_retriever:
         retriever = settings.make_retriever()
 
@@ -167,9 +172,9 @@ def open_index(files: Sequence[CorpusFile], settings: RetrievalSettings, cache_r
 
         index_folder, index_built = cached_build(cache_root, {"kind": "index", **base_spec, "retriever": retriever.spec}, build_index)
         if not index_built:
-            retriever.load(index_folder)
+            pending = index_folder  # loaded when first searched: a run whose retrievals are cached never needs it
         built = built or index_built
     seconds = time.perf_counter() - started
     log.info("medeval: %s: %d chunks, %s index %s in %.2f s", what, len(chunks), settings.retriever,
              "built" if built else "loaded from cache", seconds)
-    return KnowledgeIndex(chunks, retriever, settings, chunks_version(files, settings), built, seconds)
+    return KnowledgeIndex(chunks, retriever, settings, chunks_version(files, settings), built, seconds, pending)
