@@ -82,15 +82,17 @@ def _tiny_run(lines: list[str], work: Path) -> None:
     metadata = {"emsqa_public_path": str(DATA), "emsqa_knowledge_path": str(KNOWLEDGE),
                 "rag_cache_dir": str(work / "cache"), "rag_k": 4, "pretrained": str(model)}
     rows = []
-    for attempt in ("first (prompt token counts not yet cached)", "second (all cached)"):
+    runs = [("first run of the task with this model (prompt token counts not yet cached)", 16),
+            ("second run (everything cached)", 16), ("everything cached, longer generation", 256)]
+    for attempt, new_tokens in runs:
         started = time.perf_counter()
         results = lm_eval.simple_evaluate(
             model="hf", model_args=f"pretrained={model}", tasks=["emsqa_public_rag"], limit=40, device="cpu",
-            batch_size=8, gen_kwargs="max_gen_toks=16",
+            batch_size=8, gen_kwargs=f"max_gen_toks={new_tokens}",
             task_manager=TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata))
         wall = time.perf_counter() - started
         rag = results["configs"]["emsqa_public_rag"]["metadata"]["rag"]["seconds"]
-        rows.append(f"tiny-model emsqa_public_rag --limit 40 (k=4, max_gen_toks=16), {attempt}: wall {wall:.1f} s; "
+        rows.append(f"tiny-model emsqa_public_rag --limit 40, k=4, max_gen_toks={new_tokens}, {attempt}: wall {wall:.1f} s; "
                     f"retrieval step {rag['total']:.2f} s = {100 * rag['total'] / wall:.1f} % "
                     f"(index {rag['index']:.2f} s, retrieval {rag['retrieval']:.2f} s; target < 5 %)")
     lines.extend(rows)
@@ -116,7 +118,7 @@ def _dense(lines: list[str], work: Path) -> None:
                  f"{len(texts):,} chunks ~{len(texts) / rate / 60:.1f} min")
     torch.manual_seed(0)
     base = BertModel(BertConfig(vocab_size=tokenizer.vocab_size)).eval()  # MedCPT's size, random weights
-    sample = texts[:16]
+    sample = texts[:8]
     started = time.perf_counter()
     retriever.encode(sample, tokenizer, base, 512)
     rate = len(sample) / (time.perf_counter() - started)

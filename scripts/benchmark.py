@@ -2,7 +2,7 @@
 
 Each section module defines ``run() -> list[str]`` returning printable result lines; timings are
 measured within one run so the printed ratios compare like with like on the same (noisy) machine.
-Usage: python scripts/benchmark.py [section ...]   (e.g. `emsqa`, `medicationqa`, `emrqa`)
+Usage: python scripts/benchmark.py [section ...]   (e.g. `emsqa`, `medicationqa`, `emrqa`, `rag`)
 """
 
 from __future__ import annotations

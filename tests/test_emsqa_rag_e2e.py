@@ -177,6 +177,10 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
         boundaries = len(sample["doc"]["rag_chunks"]) + 2  # the newlines between the parts
         assert abs(sample["doc"]["prompt_tokens"] - whole) <= 2 * boundaries, (whole, sample["doc"]["prompt_tokens"])
     assert all(not d["fits_context"] for d in docs)  # 1,024 positions, 1,024 tokens to generate (the YAML's)
+    # Breakdowns by level and subject area, as for the other EMSQA variants.
+    breakdown = json.loads(next((tmp_path / "a").rglob("medeval_breakdowns.json")).read_text())
+    by_area = breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]["subject_area"]
+    assert sum(v["acc"]["n"] for v in by_area.values()) >= 5 and "level" in breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]
     second = run_cli([*common, "--metadata", json.dumps({**metadata, "rag_retrievals": str(saved),
                                                           "rag_cache_dir": str(tmp_path / "cache-b")}),
                       "--output_path", str(tmp_path / "b")], cwd=tmp_path)

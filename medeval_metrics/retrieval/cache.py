@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 _MARKER = "complete.json"
 
 

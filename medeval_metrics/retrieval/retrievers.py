@@ -210,9 +210,16 @@ class DenseRetriever:
 
 
 def save_chunks(chunks: Sequence[Chunk], folder: Path) -> None:
-    records = [[c.id, c.source, c.title, c.text] for c in chunks]
+    # Texts as one UTF-8 file plus lengths: loads in a fraction of the time a JSON list of them takes.
+    (folder / "chunks.txt").write_text("".join(c.text for c in chunks), encoding="utf-8")
+    records = [[c.id, c.source, c.title, len(c.text)] for c in chunks]
     (folder / "chunks.json").write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
 
 
 def load_chunks(folder: Path) -> list[Chunk]:
-    return [Chunk(*record) for record in json.loads((folder / "chunks.json").read_text(encoding="utf-8"))]
+    text = (folder / "chunks.txt").read_text(encoding="utf-8")
+    chunks, start = [], 0
+    for chunk_id, source, title, length in json.loads((folder / "chunks.json").read_text(encoding="utf-8")):
+        chunks.append(Chunk(chunk_id, source, title, text[start:start + length]))
+        start += length
+    return chunks
