@@ -10,6 +10,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
 4. ``set_api_request_headers`` / ``post_api_request``: an API backend sends exactly the headers it was
    configured with (``TemplateAPI.header``), over a keep-alive session (``model_call``).
+7. ``loading_task_config``: the ``TaskConfig`` of the task whose ``custom_dataset`` loader runs, so
+   the loader can record what it resolved (retrieval corpus version, settings) in the results' config.
 5. ``pass_generation_kwargs_to_process_results``: ``ConfigurableTask.process_results`` passes the
    task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
 6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
@@ -21,12 +23,13 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "post_api_request", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "loading_task_config", "post_api_request", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -275,3 +278,29 @@ def post_api_request(lm: Any, session: Any, messages: Any, gen_kwargs: dict[str,
                             timeout=lm.timeout)
     response.raise_for_status()
     return response.json()
+
+
+# --- 7. The running loader's task config, for what a loader resolved -----------------------------
+
+
+def loading_task_config() -> Any | None:
+    """The ``TaskConfig`` of the task whose ``custom_dataset`` loader is running now, else ``None``.
+
+    Why: lm-eval calls ``custom_dataset(**config.metadata, **config.dataset_kwargs)`` with copies,
+    so a loader cannot record what it found while loading (the retrieval corpus's version, the
+    settings it resolved) in the config that lm-eval writes to the results JSON
+    (``results["configs"][task]``). The caller's frame holds the task as ``self``; writing into
+    its ``config.metadata`` puts the values there.
+
+    Needed for lm-eval 0.4.x up to at least 0.4.13 (``ConfigurableTask.download`` calls the loader
+    directly). Returns ``None`` when called any other way (a loader used outside lm-eval).
+    """
+    frame = sys._getframe(1)
+    for _ in range(8):  # the loader, maybe a wrapper or two, then ConfigurableTask.download
+        frame = frame.f_back
+        if frame is None:
+            return None
+        task = frame.f_locals.get("self")
+        if frame.f_code.co_name == "download" and getattr(getattr(task, "config", None), "custom_dataset", None):
+            return task.config
+    return None

@@ -57,7 +57,8 @@ def build_manifest(benchmarks: Iterable[BenchmarkSpec] | None = None) -> dict[st
         },
         "tasks": [
             {"task": t.name, "benchmark": spec.name, "version": t.version, "output_type": t.output_type,
-             "split": t.split, "samples": t.samples, "source": t.source, "metrics": list(t.metrics)}
+             "split": t.split, "samples": t.samples, "source": t.source, "metrics": list(t.metrics),
+             **({"also_reads": list(t.also_reads)} if t.also_reads else {})}
             for spec in benchmarks for t in spec.tasks
         ],
         "groups": [{"group": group, "tasks": list(tasks)} for spec in benchmarks for group, tasks in spec.groups.items()],

@@ -81,10 +81,11 @@ def _pack_names() -> dict[str, list[str]]:
 
 def _sources_for(tasks: Sequence[str]) -> dict[str, list[str]]:
     """Data source key -> the selected tasks that read it, in the tasks' order."""
-    by_task = {t["task"]: t["source"] for t in _manifest()["tasks"]}
+    by_task = {t["task"]: [t["source"], *t.get("also_reads", [])] for t in _manifest()["tasks"]}
     out: dict[str, list[str]] = {}
     for task in tasks:
-        out.setdefault(by_task[task], []).append(task)
+        for source in by_task[task]:
+            out.setdefault(source, []).append(task)
     return out
 
 

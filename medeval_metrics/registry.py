@@ -47,9 +47,10 @@ def _check(specs: list[tuple[str, BenchmarkSpec]]) -> None:
             if task.name in owner:
                 raise ValueError(f"{module}: task {task.name!r} is already declared by {owner[task.name]}.")
             owner[task.name] = module
-            if task.source not in source_keys:
-                raise ValueError(f"{module}: task {task.name!r} reads source {task.source!r}, which is not among "
-                                 f"SPEC.sources ({', '.join(sorted(source_keys))}).")
+            for key in task.reads:
+                if key not in source_keys:
+                    raise ValueError(f"{module}: task {task.name!r} reads source {key!r}, which is not among "
+                                     f"SPEC.sources ({', '.join(sorted(source_keys))}).")
         members = {t.name for t in spec.tasks} | set(spec.groups)
         for group, tasks in spec.groups.items():
             unknown = [t for t in tasks if t not in members]
@@ -169,5 +170,6 @@ def sources_for(task_names: Iterable[str]) -> dict[str, Source]:
     out: dict[str, Source] = {}
     for name in task_names:
         declared = task(name)
-        out.setdefault(declared.source, benchmark_of(name).source(declared.source))
+        for key in declared.reads:
+            out.setdefault(key, benchmark_of(name).source(key))
     return out

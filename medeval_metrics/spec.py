@@ -53,6 +53,12 @@ class Task:
     output_type: str = "generate_until"
     split: str = "test"
     version: int = 1
+    also_reads: tuple[str, ...] = ()  # further sources it needs (e.g. a retrieval corpus), by key
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """Every source key the task needs: its questions first."""
+        return (self.source, *self.also_reads)
 
 
 @dataclass(frozen=True)

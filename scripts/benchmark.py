@@ -2,7 +2,7 @@
 
 Each section module defines ``run() -> list[str]`` returning printable result lines; timings are
 measured within one run so the printed ratios compare like with like on the same (noisy) machine.
-Usage: python scripts/benchmark.py [section ...]   (e.g. `emsqa`, `medicationqa`, `emrqa`, `startup`)
+Usage: python scripts/benchmark.py [section ...]   (e.g. `emsqa`, `medicationqa`, `emrqa`, `rag`, `startup`)
        python scripts/benchmark.py --profile [section ...]   the top pack-owned costs instead: cProfile
        restricted to the pack's functions and `-X importtime` per benchmark, from each section's
        ``profile()`` (sections without one are skipped)

@@ -6,12 +6,14 @@ from typing import Any, Mapping
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.data import PRIVATE_SOURCE, PUBLIC_SOURCE
+from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES, KNOWLEDGE_SOURCE
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, crossed, doc_field
 
-PUBLIC, PRIVATE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key
+PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
 PUBLIC_SAMPLES = 3721  # test_open.json
 GENERATED = ("acc", "f1", "unparseable", "invalid_letter")
 GENERATED_VERSION = 2  # answer reading by stated precedence; non-option letters are wrong picks
+RETRIEVAL = (*GENERATED, "retrieved_own_area", "retrieved_documents", "prompt_too_long")
 SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
 
 _level, _area = doc_field("level"), doc_field("category")
@@ -37,6 +39,13 @@ def check_private(metadata: Mapping[str, Any]) -> None:
     data.load_docs(path, "the EMSQA private set", allow_duplicates=data.allow_duplicates(dict(metadata)))
 
 
+def check_knowledge(metadata: Mapping[str, Any]) -> None:
+    """The knowledge base resolves: a folder holding the subject files, or the Hub copy."""
+    from medeval_metrics.emsqa import rag
+
+    rag.knowledge_files(dict(metadata))
+
+
 SPEC = BenchmarkSpec(
     name="emsqa",
     paper=("Ge et al. 2025, Expert-Guided Prompting and Retrieval-Augmented Generation for Emergency Medical "
@@ -52,6 +61,8 @@ SPEC = BenchmarkSpec(
                check=check_public),
         Source(PRIVATE_SOURCE, files=("the user's private file in the public schema",),
                upstream="not released; users bring their copy", check=check_private),
+        Source(KNOWLEDGE_SOURCE, files=tuple(f"{stem}.json" for stem in KNOWLEDGE_FILES),
+               upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)", check=check_knowledge),
     ),
     options=("emsqa_revision", "emsqa_allow_duplicates"),
     # One line per task.
@@ -64,11 +75,17 @@ SPEC = BenchmarkSpec(
         Task("emsqa_private_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
         Task("emsqa_private_expert_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
         Task("emsqa_private_mc", PRIVATE, SCORED_CHOICES, output_type="multiple_choice"),
+        # retrieval from the knowledge base (the paper's Table 4 settings)
+        *(Task(f"emsqa_{split}_{variant}", source, RETRIEVAL, samples=samples, also_reads=(KNOWLEDGE,))
+          for split, source, samples in (("public", PUBLIC, PUBLIC_SAMPLES), ("private", PRIVATE, None))
+          for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")),
     ),
     groups={
         "emsqa_public_variants": ("emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_mc"),
         "emsqa": ("emsqa_public_variants", "emsqa_private_variants"),
         "emsqa_private_variants": ("emsqa_private", "emsqa_private_cot", "emsqa_private_expert_cot", "emsqa_private_mc"),
+        "emsqa_rag": tuple(f"emsqa_{split}_{variant}" for split in ("public", "private")
+                           for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")),
     },
     breakdowns={
         "emsqa": BreakdownSpec(
@@ -86,6 +103,12 @@ SPEC = BenchmarkSpec(
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
             "invalid_letter": MetricInfo("Answers naming only non-option letters", "invalid_letter_rate",
                                          in_model_index=False),
+            "retrieved_own_area": MetricInfo("Retrieved chunks from the item's own subject areas", "retrieved_own_area",
+                                             in_model_index=False),
+            "retrieved_documents": MetricInfo("Documents retrieved per item", "retrieved_documents",
+                                              in_model_index=False, scale=(0.0, 32.0)),
+            "prompt_too_long": MetricInfo("Prompts longer than the model's context", "prompt_too_long_rate",
+                                          in_model_index=False),
         },
     ),
 )

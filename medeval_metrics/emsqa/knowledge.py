@@ -1,0 +1,37 @@
+"""The EMSQA knowledge base as a data source: its files and the subject area each one serves.
+
+Light on purpose (the spec imports it); retrieval itself lives in ``medeval_metrics.emsqa.rag``.
+"""
+
+from __future__ import annotations
+
+from medeval_metrics.data import DataSource
+from medeval_metrics.emsqa.data import SUBJECT_AREAS
+
+# Subject area -> knowledge file stem (the authors' code/EMSRAG/retrieval.py). "terminology" belongs
+# to no area: only unfiltered (global) retrieval reaches it.
+AREA_FILES = {
+    "airway_respiration_and_ventilation": "airway, respiratory, ventilation",
+    "anatomy": "anatomy",
+    "assessment": "assessment",
+    "cardiology_and_resuscitation": "cardiovascular",
+    "ems_operations": "ems_operations",
+    "medical_and_obstetrics_gynecology": "medical",
+    "others": "others",
+    "pediatrics": "pediatrics",
+    "pharmacology": "pharmacology",
+    "trauma": "trauma",
+}
+assert set(AREA_FILES) == set(SUBJECT_AREAS)
+KNOWLEDGE_FILES = tuple(sorted({*AREA_FILES.values(), "terminology"}))
+
+KNOWLEDGE_SOURCE = DataSource(
+    key="emsqa_knowledge_path",
+    description="the EMSQA knowledge base",
+    how_to_get=(
+        "Download the folder knowledge/ (11 files such as cardiovascular.json, one per subject) from the "
+        "authors' repository (github.com/UVA-DSA/EMSQA) or the Hub dataset Xueren/EMS-Knowledge, and "
+        "point the pack at that folder."
+    ),
+    hub_repo="Xueren/EMS-Knowledge",
+)

@@ -1,0 +1,19 @@
+"""Retrieval for retrieval-augmented tasks, used when a dataset is built (once per item, not per request).
+
+Generic: names no benchmark. ``corpus`` (files of titled sections -> overlapping token windows),
+``retrievers`` (bm25 via ``bm25s``; dense with two encoders and FAISS inner product, the ``[rag]``
+extra), ``index`` (settings, the three modes, the cached index), ``cache`` (on-disk, keyed by
+corpus content + chunking + retriever, one build across processes), ``precomputed`` (retrieval
+files written by one run and read by another), ``prompt_fit`` (does a prompt fit the model).
+"""
+
+from medeval_metrics.retrieval.cache import cached_build, default_cache_root
+from medeval_metrics.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, corpus_files, corpus_version, file_sha256
+from medeval_metrics.retrieval.index import MODES, KnowledgeIndex, RetrievalSettings, chunks_version, open_index
+from medeval_metrics.retrieval.precomputed import read_retrievals, write_retrievals
+
+__all__ = [
+    "Chunk", "CorpusFile", "chunk_corpus", "corpus_files", "corpus_version", "file_sha256", "cached_build",
+    "default_cache_root", "MODES", "KnowledgeIndex", "RetrievalSettings", "chunks_version", "open_index",
+    "read_retrievals", "write_retrievals",
+]

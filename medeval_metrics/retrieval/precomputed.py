@@ -1,0 +1,78 @@
+"""Precomputed retrievals: which chunks (ids and scores) each item got, written by one run and read by
+another so a score is reproduced exactly without the retriever.
+
+File format (JSON Lines): a header line ``{"medeval_retrievals": 1, "chunks_version": ...,
+"settings": {...}}`` then one line per item ``{"id": ..., "chunks": [{"id", "source", "score"}, ...]}``.
+An lm-eval sample log (``samples_<task>_*.jsonl``) of a retrieval task is accepted too: each line's
+``doc`` carries the same fields.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from medeval_metrics.data import MedevalDataError
+
+FORMAT = 1
+
+
+def write_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> Path:
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with staging.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps({"medeval_retrievals": FORMAT, **header}, sort_keys=True) + "\n")
+        for item_id, chunks in items:
+            handle.write(json.dumps({"id": item_id, "chunks": list(chunks)}) + "\n")
+    os.replace(staging, path)  # a reader never sees half a file
+    return path
+
+
+def read_retrievals(path: Path, chunks_version_now: str) -> dict[str, list[dict[str, Any]]]:
+    """item id -> its chunks, from our file or an lm-eval sample log; errors name the file and line."""
+    path = Path(path).expanduser()
+    fix = ("Give the file a previous run wrote (rag_save_retrievals) or its samples_*.jsonl "
+           "(run with --log_samples).")
+    if not path.is_file():
+        raise MedevalDataError(f"rag_retrievals points at {path}, which is not a file. {fix}")
+    out: dict[str, list[dict[str, Any]]] = {}
+    versions: set[str] = set()
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MedevalDataError(f"{path}: line {line_number} is not valid JSON ({exc.msg}). {fix}") from exc
+            if not isinstance(record, dict):
+                raise MedevalDataError(f"{path}: line {line_number} is not a JSON object. {fix}")
+            if "medeval_retrievals" in record:
+                versions.add(str(record.get("chunks_version")))
+                continue
+            entry = record.get("doc", record)
+            item_id, chunks = entry.get("id"), entry.get("rag_chunks", entry.get("chunks"))
+            if item_id is None or not isinstance(chunks, list):
+                raise MedevalDataError(
+                    f"{path}: line {line_number} has no item id and chunk list (fields 'id' and 'chunks', or a "
+                    f"sample's doc with 'id' and 'rag_chunks'). {fix}"
+                )
+            if "doc" in record and entry.get("rag_chunks_version"):
+                versions.add(str(entry["rag_chunks_version"]))
+            for chunk in chunks:
+                if not isinstance(chunk, dict) or "id" not in chunk or "score" not in chunk:
+                    raise MedevalDataError(f"{path}: line {line_number}: each chunk needs 'id' and 'score'. {fix}")
+            out[str(item_id)] = chunks
+    if not out:
+        raise MedevalDataError(f"{path}: no retrievals in this file. {fix}")
+    stale = versions - {chunks_version_now}
+    if stale:
+        raise MedevalDataError(
+            f"{path}: these retrievals were made on another corpus or chunking (chunks version {sorted(stale)[0]}, "
+            f"now {chunks_version_now}). Use the same knowledge files and rag_chunk_* settings as the run that "
+            "wrote it, or retrieve again without rag_retrievals."
+        )
+    return out
