@@ -252,10 +252,11 @@ LIST_WIDTH = 100
 
 
 def _data_needed(manifest: dict, task: dict) -> str:
-    source = manifest["benchmarks"][task["benchmark"]]["sources"][task["source"]]
-    if source.get("hub"):
-        return f"public: {source['hub']}"
-    return f"yours: {task['source']}"
+    needs = []
+    for key in [task["source"], *task.get("also_reads", [])]:
+        source = manifest["benchmarks"][task["benchmark"]]["sources"][key]
+        needs.append(f"public: {source['hub']}" if source.get("hub") else f"yours: {key}")
+    return " + ".join(needs)
 
 
 def _fit(text: str, width: int) -> str:

@@ -77,9 +77,12 @@ def manifest_text(manifest: dict[str, Any]) -> str:
 
 
 def _source_text(manifest: dict[str, Any], task: dict[str, Any]) -> str:
-    source = manifest["benchmarks"][task["benchmark"]]["sources"][task["source"]]
-    where = f"Hub `{source['hub']}`" if source.get("hub") else "user's file"
-    return f"{where}, or local file via `{task['source']}`"
+    parts = []
+    for key in [task["source"], *task.get("also_reads", [])]:
+        source = manifest["benchmarks"][task["benchmark"]]["sources"][key]
+        where = f"Hub `{source['hub']}`" if source.get("hub") else "user's file"
+        parts.append(f"{where}, or local file via `{key}`")
+    return "; plus ".join(parts)
 
 
 def tasks_table(manifest: dict[str, Any], markdown: bool = False) -> str:
