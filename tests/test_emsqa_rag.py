@@ -123,7 +123,7 @@ def test_diagnostics_are_hand_computed(docs):
            "rag_chunks": [{"id": "a", "source": "trauma", "score": 3.0}, {"id": "b", "source": "medical", "score": 2.0},
                           {"id": "c", "source": "cardiovascular", "score": 1.0}, {"id": "d", "source": "others", "score": 0.5}]}
     metrics = process_results_rag(doc, [["a", "b", "d"]])
-    assert metrics == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "retrieved_own_area": 0.5,
+    assert metrics == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "retrieved_own_area": 0.5,
                        "retrieved_documents": 4.0, "prompt_too_long": 1.0}
     empty = process_results_rag({**doc, "rag_chunks": [], "fits_context": True}, [None])
     assert empty["retrieved_own_area"] == 0.0 and empty["retrieved_documents"] == 0.0 and empty["unparseable"] == 1.0

@@ -19,7 +19,7 @@ from medeval_metrics.spec import BenchmarkSpec, Reporting, Source, Task
 
 def test_the_pack_has_its_three_benchmarks_in_listing_order():
     assert [spec.name for spec in registry.benchmarks()] == ["emsqa", "medicationqa", "emrqa"]
-    assert len(registry.all_tasks()) == 17
+    assert len(registry.all_tasks()) == 25  # 8 EMSQA, 8 EMSQA with retrieval, 1 MedicationQA, 8 emrQA
     assert registry.all_tasks()[0].name == "emsqa_public" and registry.all_tasks()[-1].name == "emrqa_evidence_window"
 
 
@@ -100,7 +100,7 @@ def test_every_source_has_a_preflight_check_and_the_metadata_keys_come_from_the_
             "emrqa_sample_size", "emrqa_cache_dir"} <= set(keys)
     assert set(preflight._known_metadata_keys()) == {*keys, "medeval_judges"}
     assert set(preflight._pack_key_prefixes()) == {"emsqa_", "medicationqa_", "emrqa_", "medeval_"}
-    assert set(registry.groups()) == {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emrqa"}
+    assert set(registry.groups()) == {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emsqa_rag", "emrqa"}
 
 
 def test_manifest_json_is_generated_from_the_specs():

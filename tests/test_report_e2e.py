@@ -101,7 +101,7 @@ def test_model_index_parses_with_huggingface_hub(report_a, tmp_path):
 def test_results_markdown_has_values_stderr_counts_and_settings(report_a):
     out, _ = report_a
     text = (out / "results.md").read_text()
-    assert (f"| `emsqa_private` | 1 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
+    assert (f"| `emsqa_private` | 2 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
             f"{ACC_STDERR_A:.4f} | 12 |") in text
     assert f"| Set F1 (per item, averaged) (`f1`) | {F1_A:.4f} |" in text
     assert "| Unparseable answer rate (`unparseable`) | 0.0000 | 0.0000 | 12 |" in text
@@ -271,7 +271,7 @@ def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
     shutil.copy(next(runs[1].rglob("results_*.json")), run)
     report = build_report([run], tmp_path / "r")
     assert sorted(report["written"]) == ["card_section.md", "model_index.yaml", "results.md"]
-    assert "| `emsqa_private` | 1 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |" in (
+    assert "| `emsqa_private` | 2 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |" in (
         tmp_path / "r" / "results.md").read_text()
     assert report["figures"] == [] and not (tmp_path / "r" / "breakdowns.json").exists()
 
