@@ -22,7 +22,8 @@ def _pack_key_prefixes() -> tuple[str, ...]:
     """Metadata keys with these prefixes belong to the pack: an unknown one is a typo, not a key for someone else."""
     from medeval_metrics import registry
 
-    return (*(f"{spec.name}_" for spec in registry.benchmarks()), "medeval_")
+    return (*(f"{spec.name}_" for spec in registry.benchmarks()),
+            *(prefix for spec in registry.benchmarks() for prefix in spec.key_prefixes), "medeval_")
 
 
 def _flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:

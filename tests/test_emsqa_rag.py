@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -280,3 +281,19 @@ def test_prompt_length_is_counted_against_the_model_context(docs, metadata):
     assert all(d["fits_context"] for d in docs)
     for d in docs:  # the labelled estimate (characters / 4), counted by parts: within a token per part
         assert abs(d["prompt_tokens"] - len(doc_to_text_rag_expert_cot(d)) / 4) <= len(d["rag_chunks"]) + 3
+
+
+def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
+    """`medeval run` rejects unknown pack keys (`rag_kk`): every key rag.py reads must be declared."""
+    import re
+
+    from medeval_metrics import preflight
+    from medeval_metrics.emsqa import rag
+
+    source = Path(rag.__file__).read_text(encoding="utf-8")
+    doc_fields = {"rag_chunks", "rag_chunks_version", "rag_context", "rag_missing", "rag_own_sources", "rag_sources"}
+    read = set(re.findall(r'"((?:rag|emsqa)_[a-z_]+)"', source)) - doc_fields
+    assert read <= set(preflight._known_metadata_keys())
+    assert "rag_" in preflight._pack_key_prefixes()
+    with pytest.raises(MedevalDataError, match="rag_kk.*rag_k"):
+        preflight.check_metadata_keys({"rag_kk": 4})

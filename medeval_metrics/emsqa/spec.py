@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.data import PRIVATE_SOURCE, PUBLIC_SOURCE
-from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES, KNOWLEDGE_SOURCE
+from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_OPTIONS
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, crossed, doc_field
 
 PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
@@ -64,7 +64,8 @@ SPEC = BenchmarkSpec(
         Source(KNOWLEDGE_SOURCE, files=tuple(f"{stem}.json" for stem in KNOWLEDGE_FILES),
                upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)", check=check_knowledge),
     ),
-    options=("emsqa_revision", "emsqa_allow_duplicates"),
+    options=("emsqa_revision", "emsqa_allow_duplicates", *RAG_OPTIONS),
+    key_prefixes=("rag_",),
     # One line per task.
     tasks=(
         Task("emsqa_public", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
