@@ -147,7 +147,7 @@ def _loading_growth_lines(repeats: int = 3) -> list[str]:
             (folder / "val_open.json").write_bytes((DATA / "val_open.json").read_bytes())
             emsqa_data.load_public(emsqa_public_path=str(folder))  # warm imports
             times = []
-            for _ in range(repeats):
+            for _ in range(max(repeats, 5)):
                 gc.collect()
                 start = time.perf_counter()
                 emsqa_data.load_public(emsqa_public_path=str(folder))

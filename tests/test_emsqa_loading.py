@@ -196,3 +196,20 @@ def test_through_lm_eval_the_pool_is_read_only_for_few_shot_runs(tmp_path):
     # first_n order: the pool's first two items, then the scored question
     assert prompt.index("pool item 0") < prompt.index("pool item 1") < prompt.index(records[0]["question"])
     assert "pool item 2" not in prompt
+
+
+def test_loading_restores_the_garbage_collector_even_on_error(tmp_path):
+    import gc
+
+    path = tmp_path / "private.json"
+    path.write_text(json.dumps(_synthetic() * 2))
+    assert gc.isenabled()
+    with pytest.raises(MedevalDataError):
+        load_private(emsqa_private_path=str(path))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_private(emsqa_private_path=str(SYNTHETIC))
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
