@@ -126,6 +126,10 @@ def test_diagnostics_are_hand_computed(docs):
     metrics = process_results_rag(doc, [["a", "b", "d"]])
     assert metrics == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "retrieved_own_area": 0.5,
                        "retrieved_documents": 4.0, "prompt_too_long": 1.0}
+    # With the generation settings lm-eval used (--gen_kwargs included): prompt + budget vs the context.
+    sized = {**doc, "prompt_tokens": 1000, "context_limit": 2048}
+    assert process_results_rag(sized, [["a"]], generation_kwargs={"max_gen_toks": 1024})["prompt_too_long"] == 0.0
+    assert process_results_rag(sized, [["a"]], generation_kwargs={"max_gen_toks": 1049})["prompt_too_long"] == 1.0
     empty = process_results_rag({**doc, "rag_chunks": [], "fits_context": True}, [None])
     assert empty["retrieved_own_area"] == 0.0 and empty["retrieved_documents"] == 0.0 and empty["unparseable"] == 1.0
 

@@ -217,17 +217,28 @@ def doc_to_text_rag_expert_cot(doc: dict[str, Any]) -> str:
 # --- scoring -------------------------------------------------------------------------------------
 
 
-def process_results_rag(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, float]:
+def process_results_rag(doc: dict[str, Any], results: Sequence[Any],
+                        generation_kwargs: Mapping[str, Any] | None = None) -> dict[str, float]:
     """The set metrics plus retrieval diagnostics: ``retrieved_own_area`` (share of the item's chunks
     from its own subject-area files; none retrieved counts 0), ``retrieved_documents`` (chunks shown)
-    and ``prompt_too_long`` (the prompt and the generation budget exceed the model's context)."""
+    and ``prompt_too_long`` (the prompt and the generation budget exceed the model's context).
+
+    ``generation_kwargs``: the settings lm-eval generated with (``--gen_kwargs`` included), where the
+    pack's lm-eval compat layer passes them; else the budget known when the dataset was built."""
     metrics = process_results(doc, results)
+    budget = (generation_kwargs or {}).get("max_gen_toks")
     chunks = doc.get("rag_chunks") or []
     own = set(doc.get("rag_own_sources") or [])
     metrics["retrieved_own_area"] = sum(c["source"] in own for c in chunks) / len(chunks) if chunks else 0.0
     metrics["retrieved_documents"] = float(len(chunks))
-    metrics["prompt_too_long"] = float(not doc.get("fits_context", True))
+    if budget is not None and doc.get("context_limit"):
+        metrics["prompt_too_long"] = float(doc["prompt_tokens"] + int(budget) > doc["context_limit"])
+    else:
+        metrics["prompt_too_long"] = float(not doc.get("fits_context", True))
     return metrics
+
+
+process_results_rag.wants_generation_kwargs = True  # type: ignore[attr-defined]
 
 
 # --- loaders -------------------------------------------------------------------------------------
@@ -373,6 +384,7 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
     for doc in docs:
         doc["prompt_tokens"] = next(counted) if not doc["rag_missing"] else 0
         doc["fits_context"] = doc["rag_missing"] != "" or fit.fits(doc["prompt_tokens"])
+        doc["context_limit"] = fit.limit
     too_long = sum(not doc["fits_context"] for doc in docs)
     if too_long:
         log.warning("medeval: %d of %d EMSQA prompts with %d documents do not fit the model's context (%s); "
