@@ -14,9 +14,9 @@ needed, or when the patch stops working. Importing this module imports nothing f
    task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
 6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
    needs only the pack's.
-7. ``aggregate_metric_families``: metrics named at run time (one per judge) get the aggregation and
+8. ``aggregate_metric_families``: metrics named at run time (one per judge) get the aggregation and
    direction their scorer declares, instead of lm-eval's "No aggregation function defined" fallback.
-8. ``quiet_pack_custom_dataset_notice``: no "Custom kwargs can be passed to `--metadata`" line per
+9. ``quiet_pack_custom_dataset_notice``: no "Custom kwargs can be passed to `--metadata`" line per
    pack task (the pack's loaders name their metadata keys in their own errors).
 """
 
@@ -286,7 +286,7 @@ def post_api_request(lm: Any, session: Any, messages: Any, gen_kwargs: dict[str,
     return response.json()
 
 
-# --- 7. Metrics named at run time: an aggregation and a direction from their scorer ---------------
+# --- 8. Metrics named at run time: an aggregation and a direction from their scorer ---------------
 
 
 class _FamilyAwareTable(dict):
@@ -342,7 +342,7 @@ def aggregate_metric_families() -> None:
     ConfigurableTask.aggregation = aggregation  # type: ignore[method-assign]
 
 
-# --- 8. The custom_dataset notice, for the pack's own tasks ---------------------------------------
+# --- 9. The custom_dataset notice, for the pack's own tasks ---------------------------------------
 
 CUSTOM_DATASET_NOTICE = ": Custom kwargs can be passed to `--metadata`"
 
