@@ -12,6 +12,18 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "tasks_path"]
 
 
+def _quiet_lm_eval_notices() -> None:
+    # lm-eval imports this package to resolve the task YAMLs' !function loaders, before it loads any
+    # data: the one moment to drop its per-task custom_dataset notice for the pack's tasks, under
+    # plain `lm_eval --include_path` as under `medeval run`. A logging filter; imports no lm-eval.
+    from medeval_metrics.lm_eval_compat import quiet_pack_custom_dataset_notice
+
+    quiet_pack_custom_dataset_notice()
+
+
+_quiet_lm_eval_notices()
+
+
 def tasks_path() -> str:
     """Folder holding the pack's task YAMLs, for ``lm_eval --include_path``.
 

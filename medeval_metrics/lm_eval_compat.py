@@ -10,17 +10,22 @@ needed, or when the patch stops working. Importing this module imports nothing f
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
 4. ``set_api_request_headers`` / ``post_api_request``: an API backend sends exactly the headers it was
    configured with (``TemplateAPI.header``), over a keep-alive session (``model_call``).
-7. ``loading_task_config``: the ``TaskConfig`` of the task whose ``custom_dataset`` loader runs, so
-   the loader can record what it resolved (retrieval corpus version, settings) in the results' config.
 5. ``pass_generation_kwargs_to_process_results``: ``ConfigurableTask.process_results`` passes the
    task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
 6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
    needs only the pack's.
+7. ``loading_task_config``: the ``TaskConfig`` of the task whose ``custom_dataset`` loader runs, so
+   the loader can record what it resolved (retrieval corpus version, settings) in the results' config.
+8. ``aggregate_metric_families``: metrics named at run time (one per judge) get the aggregation and
+   direction their scorer declares, instead of lm-eval's "No aggregation function defined" fallback.
+9. ``quiet_pack_custom_dataset_notice``: no "Custom kwargs can be passed to `--metadata`" line per
+   pack task (the pack's loaders name their metadata keys in their own errors).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import sys
@@ -28,8 +33,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 __all__ = [
-    "TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "loading_task_config", "post_api_request", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "index_pack_tasks", "loading_task_config",
+    "pack_only_task_index", "pass_generation_kwargs_to_process_results", "post_api_request",
+    "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -176,6 +182,52 @@ def redact_results_writer() -> None:
     EvaluationTracker.save_results_samples = save_results_samples  # type: ignore[method-assign]
 
 
+# --- 4. API backend requests: exact headers, and a keep-alive request path for the judge ----------
+
+
+def set_api_request_headers(lm: Any, headers: dict[str, str]) -> None:
+    """Make an lm-eval API backend send exactly ``headers`` (``{}``: no Authorization header at all).
+
+    Why: lm-eval's ``TemplateAPI.header`` is a ``cached_property`` returning the ``header`` model arg
+    or ``{"Authorization": f"Bearer {self.api_key}"}``, and the OpenAI-style backends' ``api_key``
+    falls back to ``$OPENAI_API_KEY``: a judge (or any API model) configured without a key would
+    send the user's OpenAI key to whatever host it talks to. Passing the key through the ``header``
+    model arg instead would copy it into lm-eval's model-args logging and results JSON. Setting the
+    cached value on the instance, after construction and before the first request, bypasses both.
+
+    Needed for lm-eval 0.4.x up to at least 0.4.13 (``lm_eval.models.api_models.TemplateAPI.header``
+    and ``lm_eval.models.openai_completions.LocalCompletionsAPI.api_key``).
+    """
+    lm.__dict__["header"] = dict(headers)  # the cached_property's slot: read by every requests.post
+    lm.__dict__["_header"] = dict(headers)
+
+
+def post_api_request(lm: Any, session: Any, messages: Any, gen_kwargs: dict[str, Any]) -> Any:
+    """One generation request of an lm-eval API backend over a caller-owned ``requests.Session``.
+
+    Why: ``TemplateAPI.model_call`` posts with ``requests.post``, a new TCP connection per request
+    (3-5 ms of client CPU each in the judge benchmark), and on an HTTP error logs the response body,
+    which can quote the request. This sends the same request, built by the backend's own
+    ``create_message``/``_create_payload`` with its ``header``, ``verify_certificate`` and ``timeout``,
+    through a keep-alive session, and raises ``requests.HTTPError`` without logging the body.
+
+    Mirrors ``model_call`` of lm-eval 0.4.x up to at least 0.4.13; the test compares the two requests.
+    """
+    import copy
+
+    # ``lm.eos_string`` without a tokenizer or an ``eos_string`` model arg logs "Cannot determine EOS
+    # string" and is None; a chat judge (tokenizer_backend none) needs no extra stop string, the
+    # server ends its reply. Same value, without the warning on every judge's first request.
+    eos = lm.eos_string if (lm._eos_string or lm.tokenizer is not None) else None
+    payload = lm._create_payload(
+        lm.create_message(messages), generate=True, gen_kwargs=copy.deepcopy(gen_kwargs), seed=lm._seed, eos=eos,
+    )
+    response = session.post(lm.base_url, json=payload, headers=lm.header, verify=lm.verify_certificate,
+                            timeout=lm.timeout)
+    response.raise_for_status()
+    return response.json()
+
+
 # --- 5. process_results: the generation settings lm-eval used, for scorers that need them -------
 
 
@@ -237,49 +289,6 @@ def pack_only_task_index() -> Iterator[None]:
         TaskManager.__init__ = wrapped  # type: ignore[method-assign]
 
 
-# --- 4. API backend requests: exact headers, and a keep-alive request path for the judge ----------
-
-
-def set_api_request_headers(lm: Any, headers: dict[str, str]) -> None:
-    """Make an lm-eval API backend send exactly ``headers`` (``{}``: no Authorization header at all).
-
-    Why: lm-eval's ``TemplateAPI.header`` is a ``cached_property`` returning the ``header`` model arg
-    or ``{"Authorization": f"Bearer {self.api_key}"}``, and the OpenAI-style backends' ``api_key``
-    falls back to ``$OPENAI_API_KEY``: a judge (or any API model) configured without a key would
-    send the user's OpenAI key to whatever host it talks to. Passing the key through the ``header``
-    model arg instead would copy it into lm-eval's model-args logging and results JSON. Setting the
-    cached value on the instance, after construction and before the first request, bypasses both.
-
-    Needed for lm-eval 0.4.x up to at least 0.4.13 (``lm_eval.models.api_models.TemplateAPI.header``
-    and ``lm_eval.models.openai_completions.LocalCompletionsAPI.api_key``).
-    """
-    lm.__dict__["header"] = dict(headers)  # the cached_property's slot: read by every requests.post
-    lm.__dict__["_header"] = dict(headers)
-
-
-def post_api_request(lm: Any, session: Any, messages: Any, gen_kwargs: dict[str, Any]) -> Any:
-    """One generation request of an lm-eval API backend over a caller-owned ``requests.Session``.
-
-    Why: ``TemplateAPI.model_call`` posts with ``requests.post``, a new TCP connection per request
-    (3-5 ms of client CPU each in the judge benchmark), and on an HTTP error logs the response body,
-    which can quote the request. This sends the same request, built by the backend's own
-    ``create_message``/``_create_payload`` with its ``header``, ``verify_certificate`` and ``timeout``,
-    through a keep-alive session, and raises ``requests.HTTPError`` without logging the body.
-
-    Mirrors ``model_call`` of lm-eval 0.4.x up to at least 0.4.13; the test compares the two requests.
-    """
-    import copy
-
-    payload = lm._create_payload(
-        lm.create_message(messages), generate=True, gen_kwargs=copy.deepcopy(gen_kwargs),
-        seed=lm._seed, eos=lm.eos_string,
-    )
-    response = session.post(lm.base_url, json=payload, headers=lm.header, verify=lm.verify_certificate,
-                            timeout=lm.timeout)
-    response.raise_for_status()
-    return response.json()
-
-
 # --- 7. The running loader's task config, for what a loader resolved -----------------------------
 
 
@@ -304,3 +313,95 @@ def loading_task_config() -> Any | None:
         if frame.f_code.co_name == "download" and getattr(getattr(task, "config", None), "custom_dataset", None):
             return task.config
     return None
+
+
+# --- 8. Metrics named at run time: an aggregation and a direction from their scorer ---------------
+
+
+class _FamilyAwareTable(dict):
+    """A task's aggregation table that also knows the metric families its scorer declares."""
+
+    def __init__(self, table: dict, families: dict, higher_is_better: dict, resolve: Any) -> None:
+        super().__init__(table)
+        self.families, self.higher_is_better, self.resolve = families, higher_is_better, resolve
+
+    def __missing__(self, metric: str) -> Any:
+        for prefix, declared in self.families.items():
+            if metric.startswith(prefix):
+                aggregation = declared["aggregation"]
+                self[metric] = self.resolve(aggregation) if isinstance(aggregation, str) else aggregation
+                self.higher_is_better.setdefault(metric, declared["higher_is_better"])
+                return self[metric]
+        raise KeyError(metric)
+
+
+def aggregate_metric_families() -> None:
+    """Aggregate metrics whose names start with a prefix the scorer declares, as it declares.
+
+    Works around (lm-eval 0.4.13; the same in 0.4.11-0.4.12): a task's aggregations and
+    higher_is_better come only from its YAML ``metric_list``, whose names are fixed, so a metric that
+    ``process_results`` names at run time (MedicationQA's ``judge_success_<judge>``, one per judge
+    of the configured panel) is aggregated by ``evaluator_utils._compute_task_aggregations`` with a
+    plain mean after the warning "No aggregation function defined for metric ...", once per judge
+    per run, and has no higher_is_better (no arrow in the table, no entry in the results JSON).
+
+    A ``process_results`` function carrying ``metric_families = {prefix: {"aggregation": name or
+    callable, "higher_is_better": bool}}`` has each metric starting with ``prefix`` aggregated by
+    that aggregation (a name is looked up in lm-eval's aggregation registry, as in a metric_list)
+    and given that direction; lm-eval asks for the aggregation of every metric before it reads
+    higher_is_better. Other tasks are untouched. Idempotent. Test: tests/test_lm_eval_compat.py.
+    """
+    from lm_eval.api.registry import get_aggregation
+    from lm_eval.api.task import ConfigurableTask
+
+    original = ConfigurableTask.aggregation
+    if getattr(original, "_medeval_metric_families", False):
+        return
+
+    def aggregation(self: Any) -> Any:
+        table = original(self)
+        families = getattr(self.config.process_results, "metric_families", None)
+        if not families or isinstance(table, _FamilyAwareTable):
+            return table
+        self._aggregation_list = _FamilyAwareTable(table, families, self._higher_is_better, get_aggregation)
+        return self._aggregation_list
+
+    aggregation._medeval_metric_families = True  # type: ignore[attr-defined]
+    aggregation.__wrapped__ = original  # type: ignore[attr-defined]
+    ConfigurableTask.aggregation = aggregation  # type: ignore[method-assign]
+
+
+# --- 9. The custom_dataset notice, for the pack's own tasks ---------------------------------------
+
+CUSTOM_DATASET_NOTICE = ": Custom kwargs can be passed to `--metadata`"
+
+
+class _DropPackCustomDatasetNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        if CUSTOM_DATASET_NOTICE not in message:
+            return True
+        return message.split(CUSTOM_DATASET_NOTICE, 1)[0] not in _pack_task_names()
+
+
+@functools.lru_cache(maxsize=1)
+def _pack_task_names() -> frozenset[str]:
+    from medeval_metrics.manifest import load_manifest
+
+    return frozenset(task["task"] for task in load_manifest()["tasks"])
+
+
+def quiet_pack_custom_dataset_notice() -> None:
+    """Drop lm-eval's "Custom kwargs can be passed to `--metadata`" warning for the pack's tasks.
+
+    Works around (lm-eval 0.4.13, ``ConfigurableTask.download``; 0.4.11-0.4.12 the same): every task
+    whose ``custom_dataset`` is a callable logs that warning, whatever its configuration, once per
+    task per run (17 lines for the whole pack). The pack's tasks load local data through
+    ``custom_dataset`` (nothing else accepts a path from ``--metadata``), document their keys in
+    the README and ``medeval list``, and name the missing key and the fix in their own errors, so
+    the line is noise there. Other tasks keep it. A logging filter on lm-eval's task logger (it
+    imports nothing from lm-eval). Idempotent. Test: tests/test_lm_eval_compat.py.
+    """
+    logger = logging.getLogger("lm_eval.api.task")
+    if not any(isinstance(f, _DropPackCustomDatasetNotice) for f in logger.filters):
+        logger.addFilter(_DropPackCustomDatasetNotice())

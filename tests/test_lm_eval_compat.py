@@ -310,3 +310,162 @@ def test_medeval_run_after_enable_prints_no_override_warnings(tmp_path):
     assert "emsqa_private" in proc.stdout
     assert "overrides existing task" not in proc.stderr
     assert f"Task: emsqa_private ({indexed / 'medeval'}" in proc.stderr  # served from the enabled copy
+
+
+# --- 8. Metrics named at run time (one per judge) -------------------------------------------------
+
+
+@pytest.fixture
+def unpatched_aggregation():
+    from lm_eval.api.task import ConfigurableTask
+
+    import medeval_metrics.medicationqa.scoring  # noqa: F401  (its import installs the patch: do that first)
+
+    before = ConfigurableTask.aggregation
+    ConfigurableTask.aggregation = getattr(before, "__wrapped__", before)
+    yield ConfigurableTask
+    ConfigurableTask.aggregation = before
+
+
+def _judged_task(task_class, process_results):
+    """The attributes of a ConfigurableTask that its aggregation() and lm-eval's aggregation step read."""
+    from lm_eval.api.metrics import mean
+
+    class Config:
+        pass
+
+    class Task:
+        task_name = "medicationqa"
+        aggregation = task_class.aggregation
+        higher_is_better = task_class.higher_is_better
+
+    task = Task()
+    task.config = Config()
+    task.config.process_results = process_results
+    task._aggregation_list = {"rougeL": mean}
+    task._higher_is_better = {"rougeL": True}
+    return task
+
+
+RAW_JUDGE_METRICS = {("rougeL", "scored"): [0.5, 0.25, 0.0], ("judge_success_a", "scored"): [1.0, 0.0, 1.0],
+                     ("judge_success_b", "scored"): [1.0, 1.0, 1.0]}
+
+
+def test_metric_families_patch_still_needed(unpatched_aggregation, capture_logs):
+    """Without the patch a per-judge metric (absent from the YAML) gets lm-eval's warned mean fallback."""
+    import lm_eval.evaluator_utils as evaluator_utils
+    from medeval_metrics.medicationqa import process_results
+
+    logged = capture_logs("lm_eval.evaluator_utils")
+    task = _judged_task(unpatched_aggregation, process_results)
+    metrics, _ = evaluator_utils._compute_task_aggregations(task, RAW_JUDGE_METRICS, 100)
+    assert metrics["judge_success_a,scored"] == pytest.approx(2 / 3)
+    assert [m for m in logged.messages if "No aggregation function defined" in m] == [
+        "[medicationqa] No aggregation function defined for metric judge_success_a. Using mean.",
+        "[medicationqa] No aggregation function defined for metric judge_success_b. Using mean.",
+    ]
+    assert "judge_success_a" not in task.higher_is_better()
+
+
+def test_metric_families_get_their_declared_aggregation_and_direction(unpatched_aggregation, capture_logs):
+    import lm_eval.evaluator_utils as evaluator_utils
+    from medeval_metrics.medicationqa import process_results
+
+    lm_eval_compat.aggregate_metric_families()
+    lm_eval_compat.aggregate_metric_families()  # idempotent: wrapped once
+    assert not getattr(unpatched_aggregation.aggregation.__wrapped__, "_medeval_metric_families", False)
+    logged = capture_logs("lm_eval.evaluator_utils")
+    task = _judged_task(unpatched_aggregation, process_results)
+    undeclared = {**RAW_JUDGE_METRICS, ("judge_novel", "scored"): [1.0, 3.0, 2.0]}
+    metrics, _ = evaluator_utils._compute_task_aggregations(task, undeclared, 100)
+    # mean of (1, 0, 1); its stderr: sample sd sqrt(1/3) over sqrt(3) = 1/3, lm-eval's own mean_stderr
+    assert metrics["judge_success_a,scored"] == pytest.approx(2 / 3)
+    assert metrics["judge_success_a_stderr,scored"] == pytest.approx(1 / 3)
+    assert metrics["judge_success_b,scored"] == 1.0 and metrics["rougeL,scored"] == 0.25
+    assert task.higher_is_better() == {"rougeL": True, "judge_success_a": True, "judge_success_b": True}
+    # only the declared family is quiet: another run-time name still gets lm-eval's warning
+    assert [m for m in logged.messages if "No aggregation function" in m] == [
+        "[medicationqa] No aggregation function defined for metric judge_novel. Using mean."]
+
+
+def test_metric_families_leave_tasks_without_a_declaration_alone(unpatched_aggregation):
+    lm_eval_compat.aggregate_metric_families()
+    task = _judged_task(unpatched_aggregation, lambda doc, results: {})
+    assert type(task.aggregation()) is dict and task.aggregation() is task._aggregation_list
+    with pytest.raises(KeyError):
+        task.aggregation()["judge_success_a"]
+
+
+def test_medicationqa_declares_every_per_judge_metric_it_emits():
+    from medeval_metrics.medicationqa import process_results
+
+    scores = {"accuracy": 4, "completeness": 3, "clarity": 5}
+    record = {"answer": "Take it with food.", "judges": ["gpt", "llama-70b"],
+              "verdicts": {"gpt": {"scores": scores}, "llama-70b": {"scores": None, "unscored_reason": "timeout"}}}
+    out = process_results({"answer": "Take it with or without food."}, [record])
+    per_judge = {k: v for k, v in out.items() if any(k.startswith(p) for p in process_results.metric_families)}
+    assert per_judge == {"judge_success_gpt": 1.0, "judge_success_llama-70b": 0.0}
+    assert process_results.metric_families == {"judge_success_": {"aggregation": "mean", "higher_is_better": True}}
+
+
+# --- 9. The custom_dataset notice -----------------------------------------------------------------
+
+
+def _download(task_name: str) -> None:
+    """ConfigurableTask.download on the attributes it reads, with a callable custom_dataset."""
+    from lm_eval.api.task import ConfigurableTask
+
+    class Config:
+        task = task_name
+        metadata = {"version": 1}
+        dataset_kwargs = None
+
+        @staticmethod
+        def custom_dataset(**kwargs):
+            return {"test": [kwargs]}
+
+    class Task:
+        config = Config()
+
+    ConfigurableTask.download(Task())
+
+
+@pytest.fixture
+def task_logger_without_filter():
+    logger = logging.getLogger("lm_eval.api.task")
+    saved = list(logger.filters)
+    for f in saved:
+        logger.removeFilter(f)
+    yield logger
+    for f in list(logger.filters):
+        logger.removeFilter(f)
+    for f in saved:
+        logger.addFilter(f)
+
+
+def test_custom_dataset_notice_filter_still_needed(task_logger_without_filter, capture_logs):
+    """lm-eval warns for every task whose custom_dataset is callable, whatever its configuration."""
+    logged = capture_logs("lm_eval.api.task")
+    _download("emsqa_private")
+    assert [m.splitlines()[0] for m in logged.messages] == [
+        "emsqa_private: Custom kwargs can be passed to `--metadata` in console (as json string) or to the TaskManager."]
+
+
+def test_custom_dataset_notice_is_dropped_for_pack_tasks_only(task_logger_without_filter, capture_logs):
+    logged = capture_logs("lm_eval.api.task")
+    lm_eval_compat.quiet_pack_custom_dataset_notice()
+    lm_eval_compat.quiet_pack_custom_dataset_notice()  # idempotent: one filter
+    assert len(task_logger_without_filter.filters) == 1
+    for task in ("emsqa_private", "medicationqa", "emrqa_smoking", "emrql_2"):
+        _download(task)
+    assert logged.messages == []
+    _download("my_own_task")  # a task that is not the pack's keeps lm-eval's notice
+    assert len(logged.messages) == 1 and logged.messages[0].startswith("my_own_task: Custom kwargs")
+    task_logger_without_filter.warning("emsqa_private: some other warning")
+    assert logged.messages[-1] == "emsqa_private: some other warning"
+
+
+def test_importing_the_pack_installs_the_notice_filter():
+    from medeval_metrics.lm_eval_compat import _DropPackCustomDatasetNotice
+
+    assert any(isinstance(f, _DropPackCustomDatasetNotice) for f in logging.getLogger("lm_eval.api.task").filters)

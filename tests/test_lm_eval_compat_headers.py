@@ -53,3 +53,54 @@ def test_post_api_request_sends_what_model_call_sends(monkeypatch):
     assert first["body"] == second["body"] and first["path"] == second["path"]
     assert first["headers"]["x-api-key"] == second["headers"]["x-api-key"] == "v"
     assert lm.parse_generations(outputs=ours, contexts=messages) == lm.parse_generations(outputs=theirs, contexts=messages) == ["hello"]
+
+
+class _Records:
+    """lm-eval's API-model log records (its loggers do not propagate to the root)."""
+
+    def __init__(self) -> None:
+        import logging
+
+        self.logger = logging.getLogger("lm_eval.models.api_models")
+        self.messages: list[str] = []
+        self.handler = logging.Handler(logging.DEBUG)
+        self.handler.emit = lambda record: self.messages.append(record.getMessage())  # type: ignore[method-assign]
+
+    def __enter__(self) -> "_Records":
+        self.logger.addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.logger.removeHandler(self.handler)
+
+
+def test_eos_workaround_still_needed_a_tokenizer_free_backend_warns_on_eos_string():
+    from lm_eval.models.openai_completions import LocalChatCompletion
+
+    lm = LocalChatCompletion(base_url="http://127.0.0.1:9/v1/chat/completions", model="m", tokenizer_backend=None)
+    with _Records() as records:
+        # when this fails, lm-eval no longer warns for a chat backend without a tokenizer: post_api_request
+        # can read lm.eos_string directly again
+        assert lm.eos_string is None
+    assert any("Cannot determine EOS string" in m for m in records.messages)
+
+
+def test_post_api_request_asks_for_no_eos_string_and_logs_nothing_about_it():
+    import requests
+    from lm_eval.models.openai_completions import LocalChatCompletion
+
+    from medeval_metrics.lm_eval_compat import post_api_request, set_api_request_headers
+    from medeval_metrics.testing.fake_api import FakeChatServer
+
+    gen_kwargs = {"max_gen_toks": 7, "until": [], "temperature": 0, "do_sample": False}
+    with FakeChatServer(answer="hello") as server, _Records() as records:
+        plain = LocalChatCompletion(base_url=server.chat_url, model="m", tokenizer_backend=None, max_retries=1)
+        configured = LocalChatCompletion(base_url=server.chat_url, model="m", tokenizer_backend=None, max_retries=1,
+                                         eos_string="<|end|>")
+        for lm in (plain, configured):
+            set_api_request_headers(lm, {})
+            post_api_request(lm, requests.Session(), [lm.apply_chat_template([{"role": "user", "content": "hi"}])], gen_kwargs)
+        without_eos, with_eos = server.requests
+    assert not [m for m in records.messages if "EOS" in m]
+    assert without_eos["body"].get("stop") in (None, [])  # the judge's until is empty: no stop string at all
+    assert with_eos["body"]["stop"] == ["<|end|>"]  # an eos_string the user configured is still sent

@@ -25,6 +25,9 @@ from typing import Any, Mapping, Sequence
 from medeval_metrics.stats import with_stderr
 
 SUCCESS_PREFIX = "judge_success_"
+# One metric per judge, named after it (so absent from the task YAML's metric_list): a scorer that
+# emits them declares this as its ``metric_families`` (lm_eval_compat.aggregate_metric_families).
+PER_JUDGE_METRIC_FAMILIES = {SUCCESS_PREFIX: {"aggregation": "mean", "higher_is_better": True}}
 
 
 def medarc_lenient_reward(reply: str | None, dimensions: Sequence[str], scale_max: int) -> float:
