@@ -9,7 +9,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
 4. ``set_api_request_headers`` / ``post_api_request``: an API backend sends exactly the headers it was
-   configured with (``TemplateAPI.header``), over a keep-alive session (``model_call``).
+   configured with (``TemplateAPI.header``), over a keep-alive session (``model_call``);
+   ``api_request_payload``: the JSON body ``model_call`` would send, for the judges' asyncio transport.
 5. ``pass_generation_kwargs_to_process_results``: ``ConfigurableTask.process_results`` passes the
    task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
 6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 __all__ = [
-    "TESTED_LM_EVAL_VERSIONS", "index_pack_tasks", "pack_only_task_index", "pass_generation_kwargs_to_process_results",
+    "TESTED_LM_EVAL_VERSIONS", "api_request_payload", "index_pack_tasks", "pack_only_task_index", "pass_generation_kwargs_to_process_results",
     "post_api_request", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
@@ -275,3 +276,22 @@ def post_api_request(lm: Any, session: Any, messages: Any, gen_kwargs: dict[str,
                             timeout=lm.timeout)
     response.raise_for_status()
     return response.json()
+
+
+def api_request_payload(lm: Any, messages: Any, gen_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body an lm-eval API backend's ``model_call`` posts for one generation request.
+
+    Why: the judges' asyncio transport (``judge.transport``) sends requests itself, over a pooled
+    aiohttp session: lm-eval's own async path (``TemplateAPI.amodel_call``) logs the response body on
+    an HTTP error (it can quote the request) and drops ``eos``, ``verify_certificate`` and ``timeout``.
+    The body is still built by the backend's own ``create_message``/``_create_payload`` (private
+    hooks), with its ``_seed`` and ``eos_string``, exactly as ``model_call`` does.
+
+    Mirrors ``model_call`` of lm-eval 0.4.x up to at least 0.4.13; the test compares the two bodies.
+    """
+    import copy
+
+    return lm._create_payload(
+        lm.create_message(messages), generate=True, gen_kwargs=copy.deepcopy(gen_kwargs),
+        seed=lm._seed, eos=lm.eos_string,
+    )
