@@ -51,6 +51,7 @@ def run() -> list[str]:
     requests = n_items * len(JUDGES)
     lines = []
     with tempfile.TemporaryDirectory() as tmp, FakeJudgeServer(latency=LATENCY) as server:
+        server.httpd.RequestHandlerClass.disable_nagle_algorithm = True  # as real servers do (see _SERVER)
         cache = str(Path(tmp) / "cache.sqlite")
         start = time.perf_counter()
         PanelRunner(_panel(server.url, concurrency, cache), RUBRIC).judge(items, progress=False)
@@ -76,7 +77,8 @@ def run() -> list[str]:
     lines.append(f"one request at a time: {sequential_s:.1f} s (extrapolated from {server.count() - before} requests at "
                  f"{per_request * 1000:.0f} ms each) -> concurrent is {sequential_s / concurrent_s:.1f}x faster")
     lines.append(f"immediate re-run: {rerun_requests} requests (must be 0), {rerun_s:.2f} s")
-    lines.append(f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client)")
+    lines.append(f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client; "
+                 f"load average {os.getloadavg()[0]:.1f})")
     return [*lines, *cache_growth(), *grid()]
 
 
