@@ -155,3 +155,31 @@ def test_live_unscored_counts_name_the_reason(capsys):
     with FakeJudgeServer(script=script) as server:
         PanelRunner(panel_for({"j1": server.url}, concurrency=2), RUBRIC).judge(items(5), progress=True)
     assert "unscored: 3 HTTP 400" in capsys.readouterr().err
+
+
+def test_a_broken_body_is_retried_and_never_quoted_in_logs(caplog, capsys):
+    import logging
+
+    canary = "body-canary-5150"
+    script = {("j1", "question 0"): [{"raw_body": f'{{"choices": "{canary}'}, {"raw_body": f"<html>{canary}</html>"}]}
+    with FakeJudgeServer(script=script) as server, caplog.at_level(logging.DEBUG):
+        out = PanelRunner(panel_for({"j1": server.url}, max_retries=1), RUBRIC).judge(items(1), progress=True)
+        assert server.count() == 2
+    verdict = out[0]["judge_j1"]
+    assert verdict["unscored_reason"] == "reply body is not valid JSON after 2 request(s)"
+    captured = capsys.readouterr()
+    assert canary not in caplog.text + captured.out + captured.err + json.dumps(out)
+
+
+def test_proxies_come_from_the_environment_and_no_proxy_is_honoured(monkeypatch):
+    from medeval_metrics.judge.transport import _proxy_for
+
+    for variable in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(variable, raising=False)
+    assert _proxy_for("https://api.example.org/v1/chat/completions") is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,.local.example")
+    assert _proxy_for("https://api.example.org/v1/chat/completions") == "http://proxy.internal:3128"
+    assert _proxy_for("http://api.example.org/v1/chat/completions") is None  # no HTTP_PROXY set
+    assert _proxy_for("http://127.0.0.1:8000/v1/chat/completions") is None
+    assert _proxy_for("https://judge.local.example/v1") is None
