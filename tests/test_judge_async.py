@@ -10,6 +10,9 @@ import json
 import socket
 import time
 
+import pytest
+
+from medeval_metrics.data import MedevalDataError
 from medeval_metrics.judge.config import panel_from_obj
 from medeval_metrics.judge.runner import JudgeItem, PanelRunner
 from medeval_metrics.medicationqa import RUBRIC
@@ -183,3 +186,24 @@ def test_proxies_come_from_the_environment_and_no_proxy_is_honoured(monkeypatch)
     assert _proxy_for("http://api.example.org/v1/chat/completions") is None  # no HTTP_PROXY set
     assert _proxy_for("http://127.0.0.1:8000/v1/chat/completions") is None
     assert _proxy_for("https://judge.local.example/v1") is None
+
+
+def test_certificates_are_checked_against_the_bundle_requests_would_use(monkeypatch, tmp_path):
+    import ssl
+
+    import certifi
+
+    from medeval_metrics.judge.transport import _ssl_for
+
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    assert _ssl_for("https://api.example.org/v1", verify=False) is False
+    assert _ssl_for("http://127.0.0.1:8000/v1", verify=True) is True
+    context = _ssl_for("https://api.example.org/v1", verify=True)
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED
+    assert context.get_ca_certs()  # certifi's bundle loaded
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "missing.pem"))
+    with pytest.raises(MedevalDataError, match="REQUESTS_CA_BUNDLE names .*missing.pem, which does not exist"):
+        _ssl_for("https://api.example.org/v1", verify=True)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", certifi.where())
+    assert _ssl_for("https://api.example.org/v1", verify=True).get_ca_certs()

@@ -10,8 +10,9 @@ would send (``lm_eval_compat.api_request_payload``: its own payload; its ``heade
 
 What the session does not do, on purpose: keep cookies (two judges on one host would share them),
 follow redirects (a redirect would carry a judge's key to another URL; it fails as "HTTP 3xx"),
-or read ``~/.netrc`` (it would add an Authorization header the config never named). Proxies come
-from the usual environment variables (``HTTPS_PROXY``, ``NO_PROXY``), as with ``requests``.
+or read ``~/.netrc`` (it would add an Authorization header the config never named). Proxies
+(``HTTPS_PROXY``, ``NO_PROXY``) and certificate bundles (``REQUESTS_CA_BUNDLE``, else certifi's)
+come from the environment, as with ``requests``.
 Failures are described by status code or error class only (``TransportFailure``): never an error
 message or a body, which can quote a URL, a header or the request.
 """
@@ -36,6 +37,33 @@ def _proxy_for(url: str) -> str | None:
     return urllib.request.getproxies().get(parts.scheme)
 
 
+def _ssl_for(url: str, verify: bool) -> Any:
+    """Certificate checking as ``requests`` does it: off when the backend says so, else against
+    ``$REQUESTS_CA_BUNDLE`` / ``$CURL_CA_BUNDLE`` or certifi's bundle (not only the system's)."""
+    import os
+
+    if not verify:
+        return False
+    if not url.lower().startswith("https:"):
+        return True  # plain HTTP: nothing to verify
+    import ssl
+
+    variable = next((v for v in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE") if os.environ.get(v)), None)
+    if variable is None:
+        import certifi
+
+        bundle = certifi.where()
+    else:
+        bundle = os.environ[variable]
+        if not os.path.exists(bundle):
+            from medeval_metrics.data import MedevalDataError
+
+            raise MedevalDataError(f"{variable} names {bundle}, which does not exist: point it at a CA bundle "
+                                   f"file or folder, or unset it to use certifi's.")
+    return ssl.create_default_context(cafile=bundle) if os.path.isfile(bundle) else \
+        ssl.create_default_context(capath=bundle)
+
+
 def classify_async(exc: BaseException) -> TransportFailure:
     """``client.classify`` for aiohttp's errors: a status or an error class, never the message."""
     import aiohttp
@@ -57,7 +85,7 @@ class _Route:
 
     url: str
     headers: dict[str, str]
-    ssl: bool  # False: do not verify certificates
+    ssl: Any  # an SSLContext, True (plain HTTP) or False (certificates not verified)
     proxy: str | None
     timeout: Any
 
@@ -79,7 +107,7 @@ class AsyncJudgeTransport:
             # exactly the backend's headers (set_api_request_headers made them the configured ones)
             headers = {"Content-Type": "application/json", **dict(lm.header)}
             route = self._routes[name] = _Route(
-                url=lm.base_url, headers=headers, ssl=bool(lm.verify_certificate),
+                url=lm.base_url, headers=headers, ssl=_ssl_for(lm.base_url, bool(lm.verify_certificate)),
                 proxy=_proxy_for(lm.base_url), timeout=aiohttp.ClientTimeout(total=lm.timeout),
             )
         return route
