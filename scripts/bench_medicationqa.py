@@ -5,8 +5,10 @@ concurrency) and against judging one request at a time, and the requests an imme
 makes (must be 0: everything comes from the cache). The one-at-a-time baseline is measured on a
 subset and extrapolated, to keep the benchmark under two minutes; the output says so.
 Then the judge grid (issue 15): latency x concurrency against a fake judge server in its own
-process, each cell's wall time as a ratio to the ideal (requests x latency / concurrency) and the
-judge client's CPU per request; and the cache lookup of one run's keys with 10^3 and 10^5 verdicts
+process, each cell's wall time as a ratio to the ideal (requests x latency / concurrency), requests
+per second, and the CPU per request of the judge client (this process) and of the server; then the
+worst ratios against the targets (<= 1.2x at latency >= 100 ms and concurrency <= 32, <= 1.6x at
+c128) and the worst client CPU per request (target <= 1 ms); and the cache lookup of one run's keys with 10^3 and 10^5 verdicts
 cached (the ratio shows whether lookup grows with the cache).
 Environment knobs: BENCH_MQA_ITEMS (690), BENCH_MQA_CONCURRENCY (32), BENCH_MQA_SEQUENTIAL_SAMPLE (30),
 BENCH_MQA_GRID_REQUESTS (600 per cell; 0 skips the grid), BENCH_MQA_GRID_LATENCIES_MS (20,100,500),
