@@ -105,7 +105,9 @@ class AsyncJudgeTransport:
 
             lm = self.clients[name].lm
             # exactly the backend's headers (set_api_request_headers made them the configured ones)
-            headers = {"Content-Type": "application/json", **dict(lm.header)}
+            headers = dict(lm.header)
+            if not any(name.lower() == "content-type" for name in headers):
+                headers["Content-Type"] = "application/json"  # as requests' json= adds it
             route = self._routes[name] = _Route(
                 url=lm.base_url, headers=headers, ssl=_ssl_for(lm.base_url, bool(lm.verify_certificate)),
                 proxy=_proxy_for(lm.base_url), timeout=aiohttp.ClientTimeout(total=lm.timeout),
