@@ -9,7 +9,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
 4. ``set_api_request_headers`` / ``post_api_request``: an API backend sends exactly the headers it was
-   configured with (``TemplateAPI.header``), over a keep-alive session (``model_call``).
+   configured with (``TemplateAPI.header``), over a keep-alive session (``model_call``);
+   ``api_request_payload``: the JSON body ``model_call`` would send, for the judges' asyncio transport.
 5. ``pass_generation_kwargs_to_process_results``: ``ConfigurableTask.process_results`` passes the
    task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
 6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 __all__ = [
-    "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "index_pack_tasks", "loading_task_config",
+    "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results", "post_api_request",
     "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
@@ -213,19 +214,33 @@ def post_api_request(lm: Any, session: Any, messages: Any, gen_kwargs: dict[str,
 
     Mirrors ``model_call`` of lm-eval 0.4.x up to at least 0.4.13; the test compares the two requests.
     """
+    payload = api_request_payload(lm, messages, gen_kwargs)
+    response = session.post(lm.base_url, json=payload, headers=lm.header, verify=lm.verify_certificate,
+                            timeout=lm.timeout)
+    response.raise_for_status()
+    return response.json()
+
+
+def api_request_payload(lm: Any, messages: Any, gen_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body an lm-eval API backend's ``model_call`` posts for one generation request.
+
+    Why: the judges' asyncio transport (``judge.transport``) sends requests itself, over a pooled
+    aiohttp session: lm-eval's own async path (``TemplateAPI.amodel_call``) logs the response body on
+    an HTTP error (it can quote the request) and drops ``eos``, ``verify_certificate`` and ``timeout``.
+    The body is still built by the backend's own ``create_message``/``_create_payload`` (private
+    hooks), with its ``_seed`` and end-of-sequence string, exactly as ``model_call`` does.
+
+    Mirrors ``model_call`` of lm-eval 0.4.x up to at least 0.4.13; the test compares the two bodies.
+    """
     import copy
 
     # ``lm.eos_string`` without a tokenizer or an ``eos_string`` model arg logs "Cannot determine EOS
     # string" and is None; a chat judge (tokenizer_backend none) needs no extra stop string, the
     # server ends its reply. Same value, without the warning on every judge's first request.
     eos = lm.eos_string if (lm._eos_string or lm.tokenizer is not None) else None
-    payload = lm._create_payload(
+    return lm._create_payload(
         lm.create_message(messages), generate=True, gen_kwargs=copy.deepcopy(gen_kwargs), seed=lm._seed, eos=eos,
     )
-    response = session.post(lm.base_url, json=payload, headers=lm.header, verify=lm.verify_certificate,
-                            timeout=lm.timeout)
-    response.raise_for_status()
-    return response.json()
 
 
 # --- 5. process_results: the generation settings lm-eval used, for scorers that need them -------

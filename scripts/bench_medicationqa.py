@@ -5,8 +5,10 @@ concurrency) and against judging one request at a time, and the requests an imme
 makes (must be 0: everything comes from the cache). The one-at-a-time baseline is measured on a
 subset and extrapolated, to keep the benchmark under two minutes; the output says so.
 Then the judge grid (issue 15): latency x concurrency against a fake judge server in its own
-process, each cell's wall time as a ratio to the ideal (requests x latency / concurrency) and the
-judge client's CPU per request; and the cache lookup of one run's keys with 10^3 and 10^5 verdicts
+process, each cell's wall time as a ratio to the ideal (requests x latency / concurrency), requests
+per second, and the CPU per request of the judge client (this process) and of the server; then the
+worst ratios against the targets (<= 1.2x at latency >= 100 ms and concurrency <= 32, <= 1.6x at
+c128) and the worst client CPU per request (target <= 1 ms); and the cache lookup of one run's keys with 10^3 and 10^5 verdicts
 cached (the ratio shows whether lookup grows with the cache).
 Environment knobs: BENCH_MQA_ITEMS (690), BENCH_MQA_CONCURRENCY (32), BENCH_MQA_SEQUENTIAL_SAMPLE (30),
 BENCH_MQA_GRID_REQUESTS (600 per cell; 0 skips the grid), BENCH_MQA_GRID_LATENCIES_MS (20,100,500),
@@ -51,6 +53,7 @@ def run() -> list[str]:
     requests = n_items * len(JUDGES)
     lines = []
     with tempfile.TemporaryDirectory() as tmp, FakeJudgeServer(latency=LATENCY) as server:
+        server.httpd.RequestHandlerClass.disable_nagle_algorithm = True  # as real servers do (see _SERVER)
         cache = str(Path(tmp) / "cache.sqlite")
         start = time.perf_counter()
         PanelRunner(_panel(server.url, concurrency, cache), RUBRIC).judge(items, progress=False)
@@ -76,16 +79,34 @@ def run() -> list[str]:
     lines.append(f"one request at a time: {sequential_s:.1f} s (extrapolated from {server.count() - before} requests at "
                  f"{per_request * 1000:.0f} ms each) -> concurrent is {sequential_s / concurrent_s:.1f}x faster")
     lines.append(f"immediate re-run: {rerun_requests} requests (must be 0), {rerun_s:.2f} s")
-    lines.append(f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client)")
+    lines.append(f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client; "
+                 f"load average {os.getloadavg()[0]:.1f})")
     return [*lines, *cache_growth(), *grid()]
 
 
-def _server_process(latency: float):
+# The fake server writes a reply's headers and body in two sends; with Nagle's algorithm on, the body
+# waits for the client's delayed ACK of the headers (about 40 ms per request on Linux). Real judge
+# servers (uvicorn under vLLM and the like) set TCP_NODELAY, so the grid's server does too.
+_SERVER = ("import socketserver, sys; socketserver.StreamRequestHandler.disable_nagle_algorithm = {nodelay}; "
+           "sys.argv[1:] = ['--latency', '{latency}']; "
+           "from medeval_metrics.testing.fake_judge import main; main()")
+
+
+def _server_process(latency: float, nodelay: bool = True):
     import subprocess
 
-    process = subprocess.Popen([sys.executable, "-m", "medeval_metrics.testing.fake_judge", "--latency", str(latency)],
+    process = subprocess.Popen([sys.executable, "-c", _SERVER.format(nodelay=nodelay, latency=latency)],
                                stdout=subprocess.PIPE, text=True)
     return process, process.stdout.readline().strip()
+
+
+def _process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def grid() -> list[str]:
@@ -98,10 +119,13 @@ def grid() -> list[str]:
     latencies = [int(x) / 1000 for x in os.environ.get("BENCH_MQA_GRID_LATENCIES_MS", "20,100,500").split(",")]
     concurrencies = [int(x) for x in os.environ.get("BENCH_MQA_GRID_CONCURRENCY", "8,32,128").split(",")]
     n_items = max(1, requests // len(JUDGES))
-    lines = [f"judge grid: {n_items * len(JUDGES)} requests per cell, server in its own process; "
-             "wall / ideal (client CPU ms per request)",
+    n_requests = n_items * len(JUDGES)
+    lines = [f"judge grid: {n_requests} requests per cell, server in its own process (TCP_NODELAY); "
+             "wall / ideal, requests per second (client CPU | server CPU, ms per request)",
              "| latency | " + " | ".join(f"c{c}" for c in concurrencies) + " |",
              "|---|" + "---|" * len(concurrencies)]
+    worst: dict[str, float] = {}
+    client_cpu: list[float] = []
     for latency in latencies:
         process, url = _server_process(latency)
         try:
@@ -109,15 +133,28 @@ def grid() -> list[str]:
             for concurrency in concurrencies:
                 items = [JudgeItem(f"grid {latency} {concurrency} {i}", "reference", f"answer {i}") for i in range(n_items)]
                 runner = PanelRunner(_panel(url, concurrency, None), RUBRIC)  # no cache: every verdict is a request
+                server_cpu = _process_cpu_s(process.pid)
                 cpu, wall = time.process_time(), time.perf_counter()
                 runner.judge(items, progress=False)
                 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-                ideal = n_items * len(JUDGES) * latency / concurrency
-                cells.append(f"{wall / ideal:.2f}x ({cpu * 1000 / (n_items * len(JUDGES)):.2f} ms)")
+                server_after = _process_cpu_s(process.pid)
+                server_ms = "?" if server_cpu is None or server_after is None else \
+                    f"{(server_after - server_cpu) * 1000 / n_requests:.2f}"
+                ratio = wall / (n_requests * latency / concurrency)
+                client_cpu.append(cpu * 1000 / n_requests)
+                if latency >= 0.1:
+                    group = "c<=32" if concurrency <= 32 else f"c{concurrency}"
+                    worst[group] = max(worst.get(group, 0.0), ratio)
+                cells.append(f"{ratio:.2f}x, {n_requests / wall:.0f}/s ({client_cpu[-1]:.2f} | {server_ms})")
             lines.append(f"| {latency * 1000:.0f} ms | " + " | ".join(cells) + " |")
         finally:
             process.terminate()
             process.wait()
+    targets = {"c<=32": 1.2, "c128": 1.6}
+    lines.append("worst wall / ideal at latency >= 100 ms: " + ", ".join(
+        f"{group} {ratio:.2f}x (target <= {targets.get(group, float('nan'))}x)" for group, ratio in worst.items()))
+    lines.append(f"client CPU per request: at most {max(client_cpu):.2f} ms (target <= 1 ms); "
+                 f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return lines
 
 

@@ -1,9 +1,9 @@
 """One judge as an lm-eval backend: build it, send it one conversation (or a batch), classify failures.
 
-API backends (lm-eval's ``TemplateAPI`` family) get one request per call through the backend's own
-``model_call``/``parse_generations`` (its payload and reply parsing) with exactly the headers the
-judge's config names (``lm_eval_compat.set_api_request_headers``); the scheduler
-(``judge.runner``) owns concurrency, retries and re-asks. Other backends (``hf``, ``vllm``) are
+API backends (lm-eval's ``TemplateAPI`` family) get one request per call, with the backend's own
+payload (``api_payload``) and reply parsing and exactly the headers the judge's config names
+(``lm_eval_compat.set_api_request_headers``); the scheduler (``judge.runner``) sends them over its
+asyncio transport (``judge.transport``) and owns concurrency, retries and re-asks. Other backends (``hf``, ``vllm``) are
 called in batches through ``generate_until``.
 """
 
@@ -140,8 +140,16 @@ class JudgeClient:
             kwargs["do_sample"] = False
         return kwargs
 
+    def api_payload(self, messages: list[dict[str, str]]) -> tuple[Any, dict[str, Any]]:
+        """The backend's context for ``messages`` and the JSON body its ``model_call`` would post."""
+        from medeval_metrics.lm_eval_compat import api_request_payload
+
+        context = self._context(messages)
+        return context, api_request_payload(self.lm, [context], self._gen_kwargs())
+
     def request_once(self, messages: list[dict[str, str]]) -> str | None:
-        """One API request; raises TransportFailure."""
+        """One API request over a per-thread keep-alive session (the runner's asyncio transport,
+        ``judge.transport``, is the fast path); raises TransportFailure."""
         from medeval_metrics.lm_eval_compat import post_api_request
 
         context = self._context(messages)

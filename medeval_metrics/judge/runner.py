@@ -2,10 +2,11 @@
 
 One request budget per (judge, item): at most ``1 + max_retries + max_reasks`` requests, whatever
 mix of transport failures (each retry spends one of ``max_retries``, with backoff honouring
-``Retry-After``, via ``tenacity``) and unusable verdicts (each re-ask spends one of ``max_reasks``)
-occurs. The re-ask decision lives in one place (``_advance``), used by both drivers: API judges
-(one thread pool across all judges, ``concurrency`` requests in flight) and batch backends
-(``hf``/``vllm``, one ``generate_until`` per round).
+``Retry-After``) and unusable verdicts (each re-ask spends one of ``max_reasks``) occurs. The
+re-ask decision lives in one place (``_advance``), used by both drivers: API judges (one asyncio
+event loop and connection pool across all judges, ``judge.transport``, at most ``concurrency``
+requests in flight) and batch backends (``hf``/``vllm``, one ``generate_until`` per round).
+Verdicts reach the cache through one writer thread in batched transactions, off the event loop.
 
 A verdict that cannot be obtained is *unscored* with its reason and kind (``transport`` or
 ``unusable``); it is never turned into a score. Cached verdicts are reused, except an unscored one
@@ -17,12 +18,13 @@ are unscored at once with that reason, instead of each spending its retries.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -30,6 +32,7 @@ from medeval_metrics.judge.cache import VerdictCache, cache_key
 from medeval_metrics.judge.client import JudgeClient, TransportFailure
 from medeval_metrics.judge.config import JudgeConfig, PanelConfig
 from medeval_metrics.judge.rubric import Rubric, ShownObjects
+from medeval_metrics.judge.transport import AsyncJudgeTransport
 
 log = logging.getLogger("medeval.judge")
 _REPLY_KEEP = 2000  # characters of the judge's last reply kept for auditing
@@ -69,8 +72,15 @@ class _JudgeHealth:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class JudgeStopped(Exception):
-    pass
+def run_coroutine(coroutine: Any) -> Any:
+    """Run ``coroutine`` to completion from synchronous code, also where an event loop is already
+    running in this thread (a notebook): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def short_reason(verdict: dict[str, Any]) -> str:
@@ -159,47 +169,55 @@ class PanelRunner:
                 log.error("judge %s: its first %d requests all failed in transport; stopping it (check its base_url, "
                           "key and whether it is up). Its remaining items are unscored.", judge, health.failed)
 
-    def _ask_api(self, job: _Job) -> str | None | TransportFailure:
+    async def _pause(self, seconds: float) -> None:
+        if self.sleep is time.sleep:
+            await asyncio.sleep(seconds)
+        else:  # an injected clock (tests): it records the wait, the loop only yields
+            self.sleep(seconds)
+            await asyncio.sleep(0)
+
+    async def _ask_api(self, job: _Job, transport: AsyncJudgeTransport) -> str | None | TransportFailure:
         """One ask (with its transport retries, from the job's budget): the reply, or the failure."""
-        from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-
-        client = self.clients[job.judge.name]
-        health = self._health[job.judge.name]
-
-        def attempt() -> str | None:
+        name = job.judge.name
+        health = self._health[name]
+        attempts = 1 + self.panel.max_retries - job.retries  # this ask's share of the budget
+        for attempt in range(attempts):
             if health.stopped:
-                raise JudgeStopped(health.stopped)
+                return TransportFailure(f"{health.stopped} ({job.requests} request(s) for this item)", retryable=False)
             job.requests += 1
             try:
-                reply = client.request_once(job.conversation)
+                reply = await transport.request(name, job.conversation)
             except TransportFailure as failure:
                 if failure.reason != "HTTP 429":  # rate limits say the judge is up: never a reason to stop it
-                    self._note(job.judge.name, failed=True)
-                raise
-            self._note(job.judge.name, failed=False)
+                    self._note(name, failed=True)
+                if not failure.retryable or attempt == attempts - 1:
+                    return TransportFailure(f"{failure.reason} after {job.requests} request(s)", retryable=False)
+                job.retries += 1
+                await self._pause(self._backoff(attempt, failure.retry_after))
+                continue
+            self._note(name, failed=False)
             return reply
+        raise AssertionError("unreachable: the last attempt returns")
 
-        def wait(state: RetryCallState) -> float:
-            failure = state.outcome.exception()
-            return self._backoff(state.attempt_number - 1, getattr(failure, "retry_after", None))
+    async def _run_api_jobs(self, jobs: list[_Job], finish: Callable[[_Job], None]) -> None:
+        """``concurrency`` workers across all judges, each with at most one request in flight; a
+        worker keeps its job through retries and re-asks."""
+        queue = iter(jobs)
 
-        retrying = Retrying(
-            stop=stop_after_attempt(1 + self.panel.max_retries - job.retries),
-            retry=retry_if_exception(lambda exc: isinstance(exc, TransportFailure) and exc.retryable),
-            wait=wait, sleep=self.sleep, reraise=True,
-            before_sleep=lambda _state: setattr(job, "retries", job.retries + 1),
-        )
-        try:
-            return retrying(attempt)
-        except TransportFailure as failure:
-            return TransportFailure(f"{failure.reason} after {job.requests} request(s)", retryable=False)
-        except JudgeStopped as stopped:
-            return TransportFailure(f"{stopped} ({job.requests} request(s) for this item)", retryable=False)
+        async def worker(transport: AsyncJudgeTransport) -> None:
+            for job in queue:
+                while self._advance(job, await self._ask_api(job, transport)):
+                    pass
+                finish(job)
 
-    def _run_api_job(self, job: _Job) -> _Job:
-        while self._advance(job, self._ask_api(job)):
-            pass
-        return job
+        async with AsyncJudgeTransport(self.clients, self.panel.concurrency) as transport:
+            workers = [asyncio.ensure_future(worker(transport)) for _ in range(min(self.panel.concurrency, len(jobs)))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for task in workers:
+                    task.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
 
     # ------------------------------------------------------------------ batch driver
     def _run_batch(self, jobs: list[_Job]) -> None:
@@ -240,13 +258,14 @@ class PanelRunner:
         unscored: Counter[str] = Counter()
         pending: list[tuple[str, dict[str, Any]]] = []
         last_flush = [time.monotonic()]
+        writer = CacheWriter(self.cache) if self.cache is not None else None
 
         def finish(job: _Job) -> None:
             verdict = job.verdict or self._verdict(job, unscored_reason="no verdict", unscored_kind="transport")
             results[job.index][job.judge.name] = verdict
             pending.append((job.key, {k: v for k, v in verdict.items() if k not in ("cached", "requests")}))
             if len(pending) >= _CACHE_BATCH or time.monotonic() - last_flush[0] >= _CACHE_FLUSH_S:
-                self._flush(pending)
+                self._flush(writer, pending)
                 last_flush[0] = time.monotonic()
             if not verdict.get("scores"):
                 unscored[short_reason(verdict)] += 1
@@ -260,22 +279,41 @@ class PanelRunner:
                 batch_jobs.setdefault(job.judge.name, []).append(job)
         try:
             if api_jobs:
-                with ThreadPoolExecutor(max_workers=self.panel.concurrency) as pool:
-                    for future in as_completed([pool.submit(self._run_api_job, job) for job in api_jobs]):
-                        finish(future.result())
+                run_coroutine(self._run_api_jobs(api_jobs, finish))
             for judge_jobs in batch_jobs.values():
                 self._run_batch(judge_jobs)
                 for job in judge_jobs:
                     finish(job)
         finally:
-            self._flush(pending)
+            self._flush(writer, pending)
             bar.close()
+            if writer is not None:
+                writer.close()  # waits for every batch; raises the first write error
         return results
 
-    def _flush(self, pending: list[tuple[str, dict[str, Any]]]) -> None:
-        if self.cache is not None and pending:
-            self.cache.put_many(pending)
+    @staticmethod
+    def _flush(writer: "CacheWriter | None", pending: list[tuple[str, dict[str, Any]]]) -> None:
+        if writer is not None and pending:
+            writer.put_many(list(pending))
         pending.clear()
+
+
+class CacheWriter:
+    """One thread that writes verdict batches to the cache, in order, so that SQLite's commits never
+    hold up the requests."""
+
+    def __init__(self, cache: VerdictCache) -> None:
+        self.cache = cache
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="medeval-judge-cache")
+        self._writes: list[Any] = []
+
+    def put_many(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
+        self._writes.append(self._pool.submit(self.cache.put_many, rows))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        for write in self._writes:
+            write.result()
 
 
 def panel_summary(verdicts: Sequence[dict[str, dict[str, Any]]], judge_names: Sequence[str]) -> dict[str, dict[str, Any]]:
