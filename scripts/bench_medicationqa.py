@@ -53,7 +53,6 @@ def run() -> list[str]:
     requests = n_items * len(JUDGES)
     lines = []
     with tempfile.TemporaryDirectory() as tmp, FakeJudgeServer(latency=LATENCY) as server:
-        server.httpd.RequestHandlerClass.disable_nagle_algorithm = True  # as real servers do (see _SERVER)
         cache = str(Path(tmp) / "cache.sqlite")
         start = time.perf_counter()
         PanelRunner(_panel(server.url, concurrency, cache), RUBRIC).judge(items, progress=False)

@@ -62,6 +62,9 @@ class FakeJudgeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # as real servers do: headers and body go out in two writes, and with Nagle's algorithm a
+            # kept-alive client waits ~40 ms for the delayed ACK of each reply
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
