@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
-from conftest import REPO_ROOT, closed_port_url, find_results, run_cli, run_medeval, two_judge_panel
+from conftest import REPO_ROOT, closed_port_url, find_results, run_cli, two_judge_panel
 
 CANARY = "sk-canary-e2e-0000-leak-check"
 JUDGE_METRICS = ("judge_accuracy", "judge_completeness", "judge_clarity", "judge_panel_score", "judge_reward",
