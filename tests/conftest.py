@@ -1,12 +1,16 @@
-"""Shared test rig: offline Hub settings, the tiny model, the shared real-data folder, CLI runner."""
+"""Shared test rig: offline Hub settings, the tiny model, the shared real-data folder, the built wheel,
+``medeval`` runners (in this process, or as a subprocess where the process boundary is tested),
+EMSQA gold answers and judge panel builders."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -22,6 +26,32 @@ os.environ["MEDEVAL_DATA_CHECKSUMS"] = "off"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+EMSQA_SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
+EMSQA_ITEMS = json.loads(EMSQA_SYNTHETIC.read_text())
+
+
+def emsqa_gold(item: dict) -> list[str]:
+    """The gold letters of an EMSQA item as a sorted list (one answer or several)."""
+    return [item["answer"]] if isinstance(item["answer"], str) else sorted(item["answer"])
+
+
+def closed_port_url() -> str:
+    """A chat-completions URL on a loopback port where nothing listens (any more)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1/chat/completions"
+
+
+def two_judge_panel(server, cache: Path | None, concurrency: int = 4, api_key_env: str | None = None) -> str:
+    """The JSON of a panel of judge "a" (model judge-a) and judge "b" (judge-b) on one fake judge
+    server; ``api_key_env`` names the variable holding judge a's key."""
+    judge_a = {"name": "a", "backend": "local-chat-completions", "model": "judge-a", "base_url": server.url}
+    if api_key_env:
+        judge_a["api_key_env"] = api_key_env
+    judge_b = {"name": "b", "backend": "local-chat-completions", "model": "judge-b", "base_url": server.url}
+    return json.dumps({"judges": [judge_a, judge_b], "cache": None if cache is None else str(cache),
+                       "concurrency": concurrency, "backoff_base": 0.01})
 
 
 @pytest.fixture(scope="session")
@@ -40,8 +70,45 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory) -> Path:
+    """The pack's wheel, built once per session from a clean copy of the checkout (a stale build/
+    folder in the checkout would hide missing packages; a virtual environment in it is not source)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("wheel")
+    source = root / "src"
+    shutil.copytree(
+        REPO_ROOT, source,
+        ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*cache*", ".hypothesis"),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(root)],
+        check=True, capture_output=True,
+    )
+    return next(root.glob("medeval_metrics-*.whl"))
+
+
+def run_medeval(args: list[str], capsys, monkeypatch=None, env: dict[str, str] | None = None) -> SimpleNamespace:
+    """Run ``medeval`` in this process (``medeval_metrics.cli.main``) and capture its output:
+    ``returncode``, ``stdout`` and ``stderr`` as ``run_cli`` gives them, without a new interpreter.
+    ``env`` is set through ``monkeypatch`` for the rest of the test."""
+    from medeval_metrics.cli import main
+
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()  # drop what the test printed before
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse exits this way
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    captured = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
+
+
 def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    """Run the installed ``medeval`` command (as ``python -m medeval_metrics.cli``) and capture output."""
+    """Run the installed ``medeval`` command (as ``python -m medeval_metrics.cli``) and capture output
+    (for tests of the process itself: exit codes, console output, kill and resume)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "medeval_metrics.cli", *args],

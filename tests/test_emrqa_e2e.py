@@ -11,7 +11,7 @@ import pytest
 from medeval_metrics.emrqa import tasks as emrqa_tasks
 from medeval_metrics.manifest import load_manifest
 from medeval_metrics.testing.emrqa_synthetic import gold_evidence_output, write_synthetic
-from conftest import SHARED_DATA, find_results, run_cli
+from conftest import SHARED_DATA, find_results, run_cli, run_medeval
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
 EVIDENCE_TASKS = ("emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_evidence_window")
@@ -92,7 +92,8 @@ def test_macro_f1_gets_a_bootstrap_stderr_in_lm_eval_results(metadata):
 
 
 @pytest.mark.e2e
-def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tmp_path):
+def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tmp_path, capsys):
+    # `medeval run` as a subprocess: what reaches the console (no note text) is checked
     output = tmp_path / "out"
     result = run_cli(
         ["run", "--tasks", "emrqa", "--model", "hf", "--model_args", f"pretrained={tiny_model}", "--limit", "5",
@@ -118,7 +119,7 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
     first_note_line = risk_doc["note"].splitlines()[1]
     assert first_note_line not in result.stdout and first_note_line not in result.stderr
 
-    breakdown = run_cli(["breakdown", str(output)], cwd=tmp_path)
+    breakdown = run_medeval(["breakdown", str(output)], capsys)
     assert breakdown.returncode == 0, breakdown.stderr
     assert "**emrqa_risk** by lf_template" in breakdown.stdout and "**emrql_1** by lf_template" in breakdown.stdout
     assert "**emrqa_medication** by answer_type" in breakdown.stdout

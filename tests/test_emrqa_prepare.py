@@ -13,7 +13,7 @@ from medeval_metrics.emrqa import jsonstream
 from medeval_metrics.emrqa.prepare import ensure_prepared, prepare, read_ql_csv
 from medeval_metrics.emrqa.tasks import load_classification, load_evidence, sample_size, window_doc
 from medeval_metrics.testing.emrqa_synthetic import load_templates, write_synthetic
-from conftest import SHARED_DATA, run_cli
+from conftest import SHARED_DATA, run_medeval
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
 SECRET = "ZEBRA-PATIENT-TEXT"  # planted in notes: must never appear in an error message
@@ -249,14 +249,13 @@ def test_window_keeps_the_evidence_and_rebases_positions():
     assert out["note"][kept[0]["evidence_start"]:].startswith("line 30") and out["qa_id"] == "n#1@window"
 
 
-@pytest.mark.e2e  # starts a subprocess or builds the tiny model
-def test_cli_prepare_prints_sizes(synthetic, tmp_path):
-    result = run_cli(["emrqa-prepare", "--data-json", str(synthetic.data_json), "--data-ql-csv",
-                      str(synthetic.data_ql_csv), "--cache-dir", str(tmp_path)], cwd=tmp_path)
+def test_cli_prepare_prints_sizes(synthetic, tmp_path, capsys):
+    result = run_medeval(["emrqa-prepare", "--data-json", str(synthetic.data_json), "--data-ql-csv",
+                          str(synthetic.data_ql_csv), "--cache-dir", str(tmp_path)], capsys)
     assert result.returncode == 0, result.stderr
     assert "emrql_2_test" in result.stdout and "qa_risk_test" in result.stdout
-    again = run_cli(["emrqa-prepare", "--data-json", str(synthetic.data_json), "--data-ql-csv",
-                     str(synthetic.data_ql_csv), "--cache-dir", str(tmp_path)], cwd=tmp_path)
+    again = run_medeval(["emrqa-prepare", "--data-json", str(synthetic.data_json), "--data-ql-csv",
+                         str(synthetic.data_ql_csv), "--cache-dir", str(tmp_path)], capsys)
     assert again.returncode == 0 and "already prepared" in again.stdout
 
 
@@ -290,15 +289,15 @@ def test_evidence_with_other_spacing_is_located_and_repeated_note_ids_are_kept_a
                                    "entities": ["81 mg"]} for r in records)
 
 
-@pytest.mark.e2e  # starts a subprocess or builds the tiny model
-def test_run_without_data_says_where_to_get_it(tmp_path):
+def test_run_without_data_says_where_to_get_it(capsys, monkeypatch):
+    # the pre-flight check stops the run before lm-eval starts: no evaluation, so in this process
     env = {"MEDEVAL_EMRQA_DATA_JSON": "", "MEDEVAL_EMRQA_DATA_QL_CSV": ""}
-    proc = run_cli(["run", "--tasks", "emrqa_risk", "--model", "medeval-scripted"], cwd=tmp_path, env=env)
+    proc = run_medeval(["run", "--tasks", "emrqa_risk", "--model", "medeval-scripted"], capsys, monkeypatch, env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "medeval: error:" in proc.stderr and "n2c2" in proc.stderr and "Traceback" not in proc.stderr
 
 
-@pytest.mark.e2e  # starts a subprocess or builds the tiny model
+@pytest.mark.e2e  # loads the tiny model's tokenizer
 def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model):
     from medeval_metrics.emrqa.tasks import ContextCheck, evidence_prompt
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from medeval_metrics.testing.fake_api import FakeChatServer
-from conftest import FIXTURES, find_results, run_cli, run_lm_eval_cli
+from conftest import EMSQA_ITEMS, FIXTURES, emsqa_gold as _emsqa_gold, find_results, run_cli, run_lm_eval_cli
 
 ENV_KEY_CANARY = "canary-env-9f8e7d6c5b4a3210"
 ARG_KEY_CANARY = "canary-arg-1a2b3c4d5e6f7788"
@@ -97,11 +97,6 @@ def test_api_key_never_printed_or_written_through_retried_failures(tmp_path):
     assert sorted(s["filtered_resps"][0] for s in samples["leak_probe"]) == sorted(SERVER_SAYS.values())
 
 
-EMSQA_ITEMS = json.loads((FIXTURES / "emsqa_synthetic.json").read_text())
-
-
-def _emsqa_gold(item: dict) -> list[str]:
-    return [item["answer"]] if isinstance(item["answer"], str) else sorted(item["answer"])
 
 
 @pytest.mark.e2e

@@ -16,15 +16,13 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
-from conftest import REPO_ROOT, find_results, run_cli
+from conftest import EMSQA_SYNTHETIC as SYNTHETIC, find_results, two_judge_panel
 
-pytestmark = pytest.mark.e2e
-
-SYNTHETIC = REPO_ROOT / "tests" / "fixtures" / "emsqa_synthetic.json"
 # 11 rows: the ranks get 6 and 5 docs, so lm-eval pads rank 1 with a repeated request
 ROWS = [
     {"question": f"can i take drug{i} with food", "focus_drug": f"drug{i}", "question_type": ["Dose", "Usage"][i % 2],
@@ -39,10 +37,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str], processes: int) -> subprocess.CompletedProcess:
-    """``medeval run ARGS`` in one process, or under torchrun with ``processes`` ranks on loopback."""
+def _run(args: list[str], cwd: Path, env: dict[str, str], processes: int) -> subprocess.CompletedProcess | SimpleNamespace:
+    """``medeval run ARGS`` in this process, or under torchrun with ``processes`` ranks on loopback."""
     if processes == 1:
-        return run_cli(["run", *args], cwd=cwd, env=env, timeout=240)
+        from medeval_metrics.cli import main
+
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            return SimpleNamespace(returncode=main(["run", *args]), stderr="(in this process: see the captured output)")
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
                 "--master_addr", "127.0.0.1", "--master_port", str(_free_port())]
     return subprocess.run([*launcher, "-m", "medeval_metrics.cli", "run", *args], cwd=cwd,
@@ -57,6 +60,7 @@ def _scores(results: dict, task: str) -> dict:
     return {k: v for k, v in results["results"][task].items() if k not in ("alias", "samples")}
 
 
+@pytest.mark.e2e  # torchrun with two processes (and one in-process run to compare)
 def test_emsqa_two_ranks_equal_one(tmp_path):
     items = json.loads(SYNTHETIC.read_text())
     table = {"key": "question", "generate": {}}
@@ -84,15 +88,10 @@ def test_emsqa_two_ranks_equal_one(tmp_path):
 
 
 def _judges(server: FakeJudgeServer, cache: Path) -> str:
-    return json.dumps({
-        "judges": [
-            {"name": "a", "backend": "local-chat-completions", "model": "judge-a", "base_url": server.url},
-            {"name": "b", "backend": "local-chat-completions", "model": "judge-b", "base_url": server.url},
-        ],
-        "cache": str(cache), "concurrency": 4, "backoff_base": 0.01,
-    })
+    return two_judge_panel(server, cache)
 
 
+@pytest.mark.e2e  # torchrun with two processes (and one in-process run to compare)
 def test_medicationqa_panel_two_ranks_equal_one_and_judge_each_item_once(tmp_path):
     data = tmp_path / "medicationqa.json"
     data.write_text(json.dumps(ROWS))

@@ -12,14 +12,8 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, find_results, run_cli
+from conftest import EMSQA_ITEMS as ITEMS, FIXTURES, emsqa_gold as _gold, find_results, run_cli
 from medeval_metrics.testing.fake_api import FakeChatServer
-
-ITEMS = json.loads((FIXTURES / "emsqa_synthetic.json").read_text())
-
-
-def _gold(item: dict) -> list[str]:
-    return [item["answer"]] if isinstance(item["answer"], str) else sorted(item["answer"])
 
 
 def _answer(messages: list[dict]) -> str:

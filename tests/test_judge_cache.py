@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 
+import pytest
+
 from medeval_metrics.judge.cache import VerdictCache, cache_key
 from medeval_metrics.judge.config import JudgeConfig
 
@@ -38,6 +40,7 @@ def _writer(path: str, worker: int, count: int) -> None:
         cache.put("shared", {"same": "value"})  # every process writes the same key too
 
 
+@pytest.mark.e2e  # starts processes: writers in separate processes are the point
 def test_several_processes_write_at_once(tmp_path):
     path = str(tmp_path / "cache.sqlite")
     context = multiprocessing.get_context("spawn")
@@ -60,6 +63,7 @@ def _open_and_write(path: str, barrier, worker: int) -> None:
         cache.put(f"item-{item}", {"worker": worker})
 
 
+@pytest.mark.e2e  # starts processes: 25 trials of four processes opening one new file
 def test_processes_creating_the_cache_at_once_never_fail(tmp_path):
     # Switching a new SQLite file to WAL from several processes at once can fail with "database is
     # locked" without SQLite waiting (seen in CI with two data-parallel ranks); the cache retries.

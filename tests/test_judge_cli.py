@@ -4,7 +4,6 @@ and a judged results file is never replaced by one that judged less."""
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -15,13 +14,7 @@ from medeval_metrics.judge.config import panel_from_flags, panel_from_obj
 from medeval_metrics.judge.runner import JudgeItem, PanelRunner
 from medeval_metrics.medicationqa import RUBRIC
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
-
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1/chat/completions"
+from conftest import closed_port_url
 
 
 # a judges file supplies only the settings when --judge-model is given: fast backoff for the tests

@@ -225,6 +225,7 @@ def test_panel_from_env_inline_json_or_yaml_file(tmp_path, monkeypatch):
         load_panel()
 
 
+@pytest.mark.e2e  # loads the tiny model
 def test_local_hf_model_as_judge_goes_through_generate_until(tiny_model):
     # the tiny random model cannot write a verdict: every item is unscored, with the reason, after the re-ask
     panel = panel_from_obj({"judges": [{"name": "tiny", "backend": "hf", "model": str(tiny_model), "max_tokens": 6,

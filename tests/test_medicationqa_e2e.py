@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
-from conftest import REPO_ROOT, find_results, run_cli
+from conftest import REPO_ROOT, closed_port_url, find_results, run_cli, two_judge_panel
 
 CANARY = "sk-canary-e2e-0000-leak-check"
 JUDGE_METRICS = ("judge_accuracy", "judge_completeness", "judge_clarity", "judge_panel_score", "judge_reward",
@@ -34,13 +34,7 @@ def _data_file(tmp_path: Path) -> Path:
 
 
 def _judges(server: FakeJudgeServer, cache: Path) -> str:
-    return json.dumps({
-        "judges": [
-            {"name": "a", "backend": "local-chat-completions", "model": "judge-a", "base_url": server.url, "api_key_env": "E2E_JUDGE_KEY"},
-            {"name": "b", "backend": "local-chat-completions", "model": "judge-b", "base_url": server.url},
-        ],
-        "cache": str(cache), "concurrency": 8, "backoff_base": 0.01,
-    })
+    return two_judge_panel(server, cache, concurrency=8, api_key_env="E2E_JUDGE_KEY")
 
 
 def _all_text(folder: Path) -> str:
@@ -103,6 +97,7 @@ def _write_samples(folder: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.e2e  # kill -9 of a `medeval judge` process, then its resume
 def test_killed_judging_run_resumes_from_cache(tmp_path, monkeypatch):
     from medeval_metrics.judge.cache import VerdictCache
     from medeval_metrics.judge.cli import judge_output
@@ -142,6 +137,7 @@ def test_killed_judging_run_resumes_from_cache(tmp_path, monkeypatch):
     assert CANARY not in resumed.stdout + resumed.stderr
 
 
+@pytest.mark.e2e  # lm-eval (scripted backend, in this process)
 def test_task_without_judges_runs_and_says_so(tmp_path, monkeypatch, caplog):
     import lm_eval
     from lm_eval.tasks import TaskManager
@@ -177,6 +173,7 @@ def _evaluate(tmp_path, metadata, model=None, limit=3):
     return lm_eval.simple_evaluate(model=model, tasks=["medicationqa"], task_manager=manager, limit=limit), model
 
 
+@pytest.mark.e2e  # lm-eval (scripted backend, in this process)
 def test_judges_file_from_metadata(tmp_path, monkeypatch):
 
     monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
@@ -192,6 +189,7 @@ def test_judges_file_from_metadata(tmp_path, monkeypatch):
     assert CANARY not in json.dumps(results, default=str)
 
 
+@pytest.mark.e2e  # lm-eval (scripted backend, in this process)
 def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
     from medeval_metrics.data import MedevalDataError
 
@@ -209,6 +207,7 @@ def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
     assert model.requests_seen == []
 
 
+@pytest.mark.e2e  # lm-eval (scripted backend, in this process)
 def test_chat_template_prompt(tmp_path, monkeypatch):
     import lm_eval
     from lm_eval.tasks import TaskManager
@@ -227,15 +226,6 @@ def test_chat_template_prompt(tmp_path, monkeypatch):
     assert gen_kwargs["max_gen_toks"] == 512 and gen_kwargs["do_sample"] is False
 
 
-def _closed_port_url() -> str:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1/chat/completions"  # nothing listens there any more
-
-
 @pytest.mark.e2e
 def test_dead_judge_makes_medeval_run_exit_non_zero_with_one_line(tmp_path):
     """Issue 13: a judge at a closed port scores nothing; `medeval run` says so and exits 3
@@ -244,7 +234,7 @@ def test_dead_judge_makes_medeval_run_exit_non_zero_with_one_line(tmp_path):
     table.write_text(json.dumps({"key": "question", "generate": {}, "default": "Take it with food."}))
     out = tmp_path / "out"
     judges = json.dumps({"judges": [{"name": "dead", "backend": "local-chat-completions", "model": "m",
-                                     "base_url": _closed_port_url()}],
+                                     "base_url": closed_port_url()}],
                          "cache": None, "max_retries": 0, "backoff_base": 0.01})
     env = {"MEDEVAL_JUDGES": judges, "MEDEVAL_MEDICATIONQA_PATH": str(_data_file(tmp_path))}
     args = ["run", "--tasks", "medicationqa", "--model", "medeval-scripted", "--model_args", f"table={table}",

@@ -2,7 +2,6 @@
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, run_cli
+from conftest import EMSQA_SYNTHETIC, REPO_ROOT, run_medeval
 
 import medeval_metrics
 from medeval_metrics.manifest import load_manifest
@@ -40,17 +39,9 @@ def read_task_yamls():
     return configs
 
 
-def test_wheel_ships_every_task_file(tmp_path):
-    # Build from a clean copy: a stale build/ folder in the checkout would hide missing packages.
-    source = tmp_path / "src"
-    shutil.copytree(
-        REPO_ROOT, source, ignore=shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".*cache*")
-    )
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(tmp_path)],
-        check=True, capture_output=True,
-    )
-    wheel = next(tmp_path.glob("medeval_metrics-*.whl"))
+@pytest.mark.e2e  # builds the wheel (pip in a subprocess), once per session
+def test_wheel_ships_every_task_file(built_wheel):
+    wheel = built_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     source_files = [p for p in (REPO_ROOT / "tasks").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert source_files
@@ -122,19 +113,20 @@ def test_every_emsqa_task_builds(shared_data):
     assert len(loaded["tasks"]["emsqa_private_mc"].eval_docs) == 3721
 
 
-def test_cli_lists_tasks_and_prints_the_tasks_folder(tmp_path):
-    listing = run_cli(["list"], cwd=tmp_path)
+def test_cli_lists_tasks_and_prints_the_tasks_folder(capsys):
+    listing = run_medeval(["list"], capsys)
     assert listing.returncode == 0
     assert "emsqa_public" in listing.stdout and "3,721" in listing.stdout and "Xueren/EMS-MCQA" in listing.stdout
-    path = run_cli(["tasks-path"], cwd=tmp_path).stdout.strip()
+    path = run_medeval(["tasks-path"], capsys).stdout.strip()
     assert Path(path, "emsqa", "emsqa_public.yaml").is_file()
 
 
-def test_cli_reports_data_errors_without_a_traceback(tmp_path):
-    proc = run_cli(
+def test_cli_reports_data_errors_without_a_traceback(tmp_path, capsys):
+    # the pre-flight check stops the run before lm-eval starts: no evaluation, so in this process
+    proc = run_medeval(
         ["run", "--tasks", "emsqa_private", "--model", "medeval-scripted", "--metadata",
          json.dumps({"emsqa_private_path": str(tmp_path / "missing.json")})],
-        cwd=tmp_path,
+        capsys,
     )
     assert proc.returncode == 2
     assert "medeval: error:" in proc.stderr and "missing.json, which does not exist" in proc.stderr
@@ -172,6 +164,7 @@ def test_opt_in_never_overwrites_a_foreign_folder(tmp_path):
         lm_eval_link.disable(tmp_path)
 
 
+@pytest.mark.e2e  # a fresh interpreter (subprocess) is the point
 def test_import_is_cheap():
     code = "import sys, medeval_metrics; print(sorted(m for m in ('torch','datasets','lm_eval','transformers') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -187,7 +180,8 @@ def test_readme_task_table_is_generated_from_the_manifest():
     assert table == tasks_table(load_manifest(), markdown=True), "regenerate with `medeval list --markdown`"
 
 
-def test_medeval_run_keeps_the_users_own_include_path(tmp_path):
+@pytest.mark.e2e  # an lm-eval run (in this process), indexing lm-eval's own tasks too
+def test_medeval_run_keeps_the_users_own_include_path(tmp_path, capsys):
     """The pack's tasks are added next to a user's --include_path, not instead of it."""
     own = tmp_path / "own_tasks"
     own.mkdir()
@@ -200,11 +194,10 @@ def test_medeval_run_keeps_the_users_own_include_path(tmp_path):
     )
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {"2+2?": "4"}, "default": '["a"]'}))
-    synthetic = Path(__file__).parent / "fixtures" / "emsqa_synthetic.json"
-    proc = run_cli(
+    proc = run_medeval(
         ["run", "--include_path", str(own), "--tasks", "own_arith,emsqa_private", "--model", "medeval-scripted",
-         "--model_args", f"table={table}", "--metadata", json.dumps({"emsqa_private_path": str(synthetic)})],
-        cwd=tmp_path,
+         "--model_args", f"table={table}", "--metadata", json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)})],
+        capsys,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "own_arith" in proc.stdout and "emsqa_private" in proc.stdout

@@ -1,6 +1,7 @@
 """`medeval report` on the outputs of real lm-eval runs (scripted backend and the tiny model):
 golden values hand-computed from the synthetic fixture, model-index parsed by huggingface_hub,
-figures opened as PNG, secrets kept out of every file written."""
+figures opened as PNG, secrets kept out of every file written. The runs start lm-eval, so the
+tests that read them are e2e; the report's own units are in test_report_card.py."""
 
 import json
 import shutil
@@ -8,15 +9,9 @@ import shutil
 import pytest
 import yaml
 
-from conftest import FIXTURES, run_cli
+from conftest import EMSQA_ITEMS as ITEMS, EMSQA_SYNTHETIC as SYNTHETIC, emsqa_gold as gold, run_cli, run_medeval
 
-SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
-ITEMS = json.loads(SYNTHETIC.read_text())
 SECRET = "sk-live-ABCDEF0123456789abcdef"
-
-
-def gold(item):
-    return [item["answer"]] if isinstance(item["answer"], str) else item["answer"]
 
 
 def write_run(out, model_name, answers, extra_model_args=""):
@@ -67,12 +62,14 @@ ACC_A, F1_A = 6 / 12, (6 + 0.5 + 2 / 3 + 0.5 + 0.5) / 12
 ACC_STDERR_A = ((12 * 0.25 / 11) ** 0.5) / 12**0.5  # six 1s and six 0s
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_run_a_is_what_the_golden_values_assume(runs):
     results = json.loads(next(runs[0].rglob("results_*.json")).read_text())["results"]["emsqa_private"]
     assert results["acc,extract_answer"] == pytest.approx(ACC_A)
     assert results["f1,extract_answer"] == pytest.approx(F1_A)
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_model_index_parses_with_huggingface_hub(report_a, tmp_path):
     from huggingface_hub import ModelCard
     from huggingface_hub.repocard import metadata_load
@@ -98,6 +95,7 @@ def test_model_index_parses_with_huggingface_hub(report_a, tmp_path):
     assert len(card.data.eval_results) == 2
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_results_markdown_has_values_stderr_counts_and_settings(report_a):
     out, _ = report_a
     text = (out / "results.md").read_text()
@@ -111,6 +109,7 @@ def test_results_markdown_has_values_stderr_counts_and_settings(report_a):
     assert (out / "card_section.md").read_text().startswith("## Medical QA evaluation (medeval)")
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_no_secret_or_private_path_in_any_file_written(report_a, runs):
     out, _ = report_a
     # lm-eval copies model_args into the results JSON; building a pack task turned on
@@ -125,6 +124,7 @@ def test_no_secret_or_private_path_in_any_file_written(report_a, runs):
                 assert "emsqa_synthetic.json" not in text and str(runs[0]) not in text, path
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_breakdowns_are_the_pack_breakdowns_of_the_logged_samples(report_a, runs):
     from medeval_metrics.breakdown import compute_breakdown, read_samples, spec_for_task
 
@@ -137,6 +137,7 @@ def test_breakdowns_are_the_pack_breakdowns_of_the_logged_samples(report_a, runs
     assert "| emr | 5 | 0.6000 ±" in (out / "breakdowns.md").read_text()
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_figures_are_pngs_of_the_expected_size(report_a):
     from PIL import Image
 
@@ -154,6 +155,7 @@ def test_figures_are_pngs_of_the_expected_size(report_a):
     )
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_comparison_of_two_models(runs, tmp_path):
     from PIL import Image
 
@@ -172,6 +174,7 @@ def test_comparison_of_two_models(runs, tmp_path):
         assert image.format == "PNG" and image.size == figure_size(2, legend_rows=2)
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_judge_scores_in_samples_give_a_table_and_a_distribution_figure(runs, tmp_path):
     """Samples that carry the documented `judge_scores` field (as MedicationQA's will)."""
     from PIL import Image
@@ -198,53 +201,54 @@ def test_judge_scores_in_samples_give_a_table_and_a_distribution_figure(runs, tm
         assert image.size == figure_size(5, 2)
 
 
-def test_card_update_from_the_cli_is_idempotent(runs, tmp_path):
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
+def test_card_update_from_the_cli_is_idempotent(runs, tmp_path, capsys):
     card = tmp_path / "README.md"
     card.write_text("---\nlicense: mit\n---\n\n# A model\n\nOwner's text.\n")
-    first = run_cli(["report", str(runs[0]), "--output", str(tmp_path / "r"), "--update-card", str(card), "--no-figures"], cwd=tmp_path)
+    first = run_medeval(["report", str(runs[0]), "--output", str(tmp_path / "r"), "--update-card", str(card), "--no-figures"], capsys)
     assert first.returncode == 0, first.stderr[-2000:]
     assert "model card" in first.stdout and "updated" in first.stdout
     after_first = card.read_text()
     assert after_first.startswith("---\nlicense: mit\nmodel-index:\n") and "# A model\n\nOwner's text.\n" in after_first
     assert not (tmp_path / "r" / "figures").exists()
-    second = run_cli(["report", str(runs[0]), "--output", str(tmp_path / "r"), "--update-card", str(card), "--no-figures"], cwd=tmp_path)
+    second = run_medeval(["report", str(runs[0]), "--output", str(tmp_path / "r"), "--update-card", str(card), "--no-figures"], capsys)
     assert second.returncode == 0 and "already up to date" in second.stdout
     assert card.read_text() == after_first
 
 
-def test_report_errors_name_the_folder_and_the_fix(tmp_path):
+def test_report_errors_name_the_folder_and_the_fix(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = run_cli(["report", str(empty), "--output", str(tmp_path / "r")], cwd=tmp_path)
+    proc = run_medeval(["report", str(empty), "--output", str(tmp_path / "r")], capsys)
     assert proc.returncode == 2 and "no results_*.json found" in proc.stderr and "--output_path" in proc.stderr
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "results_2026-01-01T00-00-00.json").write_text(json.dumps({"results": {"arc_easy": {"acc,none": 0.5}}}))
-    proc = run_cli(["report", str(foreign), "--output", str(tmp_path / "r")], cwd=tmp_path)
+    proc = run_medeval(["report", str(foreign), "--output", str(tmp_path / "r")], capsys)
     assert proc.returncode == 2 and "no medeval task in these results" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.e2e
-def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data):
+def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data, capsys):
     """`medeval run` with the tiny model, a chat template, a system instruction and a limit, then
-    `medeval report`: the settings that change scores are all in the card section."""
+    `medeval report` (both in this process): the settings that change scores are all in the card section."""
     out = tmp_path / "out"
-    proc = run_cli(
+    proc = run_medeval(
         ["run", "--tasks", "emsqa_public", "--model", "hf", "--model_args", f"pretrained={tiny_model},trust_remote_code=False",
          "--limit", "6", "--device", "cpu", "--batch_size", "6", "--gen_kwargs", "max_gen_toks=8", "--num_fewshot", "1",
          "--apply_chat_template", "--system_instruction", "Answer as an EMS instructor.",
          "--metadata", json.dumps({"emsqa_public_path": str(shared_data / "emsqa")}), "--output_path", str(out), "--log_samples"],
-        cwd=tmp_path,
+        capsys,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     card = tmp_path / "README.md"
     card.write_text("# tiny\n")
     # a partial run (--limit) is not published on a card unless asked for
-    refused = run_cli(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card)], cwd=tmp_path)
+    refused = run_medeval(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card)], capsys)
     assert refused.returncode == 2 and "--include-partial-runs" in refused.stderr
     assert card.read_text() == "# tiny\n" and not (tmp_path / "r" / "model_index.yaml").exists()
-    report = run_cli(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card), "--include-partial-runs"], cwd=tmp_path)
+    report = run_medeval(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card), "--include-partial-runs"], capsys)
     assert report.returncode == 0, report.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     acc = results["results"]["emsqa_public"]["acc,extract_answer"]
@@ -263,6 +267,7 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data):
     assert card.read_text().endswith("<!-- medeval:results:end -->\n") and "\n# tiny\n" in card.read_text()
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
     from medeval_metrics.report import build_report
 
@@ -276,6 +281,7 @@ def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
     assert report["figures"] == [] and not (tmp_path / "r" / "breakdowns.json").exists()
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_output_path_given_as_a_json_name(runs, tmp_path):
     """`--output_path out/run.json` makes lm-eval write out/run_<date>.json and samples beside it;
     the report takes the same path."""
@@ -292,7 +298,9 @@ def test_output_path_given_as_a_json_name(runs, tmp_path):
     assert "breakdowns.json" in report["written"]
 
 
+@pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_without_matplotlib_the_cli_says_which_extra_to_install(runs, tmp_path):
+    # a subprocess: a fresh interpreter where matplotlib cannot be imported
     blocker = tmp_path / "blocker" / "matplotlib"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text("raise ImportError('matplotlib is not installed')\n")

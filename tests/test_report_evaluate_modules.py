@@ -5,19 +5,14 @@ import json
 from functools import partial
 import re
 import socket
-import subprocess
-import sys
 import traceback
 import zipfile
 
 import pytest
 
-from conftest import FIXTURES, REPO_ROOT
+from conftest import EMSQA_ITEMS as ITEMS, EMSQA_SYNTHETIC as SYNTHETIC, REPO_ROOT, emsqa_gold
 
 from medeval_metrics import evaluate_modules
-
-SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
-ITEMS = json.loads(SYNTHETIC.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +72,7 @@ def test_load_by_name_helper_works_offline(no_network):
     assert metric.compute(predictions=[["a"]], references=[["b"]])["accuracy"] == 0.0
 
 
+@pytest.mark.e2e  # an lm-eval run (scripted backend, in this process)
 def test_modules_equal_what_the_task_reports(modules):
     """Run emsqa_private through lm-eval (scripted answers of every kind the extractor handles, and
     an unparseable one), then feed the extracted answers to the modules."""
@@ -87,14 +83,11 @@ def test_modules_equal_what_the_task_reports(modules):
     from medeval_metrics.emsqa import extract_answer
     from medeval_metrics.testing.scripted import ScriptedLM
 
-    def gold(item):
-        return [item["answer"]] if isinstance(item["answer"], str) else item["answer"]
-
     styles = [
         lambda g: json.dumps(g), lambda g: f"The answer is ({g[0].upper()})", lambda g: "A and B",
         lambda g: '{"answer": ["a", "b", "d"]}', lambda g: "I am not sure.", lambda g: f"**{g[-1].upper()}**",
     ]
-    answers = {item["question"]: styles[i % len(styles)](gold(item)) for i, item in enumerate(ITEMS)}
+    answers = {item["question"]: styles[i % len(styles)](emsqa_gold(item)) for i, item in enumerate(ITEMS)}
     manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata={"emsqa_private_path": str(SYNTHETIC)})
     results = lm_eval.simple_evaluate(
         model=ScriptedLM({"key": "question", "generate": answers}), tasks=["emsqa_private"], task_manager=manager, log_samples=True
@@ -112,12 +105,9 @@ def test_modules_equal_what_the_task_reports(modules):
     assert f1["f1_stderr"] == pytest.approx(reported["f1_stderr,extract_answer"], rel=1e-12)
 
 
-def test_wheel_ships_the_report_and_the_evaluate_modules(tmp_path):
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(REPO_ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
-        check=True, capture_output=True,
-    )
-    names = set(zipfile.ZipFile(next(tmp_path.glob("medeval_metrics-*.whl"))).namelist())
+@pytest.mark.e2e  # builds the wheel (pip in a subprocess), once per session
+def test_wheel_ships_the_report_and_the_evaluate_modules(built_wheel):
+    names = set(zipfile.ZipFile(built_wheel).namelist())
     for name in evaluate_modules.available():
         assert f"medeval_metrics/evaluate_modules/{name}/{name}.py" in names
         assert f"medeval_metrics/evaluate_modules/{name}/README.md" in names
@@ -126,7 +116,7 @@ def test_wheel_ships_the_report_and_the_evaluate_modules(tmp_path):
     assert "medeval_metrics/emrqa/metrics.py" in names  # the emrQA modules' scorers
     assert "medeval_metrics/report/model_card.py" in names
     metadata = next(n for n in names if n.endswith("METADATA"))
-    text = zipfile.ZipFile(next(tmp_path.glob("medeval_metrics-*.whl"))).read(metadata).decode()
+    text = zipfile.ZipFile(built_wheel).read(metadata).decode()
     assert "Provides-Extra: report" in text and "matplotlib" in text
 
 
@@ -325,6 +315,7 @@ def _scripted_emrqa_outputs(metadata):
     return outputs
 
 
+@pytest.mark.e2e  # an lm-eval run (scripted backend, in this process)
 def test_emrqa_modules_equal_what_the_tasks_report(modules, emrqa_metadata):
     """Run emrQA evidence and logical-form tasks through lm-eval with scripted outputs, then feed the
     logged samples to the modules: the same values as lm-eval's results."""

@@ -1,13 +1,13 @@
 """`medeval report` on a real MedicationQA run: lm-eval with a scripted model and a two-judge panel
 on a loopback OpenAI-compatible server (fixed verdicts, so the expected values are hand-computed),
-then after `medeval judge` re-scores the same run."""
+then after `medeval judge` re-scores the same run (both in this process: e2e, they start lm-eval)."""
 
 import json
 
 import pytest
 import yaml
 
-from conftest import run_cli
+from conftest import two_judge_panel
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
 
 ROWS = [
@@ -23,13 +23,6 @@ SCRIPT = {
 }
 
 
-def judges_config(server, cache):
-    return json.dumps({"judges": [
-        {"name": "a", "backend": "local-chat-completions", "model": "judge-a", "base_url": server.url},
-        {"name": "b", "backend": "local-chat-completions", "model": "judge-b", "base_url": server.url},
-    ], "cache": str(cache), "concurrency": 4, "backoff_base": 0.01})
-
-
 @pytest.fixture(scope="module")
 def judged_run(tmp_path_factory):
     import lm_eval
@@ -38,13 +31,14 @@ def judged_run(tmp_path_factory):
 
     import medeval_metrics
     import medeval_metrics.testing.scripted  # noqa: F401  (registers medeval-scripted)
+    from medeval_metrics.cli import main
 
     root = tmp_path_factory.mktemp("medicationqa")
     data = root / "medicationqa.json"
     data.write_text(json.dumps(ROWS))
     out = root / "out"
     with FakeJudgeServer(script=SCRIPT) as server:
-        config = judges_config(server, root / "cache.sqlite")
+        config = two_judge_panel(server, root / "cache.sqlite")
         manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
                               metadata={"medicationqa_path": str(data), "medeval_judges": config})
         tracker = EvaluationTracker(output_path=str(out))
@@ -57,8 +51,9 @@ def judged_run(tmp_path_factory):
         tracker.save_results_samples(task_name="medicationqa", samples=samples["medicationqa"])
         # `medeval judge` afterwards, on the same server: every verdict comes from the cache
         requests = server.count()
-        judged = run_cli(["judge", str(out), "--quiet"], cwd=root, env={"MEDEVAL_JUDGES": config})
-        assert judged.returncode == 0, judged.stderr[-3000:]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("MEDEVAL_JUDGES", config)
+            assert main(["judge", str(out), "--quiet"]) == 0
         assert server.count() == requests
     return out, results["results"]["medicationqa"]
 
@@ -69,6 +64,7 @@ def check_judges(judges):
     assert judges["b"]["completeness"]["stderr"] == pytest.approx((1.2 ** 0.5) / 6 ** 0.5)  # 2,4,2,4,2,4
 
 
+@pytest.mark.e2e  # judged_run starts lm-eval
 def test_judged_run_to_report(judged_run, tmp_path):
     from PIL import Image
 
@@ -96,6 +92,7 @@ def test_judged_run_to_report(judged_run, tmp_path):
         assert image.size == figure_size(2)
 
 
+@pytest.mark.e2e  # judged_run starts lm-eval
 def test_logged_filter_records_alone_give_the_same_judge_table(judged_run, tmp_path):
     """Without `medeval judge`'s files, the verdicts logged in the samples (filtered_resps) are read."""
     import shutil

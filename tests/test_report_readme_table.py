@@ -2,8 +2,6 @@
 (test_packaging checks the README itself)."""
 
 import importlib.util
-import subprocess
-import sys
 
 import pytest
 
@@ -25,16 +23,17 @@ def test_the_generated_table_lists_every_manifest_task():
     assert "| `emsqa_public` | generate_until | test | 3,721 | acc, f1, unparseable, invalid_letter |" in table
 
 
-def test_check_and_write_on_a_stale_readme(tmp_path):
+def test_check_and_write_on_a_stale_readme(tmp_path, capsys):
     readme = tmp_path / "README.md"
     start, end = readme_tasks_table.TABLE_START, readme_tasks_table.TABLE_END
     readme.write_text(f"# Pack\n\nintro\n\n{start}\n| old | table |\n{end}\n\nafter\n")
-    check = subprocess.run([sys.executable, str(SCRIPT), "--check", "--readme", str(readme)], capture_output=True, text=True)
-    assert check.returncode == 1 and "differs from the manifest" in check.stdout
-    subprocess.run([sys.executable, str(SCRIPT), "--write", "--readme", str(readme)], check=True)
+    # the script's main() in this process (what `python scripts/readme_tasks_table.py ...` exits with)
+    assert readme_tasks_table.main(["--check", "--readme", str(readme)]) == 1
+    assert "differs from the manifest" in capsys.readouterr().out
+    assert readme_tasks_table.main(["--write", "--readme", str(readme)]) == 0
     text = readme.read_text()
     assert text == f"# Pack\n\nintro\n\n{start}\n{readme_tasks_table.generated_table()}\n{end}\n\nafter\n"
-    assert subprocess.run([sys.executable, str(SCRIPT), "--check", "--readme", str(readme)]).returncode == 0
+    assert readme_tasks_table.main(["--check", "--readme", str(readme)]) == 0
 
 
 def test_missing_markers_are_an_error():

@@ -17,6 +17,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+# serve_forever checks for shutdown() every poll_interval (0.5 s by default): every ``with`` block
+# would end half a second late, which adds up over the test suite.
+SHUTDOWN_POLL = {"poll_interval": 0.02}
+
 
 class FakeChatServer:
     def __init__(
@@ -100,7 +104,8 @@ class FakeChatServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-chat-api", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs=SHUTDOWN_POLL, name="fake-chat-api",
+                                        daemon=True)
         self._thread.start()
         return self
 

@@ -28,6 +28,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DIMENSIONS = ("accuracy", "completeness", "clarity")
+# serve_forever checks for shutdown() every poll_interval (0.5 s by default): every ``with`` block
+# would end half a second late, which adds up over the test suite.
+SHUTDOWN_POLL = {"poll_interval": 0.02}
 _ANSWER_ID = re.compile(r"<<<ANSWER-([0-9a-f]{12})>>>")
 _QUESTION = re.compile(r"Question:\n(.*?)\n\nReference answer:", re.DOTALL)
 _TAGGED_QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.DOTALL)  # rubric templates in HELM's style
@@ -79,7 +82,7 @@ class FakeJudgeServer:
             request_queue_size = 256
 
         self.httpd = Server(("127.0.0.1", port), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs=SHUTDOWN_POLL, daemon=True)
 
     @property
     def url(self) -> str:
