@@ -252,10 +252,11 @@ LIST_WIDTH = 100
 
 
 def _data_needed(manifest: dict, task: dict) -> str:
-    needs = []
-    for key in [task["source"], *task.get("also_reads", [])]:
-        source = manifest["benchmarks"][task["benchmark"]]["sources"][key]
-        needs.append(f"public: {source['hub']}" if source.get("hub") else f"yours: {key}")
+    sources = manifest["benchmarks"][task["benchmark"]]["sources"]
+    first = sources[task["source"]]
+    needs = [f"public: {first['hub']}" if first.get("hub") else f"yours: {task['source']}"]
+    for key in task.get("also_reads", []):  # short: the Hub repo's name, or the key (see --markdown)
+        needs.append(sources[key]["hub"].split("/")[-1] if sources[key].get("hub") else key)
     return " + ".join(needs)
 
 
@@ -273,6 +274,9 @@ def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
              "yours" if t["samples"] is None else f"{t['samples']:,}", _data_needed(manifest, t), ", ".join(t["metrics"]))
             for t in manifest["tasks"]]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    # the data column gives way first (the full text is in `medeval list --markdown`)
+    widths[3] = max(len(header[3]), min(widths[3], width - sum(widths[:3]) - 2 * 4 - 12))
+    rows = [(*r[:3], _fit(r[3], widths[3]), r[4]) for r in rows]
     metrics_width = max(12, width - sum(widths) - 2 * 4)
     lines = ["  ".join(c.ljust(w) for c, w in zip(header[:4], widths)) + "  " + header[4], "-" * min(width, sum(widths) + 8 + metrics_width)]
     for row in rows:
