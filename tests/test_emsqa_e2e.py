@@ -8,6 +8,9 @@ import pytest
 
 from conftest import FIXTURES, find_results, run_cli, run_lm_eval_cli
 
+# Every test here runs lm-eval (in-process with the scripted model, or the documented commands).
+pytestmark = pytest.mark.e2e
+
 SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
 ITEMS = json.loads(SYNTHETIC.read_text())
 
@@ -119,7 +122,6 @@ def recompute(samples):
     return sum(accs) / len(accs), sum(f1s) / len(f1s)
 
 
-@pytest.mark.e2e
 def test_medeval_run_with_scripted_model_matches_recomputation(tmp_path):
     # Mixed answers through the CLI: the results JSON must equal the definitions recomputed from samples.
     table = {"key": "question", "generate": {}}
@@ -163,7 +165,6 @@ def emsqa_public_dir(tmp_path):
     return folder
 
 
-@pytest.mark.e2e
 def test_documented_commands_with_the_tiny_model(tmp_path, tiny_model, emsqa_public_dir):
     """`medeval run` and plain `lm_eval --include_path` both finish and print acc and f1 with stderr."""
     common = [
