@@ -254,7 +254,7 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data, capsys):
     acc = results["results"]["emsqa_public"]["acc,extract_answer"]
     section = (tmp_path / "r" / "card_section.md").read_text()
     assert "#### tiny-lm" in section
-    assert f"| `emsqa_public` | 1 | extract_answer | 1 | Exact set-match accuracy (`acc`) | {acc:.4f} |" in section
+    assert f"| `emsqa_public` | 2 | extract_answer | 1 | Exact set-match accuracy (`acc`) | {acc:.4f} |" in section
     assert "| 6 of 3,721 |" in section
     assert "| chat template | applied (sha256 " in section
     assert "| system instruction | Answer as an EMS instructor. (sha256 " in section
