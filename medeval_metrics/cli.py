@@ -65,10 +65,11 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     started = time.time()
     try:
-        with _task_index(selection, argv), _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
+        with _task_index(selection, argv), lm_eval_compat.capture_results() as evaluations, \
+                _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
             cli_evaluate()
         _print_breakdowns(argv, started)
-        code, reason = run_unscored_exit_code(_newest_results_json(argv, started), allow_unscored)
+        code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored)
         if code:
             print(f"medeval: error: {reason}", file=saved_stderr)
             return code
@@ -84,24 +85,6 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     finally:
         sys.argv, sys.stdout, sys.stderr = saved_argv, saved_stdout, saved_stderr
     return 0
-
-
-def _newest_results_json(argv: Sequence[str], since: float) -> dict:
-    """The results JSON this run wrote under --output_path ({} without one, or none newer than ``since``)."""
-    import json
-    from pathlib import Path
-
-    output = _flag_value(argv, "--output_path")
-    if not output:
-        return {}
-    files = [p for p in Path(output).rglob("results_*.json")
-             if not p.stem.endswith("_judged") and p.stat().st_mtime >= since]
-    if not files:
-        return {}
-    try:
-        return json.loads(max(files, key=lambda p: p.stat().st_mtime).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
 
 
 def run_checks(argv: Sequence[str]):

@@ -21,6 +21,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
    direction their scorer declares, instead of lm-eval's "No aggregation function defined" fallback.
 9. ``quiet_pack_custom_dataset_notice``: no "Custom kwargs can be passed to `--metadata`" line per
    pack task (the pack's loaders name their metadata keys in their own errors).
+10. ``capture_results``: the results dict of the evaluation lm-eval's CLI runs in this process
+   (``medeval run`` reads its judges' success from it, with or without ``--output_path``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any, Iterator
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results", "post_api_request",
-    "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "capture_results", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -420,3 +422,36 @@ def quiet_pack_custom_dataset_notice() -> None:
     logger = logging.getLogger("lm_eval.api.task")
     if not any(isinstance(f, _DropPackCustomDatasetNotice) for f in logger.filters):
         logger.addFilter(_DropPackCustomDatasetNotice())
+
+
+# --- 10. The results of the evaluation the CLI runs in this process ------------------------------
+
+
+@contextlib.contextmanager
+def capture_results() -> Iterator[list[dict[str, Any]]]:
+    """While active, each ``lm_eval.simple_evaluate`` call's return value is appended to the yielded list.
+
+    Why: lm-eval 0.4.13's CLI (``lm_eval._cli.run.Run._execute``) looks ``simple_evaluate`` up on the
+    ``lm_eval`` package when it runs (``from lm_eval import simple_evaluate``), prints the results and
+    writes them only where ``--output_path`` is given; it returns nothing. ``medeval run`` needs them to
+    exit non-zero when a judge scored nothing, also without ``--output_path``. Wrapping the package
+    attribute for the duration of one CLI call is enough; it is put back afterwards.
+    Versions: lm-eval 0.4.12-0.4.13 (the test checks that the CLI still imports it at call time).
+    """
+    import lm_eval
+
+    original = lm_eval.simple_evaluate
+    captured: list[dict[str, Any]] = []
+
+    @functools.wraps(original)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        results = original(*args, **kwargs)
+        if isinstance(results, dict):
+            captured.append(results)
+        return results
+
+    lm_eval.simple_evaluate = simple_evaluate  # type: ignore[assignment]
+    try:
+        yield captured
+    finally:
+        lm_eval.simple_evaluate = original  # type: ignore[assignment]

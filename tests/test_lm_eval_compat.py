@@ -469,3 +469,30 @@ def test_importing_the_pack_installs_the_notice_filter():
     from medeval_metrics.lm_eval_compat import _DropPackCustomDatasetNotice
 
     assert any(isinstance(f, _DropPackCustomDatasetNotice) for f in logging.getLogger("lm_eval.api.task").filters)
+
+
+# --- 10. capture_results ------------------------------------------------------------------------
+
+
+def test_cli_still_looks_up_simple_evaluate_on_the_package_when_it_runs():
+    """Needed while lm-eval's CLI returns nothing and reads ``lm_eval.simple_evaluate`` at call time."""
+    from lm_eval._cli import run as cli_run
+
+    source = inspect.getsource(cli_run)
+    assert "from lm_eval import simple_evaluate" in source
+    assert "return results" not in inspect.getsource(cli_run.Run._execute)  # the CLI hands nothing back
+
+
+def test_capture_results_sees_each_evaluation_and_puts_the_function_back(monkeypatch):
+    import lm_eval
+
+    calls = []
+    monkeypatch.setattr(lm_eval, "simple_evaluate", lambda *a, **k: calls.append((a, k)) or {"results": {"t": {}}})
+    original = lm_eval.simple_evaluate
+    with lm_eval_compat.capture_results() as captured:
+        from lm_eval import simple_evaluate  # as the CLI does, at call time
+
+        assert simple_evaluate(model="m") == {"results": {"t": {}}}
+        simple_evaluate(model="n")
+    assert captured == [{"results": {"t": {}}}, {"results": {"t": {}}}] and len(calls) == 2
+    assert lm_eval.simple_evaluate is original

@@ -247,3 +247,7 @@ def test_dead_judge_makes_medeval_run_exit_non_zero_with_one_line(tmp_path):
     assert list(out.rglob("results_*.json"))  # what the run produced is kept
     allowed = run_cli([*args, "--allow-unscored"], cwd=tmp_path, env=env)
     assert allowed.returncode == 0, allowed.stderr[-3000:]
+    # without --output_path too: the exit code comes from the evaluation itself, not a results file
+    no_output = run_cli(args[: args.index("--output_path")], cwd=tmp_path, env=env)
+    assert no_output.returncode == 3, no_output.stderr[-3000:]
+    assert reason[0] in no_output.stderr.splitlines()
