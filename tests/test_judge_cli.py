@@ -137,3 +137,25 @@ def test_rate_limits_at_the_start_do_not_stop_a_judge():
                                 "max_retries": 2, "fail_fast": 3}, "t")
         out = PanelRunner(panel, RUBRIC).judge([JudgeItem(f"q{i}", "r", "a") for i in range(4)], progress=False)
     assert all(row["j"]["scores"] for row in out)  # 8 rate-limited requests first, then every item scored
+
+
+def test_a_run_its_own_panel_judged_is_not_replaced_by_a_dead_panel_and_judge_metrics_never_mix(tmp_path, capsys):
+    """The run's own verdicts count as "judged" too; a re-judge replaces every judge metric of the task."""
+    folder = tmp_path / "run"
+    write_run(folder)
+    samples = folder / "samples_medicationqa_2026-01-01T00-00-00.jsonl"
+    scored = {"old": {"scores": {"accuracy": 4, "completeness": 4, "clarity": 4}, "unscored_reason": None, "id_echoed": False}}
+    lines = [{**json.loads(line), "judge_verdicts": json.dumps(scored)} for line in samples.read_text().splitlines()]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (folder / "results_2026-01-01T00-00-00.json").write_text(json.dumps({"results": {"medicationqa": {
+        "judge_success_old,scored": 1.0, "judge_panel_score,scored": 4.0}}}))
+    code = main(["judge", str(folder), "--quiet", *FAST, "--judge-model", "m", "--judge-base-url", closed_port_url(),
+                 "--allow-unscored"])
+    assert code == 0 and not list(folder.glob("*_judged.json"))  # the run's own 3 scored items stay the result
+    assert "kept the results on file" in capsys.readouterr().out
+    with FakeJudgeServer() as server:
+        assert main(["judge", str(folder), "--quiet", *FAST, "--judge-model", "m", "--judge-base-url",
+                     server.url.removesuffix("/chat/completions")]) == 0
+    task = json.loads((folder / "results_2026-01-01T00-00-00_judged.json").read_text())["results"]["medicationqa"]
+    assert "judge_success_old,scored" not in task  # no judge of another panel left beside this one
+    assert [k for k in task if k.startswith("judge_success_") and "_stderr" not in k] == ["judge_success_m,scored"]

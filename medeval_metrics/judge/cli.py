@@ -51,6 +51,21 @@ def _scored_items(results_file: Path, task: str) -> int:
         return 0
 
 
+def _items_scored_in_samples(samples: list[dict[str, Any]]) -> int:
+    """How many of a run's logged samples (one per doc) its own panel scored (their ``judge_verdicts``)."""
+    count = 0
+    for sample in samples:
+        verdicts = sample.get("judge_verdicts")
+        if isinstance(verdicts, str):
+            try:
+                verdicts = json.loads(verdicts)
+            except ValueError:
+                continue
+        if isinstance(verdicts, dict) and any(isinstance(v, dict) and v.get("scores") for v in verdicts.values()):
+            count += 1
+    return count
+
+
 def _newest_results(folder: Path) -> Path | None:
     files = [p for p in folder.glob("results_*.json") if not p.stem.endswith("_judged")]
     return max(files, key=lambda p: p.stat().st_mtime) if files else None
@@ -125,6 +140,9 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         results_path = _newest_results(folder)
         results: dict[str, Any] = json.loads(results_path.read_text(encoding="utf-8")) if results_path else {"results": {}}
         task_results = results.setdefault("results", {}).setdefault(task, {"alias": task})
+        # this panel's judge metrics replace the run's own, all of them: no old judge_success_<name> left beside
+        for key in [k for k in task_results if k.startswith("judge_") and k.endswith(f",{filter_name}")]:
+            del task_results[key]
         for metric, stats in summary.items():
             task_results[f"{metric},{filter_name}"] = stats["value"]
             task_results[f"{metric}_stderr,{filter_name}"] = stats["stderr"]
@@ -145,7 +163,9 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
             "breakdown": breakdown,
         }
         out_path = folder / (f"{results_path.stem}_judged.json" if results_path else f"results_{stamp}_judged.json")
-        kept = out_path.is_file() and _scored_items(out_path, task) > items_scored
+        # never replace results that judged more: an earlier `medeval judge`, or the run's own panel
+        best_before = max(_scored_items(out_path, task) if out_path.is_file() else 0, _items_scored_in_samples(ordered))
+        kept = best_before > items_scored
         if not kept:
             out_path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
         written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path,
@@ -259,7 +279,7 @@ def _cmd(args: argparse.Namespace) -> int:
         for line in summary_lines(entry["per_judge"]):
             print(line)
         if entry["kept_existing"]:
-            print(f"\nkept {entry['results']}: it scored more items than this run ({entry['items_scored']}); "
+            print(f"\nkept the results on file: they scored more items than this run ({entry['items_scored']}); "
                   f"verdicts of this run: {entry['verdicts']}")
         else:
             print(f"\nwritten: {entry['verdicts']} and {entry['results']}")
