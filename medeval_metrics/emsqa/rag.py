@@ -257,8 +257,9 @@ def load_private_rag(**metadata: Any):
 def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     import datasets
 
-    from medeval_metrics.lm_eval_compat import loading_task_config
+    from medeval_metrics.lm_eval_compat import loading_task_config, pass_generation_kwargs_to_process_results
 
+    pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
     task_config = loading_task_config()
     max_gen_toks = _DEFAULT_MAX_GEN_TOKS
     if task_config is not None and isinstance(getattr(task_config, "generation_kwargs", None), dict):
