@@ -202,31 +202,35 @@ class _Span:
 
 
 def _structured(body: str) -> list[str] | None:
-    """The last JSON list of letters or ``answer`` field, whichever ends later; None if neither."""
-    best: tuple[int, list[str]] | None = None
+    """The answer in the requested format; None if there is none.
+
+    An ``answer`` field (the CoT format) is authoritative: its last usable occurrence wins, and no
+    JSON list elsewhere overrides it (``{"answer": ["c"], "eliminated": ["a", "b"]}``). Without one,
+    the last JSON list of quoted letters (the zero-shot format, ``["b"]``) wins; a bare bracketed
+    letter (``[a]``, a citation or a footnote) counts only where no quoted list exists.
+    """
     for match in reversed(_last(_ANSWER_FIELD.finditer(body))):
         inner = match.group(1)
         if inner.startswith("["):
             letters = [m.lower() for m in re.findall(r"(?<![A-Za-z])([a-zA-Z])(?![A-Za-z])", inner)]
             if letters or not re.search(r"[A-Za-z]", inner):
-                best = (match.end(), letters)
-                break
+                return letters
         else:
             letters = _Span(None).read(inner[1:-1], 0) or []
             whole = re.fullmatch(r"[ \t]*\(?([a-zA-Z])\)?[.]?[ \t]*", inner[1:-1])
             if whole:
                 letters = [whole.group(1).lower()]
             if letters:
-                best = (match.end(), letters)
-                break
+                return letters
+    bare: list[str] | None = None
     for match in reversed(list(_JSON_LIST.finditer(body))):
-        if best is not None and match.end() <= best[0]:
-            break
         inner = match.group(1) or ""
         letters = [m.lower() for m in re.findall(r"([a-zA-Z])", inner)]
-        best = (match.end(), letters)
-        break
-    return None if best is None else best[1]
+        if not inner.strip() or re.search(r"[\"'`]", inner):
+            return letters  # quoted letters, or an explicit empty list: the requested format
+        if bare is None:
+            bare = letters
+    return bare
 
 
 def _mask_option_lists(body: str, valid: set[str]) -> tuple[str, list[str] | None]:
