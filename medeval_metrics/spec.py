@@ -69,7 +69,8 @@ class BreakdownSpec:
     dimensions: dict[str, Categories]
 
 
-def _as_list(value: Any) -> list[str]:
+def _category_values(value: Any) -> list[str]:
+    """A doc field as category names: none, each item of a list, or the one value."""
     if value is None:
         return []
     if isinstance(value, (list, tuple)):
@@ -79,7 +80,7 @@ def _as_list(value: Any) -> list[str]:
 
 def doc_field(name: str) -> Categories:
     """Categories from a doc field (a list field puts an item in each of its categories)."""
-    return lambda doc: _as_list(doc.get(name))
+    return lambda doc: _category_values(doc.get(name))
 
 
 def crossed(first: Categories, second: Categories) -> Categories:

@@ -18,9 +18,17 @@ HERE = Path(__file__).resolve().parent
 
 
 def main(selected: list[str]) -> int:
+    if {"-h", "--help"} & set(selected):
+        print(__doc__)
+        return 0
     profiling = "--profile" in selected
     selected = [name for name in selected if name != "--profile"]
     sections = sorted(HERE.glob("bench_*.py"))
+    known = [path.stem[len("bench_"):] for path in sections]
+    unknown = [name for name in selected if name not in known]
+    if unknown:
+        print(f"benchmark.py: no section {', '.join(unknown)}; the sections are {', '.join(known)}", file=sys.stderr)
+        return 2
     for path in sections:
         name = path.stem[len("bench_"):]
         if selected and name not in selected:

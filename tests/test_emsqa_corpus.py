@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from medeval_metrics.emsqa import extract_answer, normalize_record
+from medeval_metrics.emsqa import extract_answer, normalise_record
 
 CORPUS = Path(__file__).parent / "data" / "emsqa_model_outputs.jsonl"
 
@@ -27,7 +27,7 @@ def load_corpus(path: Path = CORPUS) -> list[dict]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             case = json.loads(line)
-            case["doc"] = normalize_record(
+            case["doc"] = normalise_record(
                 {"question": case["question"], "choices": case["choices"], "answer": "a"}, number, path
             )
             cases.append(case)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.emsqa import PRIVATE_SOURCE, PUBLIC_SOURCE, load_private, load_public, normalize_record
+from medeval_metrics.emsqa import PRIVATE_SOURCE, PUBLIC_SOURCE, load_private, load_public, normalise_record
 from conftest import FIXTURES
 
 SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
@@ -52,7 +52,7 @@ def test_jsonl_private_file(tmp_path):
 
 
 def test_out_of_order_choices_keep_their_own_letters():
-    doc = normalize_record(
+    doc = normalise_record(
         {"question": "q", "choices": ["b. second", "a. first", "c. third"], "answer": "a"}, 0, "f.json"
     )
     assert doc["letters"] == ["a", "b", "c"] and doc["options"] == ["first", "second", "third"]
@@ -87,7 +87,7 @@ def test_bad_records_name_the_file_and_record(change, message):
         else:
             record[key] = value
     with pytest.raises(MedevalDataError, match=message) as info:
-        normalize_record(record, 3, "/data/private.json")
+        normalise_record(record, 3, "/data/private.json")
     assert "/data/private.json: record 3" in str(info.value)
 
 

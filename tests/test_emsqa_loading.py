@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.emsqa import DeferredPool, fewshot_pool, load_private, load_public, normalize_record
+from medeval_metrics.emsqa import DeferredPool, fewshot_pool, load_private, load_public, normalise_record
 from medeval_metrics.emsqa import data as emsqa_data
 from conftest import FIXTURES
 
@@ -65,7 +65,7 @@ def test_the_pool_is_read_on_the_first_draw_and_the_notice_comes_once(tmp_path, 
 
 
 def test_sampler_over_ordinary_docs_is_lm_evals_first_n(tmp_path):
-    docs = [normalize_record(r, i, "f") for i, r in enumerate(_synthetic())]
+    docs = [normalise_record(r, i, "f") for i, r in enumerate(_synthetic())]
     sampler = emsqa_data.DeferredFirstNSampler(docs, rnd=None)
     assert sampler.sample(2) == docs[:2]
     assert sampler.sample(0) == []
@@ -151,7 +151,7 @@ def test_a_folder_given_as_the_private_file(tmp_path):
 def test_multi_answer_written_as_text_says_multi_answers_are_lists(answer, shown):
     record = {"question": "q?", "choices": ["a. x", "b. y", "c. z", "d. w"], "answer": answer}
     with pytest.raises(MedevalDataError) as info:
-        normalize_record(record, 7, "/data/private.json")
+        normalise_record(record, 7, "/data/private.json")
     text = str(info.value)
     assert "/data/private.json: record 7" in text and "a multi-answer is a list of letters" in text
     assert f'"answer": {shown}' in text
@@ -159,11 +159,11 @@ def test_multi_answer_written_as_text_says_multi_answers_are_lists(answer, shown
 
 def test_single_letter_answers_still_load():
     record = {"question": "q?", "choices": ["a. x", "b. y"], "answer": " B "}
-    assert normalize_record(record, 0, "f")["gold"] == ["b"]
+    assert normalise_record(record, 0, "f")["gold"] == ["b"]
 
 
 def test_docs_become_a_dataset_with_the_same_rows(tmp_path):
-    docs = [normalize_record(r, i, "f") for i, r in enumerate(_synthetic())]
+    docs = [normalise_record(r, i, "f") for i, r in enumerate(_synthetic())]
     dataset = emsqa_data._dataset(docs)
     assert [dict(row) for row in dataset] == docs
 

@@ -136,3 +136,14 @@ def test_a_known_backend_without_its_package_says_so():
     panel = panel_from_obj([{"name": "v", "backend": "vllm", "model": "m"}], "t")
     with pytest.raises(MedevalDataError, match="judge v: lm-eval backend 'vllm' needs a package that is not installed"):
         validate_panel(panel)
+
+
+def test_a_judges_file_with_broken_yaml_is_one_line_naming_the_place(tmp_path):
+    from medeval_metrics.judge.config import load_panel
+
+    path = tmp_path / "judges.yaml"
+    path.write_text("judges: [ {name: a\n")
+    with pytest.raises(MedevalDataError) as caught:
+        load_panel(str(path))
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{path}: not valid YAML at line 2, column 1: ")

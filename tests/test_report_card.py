@@ -216,10 +216,10 @@ def test_judge_scores_of_a_logged_sample(sample, expected):
 
 
 def test_judge_summary_counts_unscored_apart():
-    from medeval_metrics.report.judges import collect_judge_scores, summarise
+    from medeval_metrics.report.judges import collect_judge_scores, scores_by_judge_and_dimension
 
     samples = [{"judge_scores": {"j": {"accuracy": s}}} for s in (5, 3, None, 4)]
-    summary = summarise(collect_judge_scores(samples))
+    summary = scores_by_judge_and_dimension(collect_judge_scores(samples))
     assert summary == {"j": {"accuracy": {"value": 4.0, "stderr": pytest.approx(1 / 3**0.5), "n": 3, "missing": 1}}}
 
 

@@ -21,7 +21,7 @@ from medeval_metrics.emsqa.data import (
     load_docs,
     load_private,
     load_public,
-    normalize_record,
+    normalise_record,
 )
 from medeval_metrics.emsqa.extract import ExtractAnswerFilter, extract_answer, strip_reasoning
 from medeval_metrics.emsqa.prompts import (
@@ -39,7 +39,7 @@ from medeval_metrics.emsqa.scoring import process_results, process_results_mc, s
 
 __all__ = [
     "LEVELS", "LEVEL_NAMES", "SUBJECT_AREAS", "PUBLIC_SOURCE", "PRIVATE_SOURCE", "DeferredPool", "fewshot_pool", "load_docs", "load_public",
-    "load_private", "normalize_record", "ExtractAnswerFilter", "extract_answer", "strip_reasoning",
+    "load_private", "normalise_record", "ExtractAnswerFilter", "extract_answer", "strip_reasoning",
     "doc_to_text", "doc_to_target", "doc_to_text_cot", "doc_to_text_expert_cot", "doc_to_target_cot",
     "doc_to_text_mc", "doc_to_choice_mc", "doc_to_target_mc", "expert_standpoint", "process_results",
     "process_results_mc", "score", "set_f1",

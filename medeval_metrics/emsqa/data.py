@@ -60,7 +60,7 @@ PRIVATE_SOURCE = DataSource(
 )
 
 
-def normalize_record(record: dict[str, Any], index: int, path: Path | str) -> dict[str, Any]:
+def normalise_record(record: dict[str, Any], index: int, path: Path | str) -> dict[str, Any]:
     """Validate one raw record and return the doc the tasks use; raises MedevalDataError naming it.
 
     The doc keeps the raw fields and adds ``letters`` (the option letters, from each choice's
@@ -224,7 +224,7 @@ def _load_docs(
                 )
             first_with_item[key] = index
         try:
-            docs.append(normalize_record(record, index, path))
+            docs.append(normalise_record(record, index, path))
         except MedevalDataError as exc:
             if not skip_invalid:
                 raise

@@ -228,7 +228,10 @@ def load_panel(value: str | None = None, where: str = "judges config") -> PanelC
             try:
                 return panel_from_obj(yaml.safe_load(text), where)
             except yaml.YAMLError as exc:
-                raise MedevalDataError(f"{where}: not valid YAML ({exc}).") from exc
+                mark = getattr(exc, "problem_mark", None)
+                at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+                problem = " ".join(str(getattr(exc, "problem", None) or "").split()) or type(exc).__name__
+                raise MedevalDataError(f"{where}: not valid YAML{at}: {problem}. Fix the file, or give the panel as JSON.") from exc
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

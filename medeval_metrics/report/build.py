@@ -212,7 +212,7 @@ def _write_judges(out: _Output, judge_collected: dict[str, dict[str, Any]]) -> N
 
     if not judge_collected:
         return
-    summaries = {label: {task: judges.summarise(c) for task, c in per_task.items()}
+    summaries = {label: {task: judges.scores_by_judge_and_dimension(c) for task, c in per_task.items()}
                  for label, per_task in judge_collected.items()}
     out.write("judges.json", json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     md = []

@@ -107,7 +107,7 @@ def collect_judge_scores(samples: Iterable[dict[str, Any]]) -> dict[str, dict[st
     return collected
 
 
-def summarise(collected: dict[str, dict[str, list[float | None]]]) -> dict[str, dict[str, dict[str, float]]]:
+def scores_by_judge_and_dimension(collected: dict[str, dict[str, list[float | None]]]) -> dict[str, dict[str, dict[str, float]]]:
     """Per judge and dimension: mean and stderr of the scores given, ``n`` scored, ``missing`` unscored."""
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for judge, dims in collected.items():
