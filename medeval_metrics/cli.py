@@ -21,9 +21,8 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "medeval_metrics.breakdown",
     "medeval_metrics.judge.cli",
     "medeval_metrics.report",
-    "medeval_metrics.emrqa.prepare",
     "medeval_metrics.demo",
-)
+)  # and each benchmark's own (``BenchmarkSpec.commands``)
 
 
 def run_lm_eval(argv: Sequence[str]) -> int:
@@ -271,7 +270,7 @@ def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
     lines += ["", *textwrap.wrap(
         "data: 'public' is read from the Hugging Face Hub (or a local copy); 'yours' needs your own file, given with "
         "--metadata '{\"KEY\": \"/path\"}' or the variable MEDEVAL_<KEY>. `medeval list --markdown` prints every "
-        "metric and source. emrQA tasks read both emrqa_data_json and emrqa_data_ql_csv.", width)]
+        "metric and source.", width)]
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -298,7 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("make-tiny-model", help="build a tiny random-weight model for offline smoke runs")
     p.add_argument("output_dir")
     p.set_defaults(func=_cmd_make_tiny_model)
-    for module_name in _SUBCOMMAND_MODULES:
+    from medeval_metrics import registry
+
+    for module_name in (*_SUBCOMMAND_MODULES, *(m for spec in registry.benchmarks() for m in spec.commands)):
         register: Callable[[argparse._SubParsersAction], None] = importlib.import_module(module_name).register_cli
         register(sub)
     return parser

@@ -142,6 +142,8 @@ class BenchmarkSpec:
     options: tuple[str, ...] = ()  # metadata keys its loaders read besides the sources' (e.g. a seed)
     # further prefixes of its option keys besides "<name>_" (e.g. "rag_"): an unknown key with one is a typo
     key_prefixes: tuple[str, ...] = ()
+    # modules with a ``register_cli(subparsers)`` adding the benchmark's own ``medeval`` subcommands
+    commands: tuple[str, ...] = ()
     listing_position: int = 100  # order of benchmarks in `medeval list`, the manifest and the README
 
     def source(self, key: str) -> Source:

@@ -81,7 +81,8 @@ def test_judging_comes_from_the_spec_and_matches_the_task_yaml():
 
 def test_sources_for_tasks_in_first_use_order():
     sources = registry.sources_for(["emrqa_risk", "emsqa_public", "emsqa_public_mc", "emrql_1"])
-    assert list(sources) == ["emrqa_data_json", "emsqa_public_path", "emrqa_data_ql_csv"]
+    # emrqa_risk reads both emrQA files (its questions, then the other one preparation needs)
+    assert list(sources) == ["emrqa_data_json", "emrqa_data_ql_csv", "emsqa_public_path"]
     assert sources["emsqa_public_path"].hub == "Xueren/EMS-MCQA"
     assert sources["emsqa_public_path"].data.env_var == "MEDEVAL_EMSQA_PUBLIC_PATH"
     assert registry.sources_for([]) == {}

@@ -34,6 +34,9 @@ def check_sources(metadata: Mapping[str, Any]) -> None:
     ensure_prepared(dict(metadata))
 
 
+# Preparation reads both files whichever subset a task evaluates.
+BOTH_FOR_QL, BOTH_FOR_QA = (DATA_JSON.key,), (DATA_QL_CSV.key,)
+
 SPEC = BenchmarkSpec(
     name="emrqa",
     paper=("Pampari et al. 2018, emrQA: A Large Corpus for Question Answering on Electronic Medical Records "
@@ -46,17 +49,18 @@ SPEC = BenchmarkSpec(
         Source(DATA_QL_CSV, files=("data-ql.csv",), upstream=_UPSTREAM, check=check_sources),
     ),
     options=(SEED_KEY, "emrqa_sample_size", CACHE_DIR_KEY),
+    commands=("medeval_metrics.emrqa.prepare",),  # `medeval emrqa-prepare`
     # Sample counts are None: the test sets are drawn from the user's files. Evidence tasks are at
     # version 2 (evidence placed on its own numbered line; tasks/emrqa/README.md).
     tasks=(
-        Task("emrql_1", QL, LOGICAL_FORM),
-        Task("emrql_2", QL, LOGICAL_FORM),
-        Task("emrqa_medication", QA, EVIDENCE, version=2),
-        Task("emrqa_relations", QA, EVIDENCE, version=2),
-        Task("emrqa_risk", QA, EVIDENCE, version=2),
-        Task("emrqa_smoking", QA, CLASSIFICATION),
-        Task("emrqa_obesity", QA, CLASSIFICATION),
-        Task("emrqa_evidence_window", QA, EVIDENCE, version=2),
+        Task("emrql_1", QL, LOGICAL_FORM, also_reads=BOTH_FOR_QL),
+        Task("emrql_2", QL, LOGICAL_FORM, also_reads=BOTH_FOR_QL),
+        Task("emrqa_medication", QA, EVIDENCE, version=2, also_reads=BOTH_FOR_QA),
+        Task("emrqa_relations", QA, EVIDENCE, version=2, also_reads=BOTH_FOR_QA),
+        Task("emrqa_risk", QA, EVIDENCE, version=2, also_reads=BOTH_FOR_QA),
+        Task("emrqa_smoking", QA, CLASSIFICATION, also_reads=BOTH_FOR_QA),
+        Task("emrqa_obesity", QA, CLASSIFICATION, also_reads=BOTH_FOR_QA),
+        Task("emrqa_evidence_window", QA, EVIDENCE, version=2, also_reads=BOTH_FOR_QA),
     ),
     groups={"emrqa": ("emrql_1", "emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
                       "emrqa_obesity")},
