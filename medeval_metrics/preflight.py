@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from medeval_metrics.data import MedevalDataError
 
@@ -140,6 +141,24 @@ def check_metadata_keys(metadata: dict[str, Any]) -> None:
             suggestion = f" Did you mean {close[0]!r}?" if close else ""
             raise MedevalDataError(
                 f"--metadata key {key!r} is not one the pack reads.{suggestion} Known keys: {', '.join(known)}."
+            )
+
+
+_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET")  # a variable a judge's api_key_env names, not a setting
+
+
+def check_environment_keys(environ: Mapping[str, str]) -> None:
+    """A ``MEDEVAL_<KEY>`` variable whose key has a benchmark's prefix but is not a key the pack reads is
+    a typo (``MEDEVAL_EMSQA_PUBLIC_PTH``): an error naming the closest known variable."""
+    known = {f"MEDEVAL_{key.upper()}": key for key in _known_metadata_keys()}
+    prefixes = tuple(f"MEDEVAL_{prefix.upper()}" for prefix in _pack_key_prefixes() if prefix != "medeval_")
+    for name in sorted(environ):
+        if name.startswith(prefixes) and name not in known and not name.endswith(_SECRET_SUFFIXES):
+            close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+            suggestion = f" Did you mean {close[0]}?" if close else ""
+            raise MedevalDataError(
+                f"environment variable {name} is not a setting the pack reads.{suggestion} "
+                f"Rename or unset it (`unset {name}`)."
             )
 
 
@@ -296,6 +315,7 @@ def run_checks(argv: Sequence[str], lm_eval_names: Callable[[], list[str]] | Non
         lm_eval_names = lambda: _lm_eval_task_names(include_path)  # noqa: E731
     metadata = parse_metadata(argv)
     check_metadata_keys(metadata)
+    check_environment_keys(os.environ)
     names = requested_task_names(argv)
     if not names:
         return None

@@ -246,3 +246,16 @@ def test_pack_only_index_holds_the_pack_and_nothing_else():
         names = set(TaskManager(include_path=tasks_path()).all_tasks)
     assert TaskManager.__init__ is before
     assert {"emsqa_public", "medicationqa", "emrqa", "emsqa"} <= names and "hellaswag" not in names
+
+
+def test_a_misspelled_environment_variable_is_an_error_naming_the_known_one():
+    from medeval_metrics.preflight import check_environment_keys
+
+    with pytest.raises(MedevalDataError, match=r"MEDEVAL_EMSQA_PUBLIC_PTH is not a setting .*Did you mean MEDEVAL_EMSQA_PUBLIC_PATH\?"):
+        check_environment_keys({"MEDEVAL_EMSQA_PUBLIC_PTH": "/x"})
+    with pytest.raises(MedevalDataError, match=r"MEDEVAL_RAG_KK .*Did you mean MEDEVAL_RAG_K\?"):
+        check_environment_keys({"MEDEVAL_RAG_KK": "4"})
+    # known settings, the pack's own switches and key variables a judge config names are left alone
+    check_environment_keys({"MEDEVAL_EMSQA_PUBLIC_PATH": "/x", "MEDEVAL_EMRQA_SEED": "1", "MEDEVAL_JUDGES": "{}",
+                            "MEDEVAL_DATA_CHECKSUMS": "off", "MEDEVAL_EMSQA_JUDGE_API_KEY": "k", "MEDEVAL_RAG_K": "8",
+                            "MEDEVAL_EMSQA_ALLOW_DUPLICATES": "1", "PATH": "/bin"})
