@@ -48,6 +48,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         importlib.import_module("medeval_metrics.testing.scripted")
     lm_eval_compat.index_pack_tasks()
     lm_eval_compat.redact_results_writer()
+    lm_eval_compat.model_key_only_for_its_endpoint()  # before lm-eval builds the model
     try:
         # task names, --metadata, data and judges: checked before lm-eval builds the model
         selection = run_checks(argv)

@@ -23,6 +23,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
    pack task (the pack's loaders name their metadata keys in their own errors).
 10. ``capture_results``: the results dict of the evaluation lm-eval's CLI runs in this process
    (``medeval run`` reads its judges' success from it, with or without ``--output_path``).
+11. ``model_key_only_for_its_endpoint``: a ``local-*`` backend sends ``$OPENAI_API_KEY`` only to
+   OpenAI's own host; elsewhere the key the user names (``MEDEVAL_MODEL_API_KEY_ENV``) or none.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any, Iterator
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results", "post_api_request",
-    "capture_results", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "capture_results", "model_key_only_for_its_endpoint", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -455,3 +457,58 @@ def capture_results() -> Iterator[list[dict[str, Any]]]:
         yield captured
     finally:
         lm_eval.simple_evaluate = original  # type: ignore[assignment]
+
+
+# --- 11. The evaluated local-* model: OPENAI_API_KEY only to OpenAI ---------------------------------
+
+MODEL_KEY_ENV = "MEDEVAL_MODEL_API_KEY_ENV"  # names the variable holding a local server's key
+OPENAI_HOSTS = ("api.openai.com",)
+
+
+def model_key_only_for_its_endpoint() -> None:
+    """Make lm-eval's ``local-completions`` / ``local-chat-completions`` send a key only where it belongs.
+
+    Why: their ``api_key`` (``LocalCompletionsAPI.api_key``) is ``$OPENAI_API_KEY`` whatever
+    ``base_url`` points at, and ``TemplateAPI.header`` turns it into ``Authorization: Bearer ...``, so a
+    run against any third-party or local host hands it the user's OpenAI key. With this patch they send
+    ``$OPENAI_API_KEY`` only to OpenAI's own host; to any other host the value of the variable that
+    ``MEDEVAL_MODEL_API_KEY_ENV`` names (e.g. ``MEDEVAL_MODEL_API_KEY_ENV=VLLM_API_KEY``), or no
+    ``Authorization`` header at all. A ``header`` model argument is sent as given, as before. The
+    ``openai-*`` backends (OpenAI's own API) are untouched. ``medeval run`` applies it before lm-eval
+    builds the model. Versions: lm-eval 0.4.x up to at least 0.4.13 (the test checks the fallback).
+    """
+    import functools
+    import os
+    from urllib.parse import urlparse
+
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    if getattr(getattr(LocalCompletionsAPI.__dict__.get("api_key"), "fget", None), "_medeval", False):
+        return
+
+    def api_key(self: Any) -> str:
+        named = os.environ.get(MODEL_KEY_ENV, "").strip()
+        if named:
+            value = os.environ.get(named, "")
+            if value:
+                from medeval_metrics import redact
+
+                redact.register_secret(value)
+            return value
+        host = (urlparse(str(self.base_url or "")).hostname or "").lower()
+        return os.environ.get("OPENAI_API_KEY", "") if host in OPENAI_HOSTS else ""
+
+    def header(self: Any) -> dict:
+        if self._header:
+            return self._header
+        key = self.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    key_property = property(api_key)
+    key_property.fget._medeval = True  # type: ignore[attr-defined]
+    key_property.fget._medeval_original = LocalCompletionsAPI.__dict__.get("api_key")  # type: ignore[attr-defined]
+    header_property = functools.cached_property(header)
+    header_property.__set_name__(LocalCompletionsAPI, "header")
+    LocalCompletionsAPI.api_key = key_property  # type: ignore[method-assign,assignment]
+    LocalCompletionsAPI.header = header_property  # type: ignore[method-assign,assignment]
+    # the openai-* subclasses read OPENAI_API_KEY in their own api_key (OpenAI's endpoint): unchanged

@@ -336,3 +336,29 @@ def test_emrqa_note_lines_in_a_422_body_never_reach_the_console(tmp_path):
     assert "Quillfeather" not in console and "Larkspur" not in console
     for name, text in _everything_written(out).items():
         assert "Quillfeather" not in text, f"note text in {name}"
+
+
+@pytest.mark.e2e
+def test_a_local_model_server_never_gets_the_openai_key(tmp_path):
+    """Issue 12, item 1 for the evaluated model: `local-chat-completions` at a host that is not OpenAI's
+    gets no Authorization header although OPENAI_API_KEY is set; the key the user names for it with
+    MEDEVAL_MODEL_API_KEY_ENV reaches it, and no other."""
+    from medeval_metrics.testing.recording_api import RecordingChatServer
+
+    tasks = _write_task(tmp_path)
+    local_key = "canary-local-server-55667788"
+    args = ["run", "--model", "local-chat-completions", "--include_path", str(tasks), "--tasks", "leak_probe",
+            "--apply_chat_template", "--limit", "2"]
+    seen = {}
+    for label, extra in (("unnamed", {}), ("named", {"MEDEVAL_MODEL_API_KEY_ENV": "LOCAL_SERVER_CREDENTIAL",
+                                                      "LOCAL_SERVER_CREDENTIAL": local_key})):
+        with RecordingChatServer(reply=_probe_reply) as server:
+            result = run_cli([*args, "--model_args", f"model=m,base_url={server.chat_url},num_concurrent=1,tokenizer_backend=none"],
+                             cwd=tmp_path, env={"OPENAI_API_KEY": ENV_KEY_CANARY, **OTHER_VENDOR_KEYS, **extra}, timeout=300)
+            assert result.returncode == 0, result.stderr[-3000:]
+            seen[label] = [dict(r["headers"]) for r in server.requests]
+            sent = "\n".join(json.dumps(r["headers"]) + r["raw"] for r in server.requests)
+        assert ENV_KEY_CANARY not in sent and not any(v in sent for v in OTHER_VENDOR_KEYS.values())
+        assert local_key not in result.stdout + result.stderr
+    assert seen["unnamed"] and all("Authorization" not in h for h in seen["unnamed"])
+    assert seen["named"] and {h.get("Authorization") for h in seen["named"]} == {f"Bearer {local_key}"}

@@ -496,3 +496,59 @@ def test_capture_results_sees_each_evaluation_and_puts_the_function_back(monkeyp
         simple_evaluate(model="n")
     assert captured == [{"results": {"t": {}}}, {"results": {"t": {}}}] and len(calls) == 2
     assert lm_eval.simple_evaluate is original
+
+
+# --- 11. model_key_only_for_its_endpoint ----------------------------------------------------------
+
+
+def _local_chat(base_url: str):
+    from lm_eval.models.openai_completions import LocalChatCompletion
+
+    return LocalChatCompletion(base_url=base_url, model="m", tokenizer_backend=None)
+
+
+def test_local_backends_still_send_the_openai_key_anywhere_without_the_patch(monkeypatch):
+    """Needed while lm-eval's local-* backends hand $OPENAI_API_KEY to whatever base_url they are given."""
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    current = LocalCompletionsAPI.__dict__["api_key"]
+    original = getattr(current.fget, "_medeval_original", None) or current  # an earlier in-process run may have patched it
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-openai-000111")
+    assert original.fget(_local_chat("http://127.0.0.1:9/v1/chat/completions")) == "sk-canary-openai-000111"
+
+
+@pytest.fixture
+def key_patch():
+    from lm_eval.models.openai_completions import LocalCompletionsAPI
+
+    saved = {name: LocalCompletionsAPI.__dict__[name] for name in ("api_key",) if name in LocalCompletionsAPI.__dict__}
+    saved_header = LocalCompletionsAPI.__dict__.get("header")
+    lm_eval_compat.model_key_only_for_its_endpoint()
+    lm_eval_compat.model_key_only_for_its_endpoint()  # idempotent
+    yield
+    for name, value in saved.items():
+        setattr(LocalCompletionsAPI, name, value)
+    if saved_header is None:
+        del LocalCompletionsAPI.header
+    else:
+        LocalCompletionsAPI.header = saved_header
+
+
+def test_each_host_gets_only_the_key_meant_for_it(key_patch, monkeypatch):
+    from lm_eval.models.openai_completions import OpenAIChatCompletion
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-openai-000111")
+    monkeypatch.delenv(lm_eval_compat.MODEL_KEY_ENV, raising=False)
+    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {}  # no Authorization at all
+    assert _local_chat("https://api.openai.com/v1/chat/completions").header == {
+        "Authorization": "Bearer sk-canary-openai-000111"}
+    monkeypatch.setenv(lm_eval_compat.MODEL_KEY_ENV, "MY_VLLM_KEY")
+    monkeypatch.setenv("MY_VLLM_KEY", "vllm-canary-222333444")
+    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {"Authorization": "Bearer vllm-canary-222333444"}
+    from medeval_metrics.redact import redact_text
+
+    assert "vllm-canary-222333444" not in redact_text("headers: Bearer vllm-canary-222333444 and vllm-canary-222333444")
+    # OpenAI's own backend keeps reading its variable
+    monkeypatch.delenv(lm_eval_compat.MODEL_KEY_ENV)
+    openai = OpenAIChatCompletion(base_url="https://api.openai.com/v1/chat/completions", model="gpt-4o")
+    assert openai.header == {"Authorization": "Bearer sk-canary-openai-000111"}
