@@ -47,12 +47,13 @@ _FREE_LETTERS = "abcdefgh"  # options run a-f; g and h are the letters models in
 _BOXED = re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{)?([^{}\n]{1,60}?)\}?\s*\}")
 _LABEL = re.compile(  # a labelled answer: "Final answer: B", "**Answer:** B", "### Answer\nC", "| Answer | C |"
     r"(?im)(?:^|(?<=[\n|]))[ \t>#*|_-]{0,8}(?:(?:my|the|final|correct|best)[ \t]+){0,2}"
-    r"(?:answers?|selection|choice|response|verdict|correct|(?:正确|最终)?答案)(?:[ \t]*\([^()\n]{0,20}\))?[ \t*_]{0,4}"
+    r"(?:answers?|selection|selected|choice|pick|response|verdict|correct|(?:正确|最终)?答案)(?:[ \t]*\([^()\n]{0,20}\))?[ \t*_]{0,4}"
     r"(?:[:：=|-][ \t*_|]{0,6}|\n[ \t\n*_#|>-]{0,12})"
 )
 _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers are:", "I'd choose"
     r"(?i)\b(?:(?P<qual>(?:in)?correct|right|wrong|best|final|true|false|appropriate|most[ \t]+"
-    r"(?:appropriate|likely|accurate|correct))[ \t]+(?:answers?|options?|choices?|responses?|letters?|ones?)"
+    r"(?:appropriate|likely|accurate|correct))[ \t]+(?:answers?|options?|choices?|responses?|letters?|ones?"
+    r"|interventions?|actions?|treatments?|steps?)"
     r"|answers?)"
     r"[ \t]*(?:\([^()\n]{0,20}\)[ \t]*)?"
     r"(?P<verb>is|are|=|:|would[ \t]+be|will[ \t]+be|should[ \t]+be|must[ \t]+be|could[ \t]+be|might[ \t]+be"
@@ -62,6 +63,9 @@ _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers a
     r"|say|answer|opt[ \t]+for|mark|circle)[ \t:*]{0,4}"
     r"|\b(?:which|this|that)[ \t]+(?:is|corresponds[ \t]+to|matches)[ \t]+(?=(?:option|choice|answer)[ \t]+[\"'“*(]{0,3}[A-H]\b)"
     r"|\b(?:it(?:'s|’s|[ \t]+is|[ \t]+has[ \t]+to[ \t]+be|[ \t]+must[ \t]+be)|that(?:'s|[ \t]+is)|so)[ \t]+(?=[\"'“*(]{0,3}[A-H]\b)"
+    # "Therefore, Option B." as the whole conclusion (the letters end the line or the text)
+    r"|\b(?:therefore|thus|hence)[ \t]*,?[ \t]+(?=(?:options?|choices?)[ \t]+[\"'“*(]{0,3}[A-H]\b"
+    r"(?:[ \t]*(?:,|and|&)[ \t]*(?:options?[ \t]+)?[A-H]\b){0,7}[ \t*\"')”]{0,3}[.!]?[ \t]*(?:\n|$))"
 )
 # "C is the correct answer", "Options B and C are both correct"
 _LETTER_FIRST = re.compile(
