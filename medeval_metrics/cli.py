@@ -48,7 +48,6 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         importlib.import_module("medeval_metrics.testing.scripted")
     lm_eval_compat.index_pack_tasks()
     lm_eval_compat.redact_results_writer()
-    lm_eval_compat.model_key_only_for_its_endpoint()  # before lm-eval builds the model
     try:
         # task names, --metadata, data and judges: checked before lm-eval builds the model
         selection = run_checks(argv)
@@ -66,7 +65,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     started = time.time()
     try:
         with _task_index(selection, argv), lm_eval_compat.capture_results() as evaluations, \
-                _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
+                lm_eval_compat.model_key_only_for_its_endpoint(), _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
             cli_evaluate()
         _print_breakdowns(argv, started)
         code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored)

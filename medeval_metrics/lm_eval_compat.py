@@ -465,8 +465,10 @@ MODEL_KEY_ENV = "MEDEVAL_MODEL_API_KEY_ENV"  # names the variable holding a loca
 OPENAI_HOSTS = ("api.openai.com",)
 
 
-def model_key_only_for_its_endpoint() -> None:
-    """Make lm-eval's ``local-completions`` / ``local-chat-completions`` send a key only where it belongs.
+@contextlib.contextmanager
+def model_key_only_for_its_endpoint() -> Iterator[None]:
+    """While active, lm-eval's ``local-completions`` / ``local-chat-completions`` send a key only where
+    it belongs (put back afterwards).
 
     Why: their ``api_key`` (``LocalCompletionsAPI.api_key``) is ``$OPENAI_API_KEY`` whatever
     ``base_url`` points at, and ``TemplateAPI.header`` turns it into ``Authorization: Bearer ...``, so a
@@ -474,17 +476,15 @@ def model_key_only_for_its_endpoint() -> None:
     ``$OPENAI_API_KEY`` only to OpenAI's own host; to any other host the value of the variable that
     ``MEDEVAL_MODEL_API_KEY_ENV`` names (e.g. ``MEDEVAL_MODEL_API_KEY_ENV=VLLM_API_KEY``), or no
     ``Authorization`` header at all. A ``header`` model argument is sent as given, as before. The
-    ``openai-*`` backends (OpenAI's own API) are untouched. ``medeval run`` applies it before lm-eval
-    builds the model. Versions: lm-eval 0.4.x up to at least 0.4.13 (the test checks the fallback).
+    ``openai-*`` backends (OpenAI's own API) are untouched. ``medeval run`` holds it around lm-eval's
+    CLI, which builds the model. Versions: lm-eval 0.4.x up to at least 0.4.13 (the test checks the
+    fallback).
     """
     import functools
     import os
     from urllib.parse import urlparse
 
     from lm_eval.models.openai_completions import LocalCompletionsAPI
-
-    if getattr(getattr(LocalCompletionsAPI.__dict__.get("api_key"), "fget", None), "_medeval", False):
-        return
 
     def api_key(self: Any) -> str:
         named = os.environ.get(MODEL_KEY_ENV, "").strip()
@@ -504,11 +504,18 @@ def model_key_only_for_its_endpoint() -> None:
         key = self.api_key
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    key_property = property(api_key)
-    key_property.fget._medeval = True  # type: ignore[attr-defined]
-    key_property.fget._medeval_original = LocalCompletionsAPI.__dict__.get("api_key")  # type: ignore[attr-defined]
+    missing = object()
+    saved = {name: LocalCompletionsAPI.__dict__.get(name, missing) for name in ("api_key", "header")}
     header_property = functools.cached_property(header)
     header_property.__set_name__(LocalCompletionsAPI, "header")
-    LocalCompletionsAPI.api_key = key_property  # type: ignore[method-assign,assignment]
+    LocalCompletionsAPI.api_key = property(api_key)  # type: ignore[method-assign,assignment]
     LocalCompletionsAPI.header = header_property  # type: ignore[method-assign,assignment]
     # the openai-* subclasses read OPENAI_API_KEY in their own api_key (OpenAI's endpoint): unchanged
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is missing:
+                delattr(LocalCompletionsAPI, name)
+            else:
+                setattr(LocalCompletionsAPI, name, value)

@@ -509,29 +509,14 @@ def _local_chat(base_url: str):
 
 def test_local_backends_still_send_the_openai_key_anywhere_without_the_patch(monkeypatch):
     """Needed while lm-eval's local-* backends hand $OPENAI_API_KEY to whatever base_url they are given."""
-    from lm_eval.models.openai_completions import LocalCompletionsAPI
-
-    current = LocalCompletionsAPI.__dict__["api_key"]
-    original = getattr(current.fget, "_medeval_original", None) or current  # an earlier in-process run may have patched it
     monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-openai-000111")
-    assert original.fget(_local_chat("http://127.0.0.1:9/v1/chat/completions")) == "sk-canary-openai-000111"
+    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {"Authorization": "Bearer sk-canary-openai-000111"}
 
 
 @pytest.fixture
 def key_patch():
-    from lm_eval.models.openai_completions import LocalCompletionsAPI
-
-    saved = {name: LocalCompletionsAPI.__dict__[name] for name in ("api_key",) if name in LocalCompletionsAPI.__dict__}
-    saved_header = LocalCompletionsAPI.__dict__.get("header")
-    lm_eval_compat.model_key_only_for_its_endpoint()
-    lm_eval_compat.model_key_only_for_its_endpoint()  # idempotent
-    yield
-    for name, value in saved.items():
-        setattr(LocalCompletionsAPI, name, value)
-    if saved_header is None:
-        del LocalCompletionsAPI.header
-    else:
-        LocalCompletionsAPI.header = saved_header
+    with lm_eval_compat.model_key_only_for_its_endpoint():
+        yield
 
 
 def test_each_host_gets_only_the_key_meant_for_it(key_patch, monkeypatch):
@@ -552,3 +537,10 @@ def test_each_host_gets_only_the_key_meant_for_it(key_patch, monkeypatch):
     monkeypatch.delenv(lm_eval_compat.MODEL_KEY_ENV)
     openai = OpenAIChatCompletion(base_url="https://api.openai.com/v1/chat/completions", model="gpt-4o")
     assert openai.header == {"Authorization": "Bearer sk-canary-openai-000111"}
+
+
+def test_the_key_patch_is_put_back_after_the_run(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-openai-000111")
+    with lm_eval_compat.model_key_only_for_its_endpoint():
+        assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {}
+    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {"Authorization": "Bearer sk-canary-openai-000111"}
