@@ -8,9 +8,9 @@ needed, or when the patch stops working. Importing this module imports nothing f
 1. ``index_pack_tasks``: ``TaskManager.__init__`` also indexes the pack's tasks (``medeval run``).
 2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
-4. ``set_api_request_headers`` / ``post_api_request``: an API backend sends exactly the headers it was
-   configured with (``TemplateAPI.header``), over a keep-alive session (``model_call``);
-   ``api_request_payload``: the JSON body ``model_call`` would send, for the judges' asyncio transport.
+4. ``set_api_request_headers``: an API backend sends exactly the headers it was configured with
+   (``TemplateAPI.header``); ``api_request_payload``: the JSON body ``model_call`` would send, for the
+   judges' asyncio transport.
 5. ``pass_generation_kwargs_to_process_results``: ``ConfigurableTask.process_results`` passes the
    task's generation settings to scorers that ask for them (emrQA's ``prompt_too_long``).
 6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
@@ -39,7 +39,7 @@ from typing import Any, Iterator
 
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
-    "pack_only_task_index", "pass_generation_kwargs_to_process_results", "post_api_request",
+    "pack_only_task_index", "pass_generation_kwargs_to_process_results",
     "capture_results", "model_key_only_for_its_endpoint", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
@@ -187,7 +187,7 @@ def redact_results_writer() -> None:
     EvaluationTracker.save_results_samples = save_results_samples  # type: ignore[method-assign]
 
 
-# --- 4. API backend requests: exact headers, and a keep-alive request path for the judge ----------
+# --- 4. API backend requests: exact headers, and the request body for the judges' transport -------
 
 
 def set_api_request_headers(lm: Any, headers: dict[str, str]) -> None:
@@ -205,24 +205,6 @@ def set_api_request_headers(lm: Any, headers: dict[str, str]) -> None:
     """
     lm.__dict__["header"] = dict(headers)  # the cached_property's slot: read by every requests.post
     lm.__dict__["_header"] = dict(headers)
-
-
-def post_api_request(lm: Any, session: Any, messages: Any, gen_kwargs: dict[str, Any]) -> Any:
-    """One generation request of an lm-eval API backend over a caller-owned ``requests.Session``.
-
-    Why: ``TemplateAPI.model_call`` posts with ``requests.post``, a new TCP connection per request
-    (3-5 ms of client CPU each in the judge benchmark), and on an HTTP error logs the response body,
-    which can quote the request. This sends the same request, built by the backend's own
-    ``create_message``/``_create_payload`` with its ``header``, ``verify_certificate`` and ``timeout``,
-    through a keep-alive session, and raises ``requests.HTTPError`` without logging the body.
-
-    Mirrors ``model_call`` of lm-eval 0.4.x up to at least 0.4.13; the test compares the two requests.
-    """
-    payload = api_request_payload(lm, messages, gen_kwargs)
-    response = session.post(lm.base_url, json=payload, headers=lm.header, verify=lm.verify_certificate,
-                            timeout=lm.timeout)
-    response.raise_for_status()
-    return response.json()
 
 
 def api_request_payload(lm: Any, messages: Any, gen_kwargs: dict[str, Any]) -> dict[str, Any]:

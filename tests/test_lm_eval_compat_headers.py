@@ -1,4 +1,4 @@
-"""``lm_eval_compat.set_api_request_headers``: still needed, and still working."""
+"""``lm_eval_compat.set_api_request_headers`` and ``api_request_payload``: still needed, and still working."""
 
 from __future__ import annotations
 
@@ -26,35 +26,6 @@ def test_patch_sets_exactly_the_given_headers(monkeypatch):
     assert lm.header == {"x-api-key": "v"}
 
 
-def test_post_api_request_still_needed_model_call_opens_a_connection_per_request():
-    import inspect
-
-    from lm_eval.models.api_models import TemplateAPI
-
-    # when this fails, lm-eval's model_call reuses connections itself: post_api_request can go
-    assert "requests.post(" in inspect.getsource(TemplateAPI.model_call)
-
-
-def test_post_api_request_sends_what_model_call_sends(monkeypatch):
-    import requests
-    from lm_eval.models.openai_completions import LocalChatCompletion
-
-    from medeval_metrics.lm_eval_compat import post_api_request, set_api_request_headers
-    from medeval_metrics.testing.fake_api import FakeChatServer
-
-    with FakeChatServer(answer="hello") as server:
-        lm = LocalChatCompletion(base_url=server.chat_url, model="m", tokenizer_backend=None, max_retries=1)
-        set_api_request_headers(lm, {"x-api-key": "v"})
-        messages = [lm.apply_chat_template([{"role": "user", "content": "hi"}])]
-        gen_kwargs = {"max_gen_toks": 7, "until": [], "temperature": 0, "do_sample": False}
-        ours = post_api_request(lm, requests.Session(), messages, gen_kwargs)
-        theirs = lm.model_call(messages=messages, generate=True, gen_kwargs=gen_kwargs)
-        first, second = server.requests
-    assert first["body"] == second["body"] and first["path"] == second["path"]
-    assert first["headers"]["x-api-key"] == second["headers"]["x-api-key"] == "v"
-    assert lm.parse_generations(outputs=ours, contexts=messages) == lm.parse_generations(outputs=theirs, contexts=messages) == ["hello"]
-
-
 class _Records:
     """lm-eval's API-model log records (its loggers do not propagate to the root)."""
 
@@ -79,28 +50,27 @@ def test_eos_workaround_still_needed_a_tokenizer_free_backend_warns_on_eos_strin
 
     lm = LocalChatCompletion(base_url="http://127.0.0.1:9/v1/chat/completions", model="m", tokenizer_backend=None)
     with _Records() as records:
-        # when this fails, lm-eval no longer warns for a chat backend without a tokenizer: post_api_request
+        # when this fails, lm-eval no longer warns for a chat backend without a tokenizer: api_request_payload
         # can read lm.eos_string directly again
         assert lm.eos_string is None
     assert any("Cannot determine EOS string" in m for m in records.messages)
 
 
-def test_post_api_request_asks_for_no_eos_string_and_logs_nothing_about_it():
-    import requests
+def test_request_body_asks_for_no_eos_string_and_logs_nothing_about_it():
     from lm_eval.models.openai_completions import LocalChatCompletion
 
-    from medeval_metrics.lm_eval_compat import post_api_request, set_api_request_headers
-    from medeval_metrics.testing.fake_api import FakeChatServer
+    from medeval_metrics.lm_eval_compat import api_request_payload
 
     gen_kwargs = {"max_gen_toks": 7, "until": [], "temperature": 0, "do_sample": False}
-    with FakeChatServer(answer="hello") as server, _Records() as records:
-        plain = LocalChatCompletion(base_url=server.chat_url, model="m", tokenizer_backend=None, max_retries=1)
-        configured = LocalChatCompletion(base_url=server.chat_url, model="m", tokenizer_backend=None, max_retries=1,
+    url = "http://127.0.0.1:9/v1/chat/completions"
+    with _Records() as records:
+        plain = LocalChatCompletion(base_url=url, model="m", tokenizer_backend=None, max_retries=1)
+        configured = LocalChatCompletion(base_url=url, model="m", tokenizer_backend=None, max_retries=1,
                                          eos_string="<|end|>")
-        for lm in (plain, configured):
-            set_api_request_headers(lm, {})
-            post_api_request(lm, requests.Session(), [lm.apply_chat_template([{"role": "user", "content": "hi"}])], gen_kwargs)
-        without_eos, with_eos = server.requests
+        without_eos, with_eos = (
+            api_request_payload(lm, [lm.apply_chat_template([{"role": "user", "content": "hi"}])], gen_kwargs)
+            for lm in (plain, configured)
+        )
     assert not [m for m in records.messages if "EOS" in m]
-    assert without_eos["body"].get("stop") in (None, [])  # the judge's until is empty: no stop string at all
-    assert with_eos["body"]["stop"] == ["<|end|>"]  # an eos_string the user configured is still sent
+    assert without_eos.get("stop") in (None, [])  # the judge's until is empty: no stop string at all
+    assert with_eos["stop"] == ["<|end|>"]  # an eos_string the user configured is still sent

@@ -3,7 +3,7 @@ own configuration used to cause, under `medeval run` and under plain `lm_eval --
 
 Known ones, each with its fix in ``medeval_metrics.lm_eval_compat``: lm-eval's per-task custom_dataset
 notice (9), "No aggregation function defined" for the per-judge ``judge_success_<judge>`` metrics (8),
-and "Cannot determine EOS string" from each chat-API judge (4, ``post_api_request``)."""
+and "Cannot determine EOS string" from each chat-API judge (4, ``api_request_payload``)."""
 
 from __future__ import annotations
 

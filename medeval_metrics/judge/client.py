@@ -1,4 +1,4 @@
-"""One judge as an lm-eval backend: build it, send it one conversation (or a batch), classify failures.
+"""One judge as an lm-eval backend: build it, its request body (the API transport sends it) or a batch (``hf``/``vllm``).
 
 API backends (lm-eval's ``TemplateAPI`` family) get one request per call, with the backend's own
 payload (``api_payload``) and reply parsing and exactly the headers the judge's config names
@@ -10,7 +10,6 @@ called in batches through ``generate_until``.
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any, Sequence
 
 from medeval_metrics.data import MedevalDataError
@@ -34,27 +33,6 @@ def _retry_after_seconds(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None  # an HTTP date: fall back to exponential backoff
-
-
-def classify(exc: BaseException) -> TransportFailure:
-    """A safe description of a failed request: status code or error class, never the message text
-    (requests' messages can quote URLs, and aiohttp's quote headers)."""
-    import requests
-
-    if isinstance(exc, requests.HTTPError) and exc.response is not None:
-        status = exc.response.status_code
-        return TransportFailure(
-            f"HTTP {status}",
-            retryable=status in RETRYABLE_STATUS,
-            retry_after=_retry_after_seconds(exc.response.headers.get("Retry-After")),
-        )
-    if isinstance(exc, requests.Timeout):
-        return TransportFailure("timeout", retryable=True)
-    if isinstance(exc, requests.ConnectionError):
-        return TransportFailure("connection error", retryable=True)
-    if isinstance(exc, ValueError):  # reply body was not JSON
-        return TransportFailure("reply body is not valid JSON", retryable=True)
-    return TransportFailure(f"request failed ({type(exc).__name__})", retryable=True)
 
 
 def judge_headers(config: JudgeConfig, environ: Any = None) -> dict[str, str]:
@@ -82,15 +60,6 @@ class JudgeClient:
         from lm_eval.models.api_models import TemplateAPI
 
         self.is_api = isinstance(self.lm, TemplateAPI)
-        self._local = threading.local()  # one keep-alive session per scheduler thread
-
-    def _session(self) -> Any:
-        session = getattr(self._local, "session", None)
-        if session is None:
-            import requests
-
-            session = self._local.session = requests.Session()
-        return session
 
     def _build(self) -> Any:
         import lm_eval.models  # noqa: F401  (fills the model registry)
@@ -111,7 +80,7 @@ class JudgeClient:
         if is_api:
             if c.base_url:
                 args["base_url"] = c.base_url
-            # the scheduler's retry loop and thread pool replace the backend's
+            # the scheduler's retry loop and asyncio workers replace the backend's
             args.update(num_concurrent=1, max_retries=1, timeout=max(1, int(round(self.panel.timeout))))
             args.setdefault("tokenizer_backend", "none")
             args.setdefault("tokenized_requests", False)
@@ -146,21 +115,6 @@ class JudgeClient:
 
         context = self._context(messages)
         return context, api_request_payload(self.lm, [context], self._gen_kwargs())
-
-    def request_once(self, messages: list[dict[str, str]]) -> str | None:
-        """One API request over a per-thread keep-alive session (the runner's asyncio transport,
-        ``judge.transport``, is the fast path); raises TransportFailure."""
-        from medeval_metrics.lm_eval_compat import post_api_request
-
-        context = self._context(messages)
-        try:
-            outputs = post_api_request(self.lm, self._session(), [context], self._gen_kwargs())
-            replies = self.lm.parse_generations(outputs=outputs, contexts=[context])
-        except TransportFailure:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a classified, retryable-or-not reason
-            raise classify(exc) from None
-        return replies[0] if replies else None
 
     def generate_batch(self, conversations: Sequence[list[dict[str, str]]]) -> list[str | None]:
         from lm_eval.api.instance import Instance

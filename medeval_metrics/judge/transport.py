@@ -65,7 +65,7 @@ def _ssl_for(url: str, verify: bool) -> Any:
 
 
 def classify_async(exc: BaseException) -> TransportFailure:
-    """``client.classify`` for aiohttp's errors: a status or an error class, never the message."""
+    """A failure as a reason: a status or an error class, never the message (it can quote the request)."""
     import aiohttp
 
     if isinstance(exc, TransportFailure):
