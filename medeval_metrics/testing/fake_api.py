@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from medeval_metrics.testing.loopback import send_json, start_server, stop_server
 from typing import Any, Callable
 
-# serve_forever checks for shutdown() every poll_interval (0.5 s by default): every ``with`` block
-# would end half a second late, which adds up over the test suite.
-SHUTDOWN_POLL = {"poll_interval": 0.02}
 
 
 class FakeChatServer:
@@ -37,7 +36,6 @@ class FakeChatServer:
         self.requests: list[dict[str, Any]] = []  # {"path", "headers", "body", "status"}
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def statuses(self) -> list[int]:
@@ -72,9 +70,7 @@ class FakeChatServer:
             )
         if status != 200:
             payload = json.dumps({"error": {"message": f"injected failure {status}", "code": status}}).encode()
-            handler.send_response(status)
-            if status == 429:
-                handler.send_header("Retry-After", str(self.retry_after_s))
+            headers = {"Retry-After": str(self.retry_after_s)} if status == 429 else {}
         else:
             messages = (body or {}).get("messages") or [{"role": "user", "content": (body or {}).get("prompt", "")}]
             text = self.answer(messages)
@@ -86,31 +82,13 @@ class FakeChatServer:
                 {"id": f"fake-{number}", "object": "chat.completion", "model": (body or {}).get("model", "fake"),
                  "choices": [choice], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
             ).encode()
-            handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(payload)))
-        handler.end_headers()
-        handler.wfile.write(payload)
+            headers = {}
+        send_json(handler, status, payload, headers)
 
     def __enter__(self) -> "FakeChatServer":
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                server._handle(self)
-
-            def log_message(self, *args: Any) -> None:  # keep test output quiet
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs=SHUTDOWN_POLL, name="fake-chat-api",
-                                        daemon=True)
-        self._thread.start()
+        self._httpd = start_server(self._handle, "fake-chat-api")
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        stop_server(self._httpd)
+        self._httpd = None

@@ -27,10 +27,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from medeval_metrics.testing.loopback import SHUTDOWN_POLL, send_json
+
 DIMENSIONS = ("accuracy", "completeness", "clarity")
-# serve_forever checks for shutdown() every poll_interval (0.5 s by default): every ``with`` block
-# would end half a second late, which adds up over the test suite.
-SHUTDOWN_POLL = {"poll_interval": 0.02}
 _ANSWER_ID = re.compile(r"<<<ANSWER-([0-9a-f]{12})>>>")
 _QUESTION = re.compile(r"Question:\n(.*?)\n\nReference answer:", re.DOTALL)
 _TAGGED_QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.DOTALL)  # rubric templates in HELM's style
@@ -138,13 +137,7 @@ class FakeJudgeServer:
                 self.in_flight -= 1
                 released = True
             try:
-                handler.send_response(status)
-                handler.send_header("Content-Type", "application/json")
-                handler.send_header("Content-Length", str(len(data)))
-                for name, value in headers.items():
-                    handler.send_header(name, value)
-                handler.end_headers()
-                handler.wfile.write(data)
+                send_json(handler, status, data, headers)
             except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                 pass
         finally:

@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from medeval_metrics.testing.loopback import send_json, start_server, stop_server
 from typing import Any, Callable
 
-# serve_forever checks for shutdown() every poll_interval (0.5 s by default): every ``with`` block
-# would end half a second late, which adds up over the test suite.
-SHUTDOWN_POLL = {"poll_interval": 0.02}
 
 
 class RecordingChatServer:
@@ -74,31 +73,12 @@ class RecordingChatServer:
             }
         else:
             payload = self._error_body(status, body)
-        data = json.dumps(payload).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        send_json(handler, status, json.dumps(payload).encode())
 
     def __enter__(self) -> "RecordingChatServer":
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                server._handle(self)
-
-            def log_message(self, *args: Any) -> None:  # keep test output quiet
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs=SHUTDOWN_POLL, name="recording-chat-api",
-                         daemon=True).start()
+        self._httpd = start_server(self._handle, "recording-chat-api")
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+        stop_server(self._httpd)
+        self._httpd = None
