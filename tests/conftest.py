@@ -4,11 +4,14 @@ EMSQA gold answers and judge panel builders."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,6 +25,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Synthetic files named like the published ones (test_open.json) are not the published files: the
 # checksum notice would fire in every such test. Its own tests set MEDEVAL_DATA_CHECKSUMS themselves.
 os.environ["MEDEVAL_DATA_CHECKSUMS"] = "off"
+# Validated data sets are cached between runs; tests keep theirs out of the user's ~/.cache.
+os.environ["MEDEVAL_DATASET_CACHE"] = tempfile.mkdtemp(prefix="medeval-test-datasets-")
+atexit.register(shutil.rmtree, os.environ["MEDEVAL_DATASET_CACHE"], ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -162,10 +162,16 @@ def test_single_letter_answers_still_load():
     assert normalise_record(record, 0, "f")["gold"] == ["b"]
 
 
-def test_docs_become_a_dataset_with_the_same_rows(tmp_path):
-    docs = [normalise_record(r, i, "f") for i, r in enumerate(_synthetic())]
-    dataset = emsqa_data._dataset(docs)
-    assert [dict(row) for row in dataset] == docs
+@pytest.mark.parametrize("cache", [False, True])
+def test_docs_become_a_dataset_with_the_same_rows(tmp_path, monkeypatch, cache):
+    monkeypatch.setenv("MEDEVAL_DATASET_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "test_open.json"
+    path.write_text(json.dumps(_synthetic()))
+    docs = [normalise_record(r, i, path) for i, r in enumerate(_synthetic())]
+    for _ in range(2):  # the second time from the cache, where it is on
+        dataset = emsqa_data._dataset(path, "the set", False, cache=cache)
+        assert [dict(row) for row in dataset] == docs
+    assert (tmp_path / "cache").exists() == cache
 
 
 def _public_run(folder, num_fewshot):

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import json
 import logging
 import os
@@ -15,6 +13,8 @@ from typing import Any, Iterator
 
 from medeval_metrics.data import (
     DataSource,
+    check_known_checksum,
+    collector_paused,
     MedevalDataError,
     download_hub_file,
     read_json_records,
@@ -169,19 +169,6 @@ def _item_key(record: dict[str, Any]) -> tuple[str, tuple[str, ...]] | None:
     return " ".join(question.lower().split()), tuple(" ".join(str(c).lower().split()) for c in choices)
 
 
-@contextlib.contextmanager
-def _collector_paused():
-    """Loading builds many small containers and no reference cycles: the cyclic collector's full
-    passes over them made a 10x file take 20-40x the time (measured in scripts/bench_emsqa.py)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def load_docs(
     path: Path, description: str, skip_invalid: bool = False, allow_duplicates: bool = False
 ) -> list[dict[str, Any]]:
@@ -192,7 +179,7 @@ def load_docs(
     always strict. Two records with the same question and choices (a file concatenated with
     itself) are an error naming both, unless ``allow_duplicates``.
     """
-    with _collector_paused():
+    with collector_paused():
         return _load_docs(path, description, skip_invalid, allow_duplicates)
 
 
@@ -320,9 +307,15 @@ def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
                     f"{local}: no test_open.json in this folder. {PUBLIC_SOURCE.how_to_get}"
                 )
             val = next((p for p in (local / "val_open.json", local / "validation.json") if p.exists()), None)
+            for found in (test, val):  # a folder's files are compared with the pins like a named file
+                if found is not None:
+                    check_known_checksum(found)
             return test, val
         sibling = local.parent / "val_open.json"
-        return local, sibling if sibling.exists() and sibling != local else None
+        if sibling.exists() and sibling != local:
+            check_known_checksum(sibling)
+            return local, sibling
+        return local, None
     revision = metadata.get("emsqa_revision")
     test = download_hub_file(PUBLIC_SOURCE, ["test_open.json"], revision)
     try:
@@ -332,10 +325,25 @@ def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
     return test, val
 
 
-def _dataset(docs: list[dict[str, Any]]):
-    import datasets
+def doc_schema():
+    """The Arrow schema of a validated doc (``normalise_record``'s output), stated so that a file whose
+    items all lack levels still gets list-of-string columns."""
+    import pyarrow as pa
 
-    return datasets.Dataset.from_list(docs)
+    text, texts = pa.string(), pa.list_(pa.string())
+    return pa.schema([("id", text), ("question", text), ("choices", texts), ("letters", texts), ("options", texts),
+                      ("gold", texts), ("answer", text), ("level", texts), ("category", texts),
+                      ("explanation", text), ("link", text)])
+
+
+def _dataset(path: Path, description: str, duplicates_ok: bool, cache: bool):
+    """The validated test split as a Dataset; the public set is kept validated between runs
+    (``medeval_metrics.data.validated_dataset``)."""
+    from medeval_metrics.data import validated_dataset
+
+    return validated_dataset(path, {"allow_duplicates": duplicates_ok},
+                             lambda: load_docs(path, description, allow_duplicates=duplicates_ok),
+                             schema=doc_schema(), code_files=(Path(__file__),), cache=cache)
 
 
 class EmsqaSplits(dict):
@@ -350,8 +358,7 @@ def load_public(**metadata: Any):
     redact.install()  # task building is an entry point: keys are redacted before the first request
     test_path, val_path = _public_files(metadata)
     duplicates_ok = allow_duplicates(metadata)
-    test = load_docs(test_path, "the EMSQA public test set", allow_duplicates=duplicates_ok)
-    splits = EmsqaSplits(test=_dataset(test))
+    splits = EmsqaSplits(test=_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True))
     if val_path is not None:
         splits["validation"] = DeferredPool(val_path, "the EMSQA public validation set", duplicates_ok)
     else:
@@ -371,6 +378,7 @@ def load_private(**metadata: Any):
     if path.is_dir():
         raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file "
                                f"({_RECORD_SHAPE}).")
-    return EmsqaSplits(test=_dataset(load_docs(path, "the EMSQA private set", allow_duplicates=allow_duplicates(metadata))))
+    # Not cached: a copy of an unreleased exam set under ~/.cache is a copy the user did not ask for.
+    return EmsqaSplits(test=_dataset(path, "the EMSQA private set", allow_duplicates(metadata), cache=False))
 
 
