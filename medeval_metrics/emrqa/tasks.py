@@ -31,7 +31,6 @@ logger = logging.getLogger("medeval.emrqa")
 
 DEFAULT_SAMPLE_SIZE = 1000
 _LM_EVAL_DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's budget for a task config that sets none
-_HF_DEFAULT_MAX_LENGTH = 2048  # lm-eval's HFLM default when the model declares no length
 WINDOW_LINES = 12  # windowed variant: lines of note around the evidence
 # Prompts hold clinical notes: error bodies lm-eval logs are withheld (length and hash only).
 PRIVATE_DOCUMENTS = "emrQA clinical notes"
@@ -183,59 +182,22 @@ def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | 
 
 
 class ContextCheck:
-    """Counts prompt tokens with the evaluated model's tokenizer when lm-eval tells us the model.
-
-    ``pretrained``/``tokenizer``/``max_length`` (vLLM: ``max_model_len``) come from ``--model_args``; the limit follows lm-eval's
-    HF backend (``max_length``, else the config's n_positions / max_position_embeddings / n_ctx, else
-    the tokenizer's model_max_length, else 2048). Without a loadable tokenizer the count is an
-    estimate of 4 characters per token against ``max_length`` (default 2048), labelled as such in
-    every doc's ``context_check``. Chat-template tokens are not counted.
-    """
+    """Marks each doc with its prompt's token count and whether it fits the evaluated model's context
+    (``medeval_metrics.context_fit``: the model's tokenizer and limit from ``--model_args``, or a
+    labelled estimate), reserving the task's generation budget."""
 
     def __init__(self, kwargs: Mapping[str, Any]) -> None:
-        self.tokenizer = None
-        self.budget = generation_budget(kwargs)
-        name = kwargs.get("tokenizer") or kwargs.get("pretrained")
-        explicit = kwargs.get("max_length") or kwargs.get("max_model_len")  # hf / vllm model_args
-        self.limit = int(explicit) if explicit else None
-        if name:
-            try:
-                from transformers import AutoConfig, AutoTokenizer
+        from medeval_metrics.context_fit import ContextFit
 
-                self.tokenizer = AutoTokenizer.from_pretrained(str(name))
-                if self.limit is None:
-                    self.limit = self._model_limit(AutoConfig.from_pretrained(str(kwargs.get("pretrained") or name)))
-                self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.budget} generated"
-            except Exception as exc:  # an API model name, no network: fall back to the labelled estimate
-                logger.warning("emrQA: cannot load tokenizer %r (%s); estimating prompt length", name, type(exc).__name__)
-                self.tokenizer = None
-        if self.tokenizer is None:
-            self.limit = self.limit or _HF_DEFAULT_MAX_LENGTH
-            self.method = (
-                f"estimate: characters/4 against max_length {self.limit} "
-                f"({'from model_args' if explicit else 'default; pass max_length in --model_args'})"
-            )
-
-    def _model_limit(self, config: Any) -> int:
-        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
-            if getattr(config, attr, None):
-                return int(getattr(config, attr))
-        length = getattr(self.tokenizer, "model_max_length", None)
-        if length and length < 10**12:
-            return int(length)
-        return _HF_DEFAULT_MAX_LENGTH
+        self.fit = ContextFit(kwargs, generation_budget(kwargs))
+        self.limit, self.method = self.fit.limit, self.fit.method
 
     def annotate(self, docs: list[dict[str, Any]], prompt: Any) -> None:
-        texts = [prompt(doc) for doc in docs]
-        if self.tokenizer is not None:
-            counts = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
-        else:
-            counts = [(len(text) + 3) // 4 for text in texts]
-        budget = self.limit - self.budget
+        counts = self.fit.count([prompt(doc) for doc in docs])
         for doc, count in zip(docs, counts):
             doc["prompt_tokens"] = count
             doc["context_limit"] = self.limit
-            doc["fits_context"] = count <= budget
+            doc["fits_context"] = self.fit.fits(count)
             doc["context_check"] = self.method
         too_long = sum(not doc["fits_context"] for doc in docs)
         if too_long:

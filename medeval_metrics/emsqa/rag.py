@@ -43,7 +43,7 @@ from medeval_metrics.retrieval import (
     read_retrievals,
     write_retrievals,
 )
-from medeval_metrics.retrieval.prompt_fit import PromptFit
+from medeval_metrics.context_fit import ContextFit
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -374,7 +374,7 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
         written = write_retrievals(Path(save_path), header, ((i, d["rag_chunks"]) for i, d in zip(ids, docs) if not d["rag_missing"]))
         log.info("medeval: wrote the retrievals of %d items to %s (reuse with rag_retrievals)", len(docs), written)
 
-    fit = PromptFit(metadata, max_gen_toks, cache_root)
+    fit = ContextFit(metadata, max_gen_toks, cache_root)
     prompt = prompt or doc_to_text_rag_expert_cot  # the task's own prompt when lm-eval loads it
     shown = [(doc, lines[i]) for i, doc in zip(ids, docs) if not doc["rag_missing"]]
     counted = iter(fit.count_with_documents(

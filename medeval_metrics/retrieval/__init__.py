@@ -4,7 +4,8 @@ Generic: names no benchmark. ``corpus`` (files of titled sections -> overlapping
 ``retrievers`` (bm25 via ``bm25s``; dense with two encoders and FAISS inner product, the ``[rag]``
 extra), ``index`` (settings, the three modes, the cached index), ``cache`` (on-disk, keyed by
 corpus content + chunking + retriever, one build across processes), ``precomputed`` (retrieval
-files written by one run and read by another), ``prompt_fit`` (does a prompt fit the model).
+files written by one run and read by another). Whether a prompt with its documents fits the model:
+``medeval_metrics.context_fit``.
 """
 
 from medeval_metrics.retrieval.cache import cached_build, default_cache_root

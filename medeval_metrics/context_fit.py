@@ -1,10 +1,12 @@
-"""Does a prompt with its retrieved documents fit the evaluated model's context?
+"""Does a prompt fit the evaluated model's context? One answer for every task that checks it.
 
-Counted at dataset-build time with the evaluated model's tokenizer (``pretrained``/``tokenizer`` from
-``--model_args``, which lm-eval passes to loaders); the limit is ``max_length`` (vLLM:
-``max_model_len``) if given, else the model config's ``max_position_embeddings`` / ``n_positions``
-/ ``n_ctx``, else 2048 (lm-eval's HF default). Without a loadable tokenizer (API models) the
-count is an estimate, 4 characters per token, and says so. Chat-template tokens are not counted.
+lm-eval passes ``--model_args`` to ``custom_dataset`` loaders, so prompts are counted when the data
+set is built, with the evaluated model's tokenizer (``tokenizer``, else ``pretrained``). The limit is
+what lm-eval's HF backend would use: ``max_length`` (vLLM: ``max_model_len``) if given, else the
+model config's ``n_positions`` / ``max_position_embeddings`` / ``n_ctx``, else the tokenizer's
+``model_max_length``, else 2048. Without a loadable tokenizer (an API model, offline) the count is an
+estimate of 4 characters per token and every ``method`` string says so. Chat-template tokens are
+not counted.
 """
 
 from __future__ import annotations
@@ -16,16 +18,19 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-log = logging.getLogger("medeval_metrics.retrieval")
-DEFAULT_LIMIT = 2048
+log = logging.getLogger("medeval_metrics.context_fit")
+DEFAULT_LIMIT = 2048  # lm-eval's HFLM default when the model declares no length
+_NO_LIMIT = 10**12  # transformers' "no maximum" sentinel for model_max_length is larger than this
 
 
-class PromptFit:
+class ContextFit:
+    """The evaluated model's tokenizer and context limit, and ``max_gen_toks`` reserved for the answer."""
+
     def __init__(self, model_args: Mapping[str, Any], max_gen_toks: int, cache_dir: Path | None = None) -> None:
         self.max_gen_toks = int(max_gen_toks)
         self.tokenizer = None
         self.cache_file: Path | None = None
-        explicit = model_args.get("max_length") or model_args.get("max_model_len")
+        explicit = model_args.get("max_length") or model_args.get("max_model_len")  # hf / vllm model_args
         self.limit = int(explicit) if explicit else None
         name = model_args.get("tokenizer") or model_args.get("pretrained")
         if name:
@@ -34,20 +39,34 @@ class PromptFit:
 
                 self.tokenizer = AutoTokenizer.from_pretrained(str(name))
                 if self.limit is None:
-                    config = AutoConfig.from_pretrained(str(model_args.get("pretrained") or name))
-                    self.limit = next((int(getattr(config, a)) for a in ("max_position_embeddings", "n_positions", "n_ctx")
-                                       if getattr(config, a, None)), DEFAULT_LIMIT)
+                    self.limit = self._model_limit(AutoConfig.from_pretrained(str(model_args.get("pretrained") or name)))
             except Exception as exc:  # an API model's name, offline: fall back to the labelled estimate
                 log.warning("medeval: cannot load tokenizer %r (%s); estimating prompt length", name, type(exc).__name__)
                 self.tokenizer = None
-        self.limit = self.limit or DEFAULT_LIMIT
-        if self.tokenizer is not None and cache_dir is not None:
-            from medeval_metrics.retrieval.retrievers import model_fingerprint
+        if self.tokenizer is not None:
+            self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.max_gen_toks} generated"
+            if cache_dir is not None:
+                from medeval_metrics.retrieval.retrievers import model_fingerprint
 
-            key = hashlib.sha256(model_fingerprint(str(name), small_files_only=True).encode()).hexdigest()[:24]
-            self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
-        counted = f"tokenizer {Path(str(name)).name}" if self.tokenizer is not None else "estimate: characters/4"
-        self.method = f"{counted}, limit {self.limit} incl. {self.max_gen_toks} generated"
+                key = hashlib.sha256(model_fingerprint(str(name), small_files_only=True).encode()).hexdigest()[:24]
+                self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
+        else:
+            self.limit = self.limit or DEFAULT_LIMIT
+            self.method = (f"estimate: characters/4 against max_length {self.limit} "
+                           f"({'from model_args' if explicit else 'default; pass max_length in --model_args'}), "
+                           f"incl. {self.max_gen_toks} generated")
+
+    def _model_limit(self, config: Any) -> int:
+        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+            if getattr(config, attr, None):
+                return int(getattr(config, attr))
+        length = getattr(self.tokenizer, "model_max_length", None)
+        if length and length < _NO_LIMIT:
+            return int(length)
+        return DEFAULT_LIMIT
+
+    def fits(self, tokens: int) -> bool:
+        return tokens + self.max_gen_toks <= self.limit
 
     def count(self, prompts: Sequence[str]) -> list[int]:
         if self.tokenizer is None:
@@ -69,15 +88,6 @@ class PromptFit:
                 os.replace(staging, self.cache_file)
         return [known[k] for k in keys]
 
-    def _read_counts(self) -> dict[str, int]:
-        try:
-            return json.loads(self.cache_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-
-    def _tokenize(self, prompts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]
-
     def count_with_documents(self, bases: Sequence[str], headers: Sequence[str],
                              documents: Sequence[Sequence[str]]) -> list[int]:
         """Tokens of prompts made of a base prompt, a header and document lines, counted by parts.
@@ -93,5 +103,11 @@ class PromptFit:
         return [base + per_header[header] + sum(per_line[line] for line in lines)
                 for base, header, lines in zip(self.count(bases), headers, documents)]
 
-    def fits(self, tokens: int) -> bool:
-        return tokens + self.max_gen_toks <= self.limit
+    def _read_counts(self) -> dict[str, int]:
+        try:
+            return json.loads(self.cache_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def _tokenize(self, prompts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]

@@ -1,0 +1,58 @@
+"""One context check for every task (``medeval_metrics.context_fit``): the limit lm-eval's HF backend
+would use, the answer's tokens reserved, and a labelled estimate when no tokenizer loads."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from medeval_metrics.context_fit import DEFAULT_LIMIT, ContextFit
+
+
+@pytest.mark.parametrize("config, model_max_length, expected", [
+    (SimpleNamespace(n_positions=1024, max_position_embeddings=4096), None, 1024),  # HFLM's order: n_positions first
+    (SimpleNamespace(max_position_embeddings=4096), None, 4096),
+    (SimpleNamespace(n_ctx=512), None, 512),
+    (SimpleNamespace(), 8192, 8192),  # nothing in the config: the tokenizer's own maximum
+    (SimpleNamespace(), int(1e30), DEFAULT_LIMIT),  # transformers' "no maximum" sentinel
+    (SimpleNamespace(), None, DEFAULT_LIMIT),
+])
+def test_the_model_limit_follows_lm_evals_hf_backend(config, model_max_length, expected):
+    fit = ContextFit({}, 16)
+    fit.tokenizer = SimpleNamespace(model_max_length=model_max_length)
+    assert fit._model_limit(config) == expected
+
+
+@pytest.mark.parametrize("model_args, limit, source", [
+    ({}, 2048, "default; pass max_length in --model_args"),
+    ({"max_length": "300"}, 300, "from model_args"),
+    ({"max_model_len": 4096}, 4096, "from model_args"),  # vLLM's name
+])
+def test_without_a_tokenizer_the_estimate_says_so(model_args, limit, source):
+    fit = ContextFit(model_args, 32)
+    assert fit.limit == limit
+    assert fit.method == f"estimate: characters/4 against max_length {limit} ({source}), incl. 32 generated"
+    assert fit.count(["", "abc", "abcd", "abcde"]) == [0, 1, 1, 2]
+
+
+def test_an_unloadable_tokenizer_falls_back_to_the_estimate(tmp_path, caplog):
+    fit = ContextFit({"pretrained": str(tmp_path / "no-such-model")}, 8)
+    assert fit.tokenizer is None and fit.method.startswith("estimate") and "cannot load tokenizer" in caplog.text
+
+
+def test_the_answers_tokens_are_reserved():
+    fit = ContextFit({"max_length": 100}, 20)
+    assert fit.fits(80) and not fit.fits(81)
+
+
+def test_counts_with_the_models_tokenizer_and_caches_them(tiny_model, tmp_path):
+    fit = ContextFit({"pretrained": str(tiny_model)}, 16, cache_dir=tmp_path)
+    assert fit.method.startswith("tokenizer ") and fit.limit > 0
+    prompts = ["What is the first step in CPR?", "Give oxygen."]
+    direct = [len(fit.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+    assert fit.count(prompts) == direct
+    assert fit.cache_file is not None and fit.cache_file.exists()
+    again = ContextFit({"pretrained": str(tiny_model)}, 16, cache_dir=tmp_path)
+    again._tokenize = lambda texts: pytest.fail("counted again instead of read from the cache")
+    assert again.count(prompts) == direct
