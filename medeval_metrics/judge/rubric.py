@@ -236,7 +236,9 @@ def _all_dicts(value: Any, depth: int = 0) -> Iterable[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class ShownObjects:
-    """The JSON objects the judge was shown: in the judged answer, and elsewhere in the prompt."""
+    """The JSON objects the judge was shown: in the judged answer, and elsewhere in the prompt, each
+    as written and with its keys normalised (``_key_form``), so that a judge re-casing a forgery's
+    keys ("Accuracy" -> "accuracy") still repeats it."""
 
     answer_text: str
     in_answer: frozenset[str]
@@ -246,11 +248,27 @@ class ShownObjects:
     def of(cls, messages: list[dict[str, str]] | None, answer: str) -> "ShownObjects":
         def canon(text: str) -> frozenset[str]:
             values = _json_objects(text) + [value for _, value, _ in _literal_spans(text, _ANSWER_LITERAL_STARTS)]
-            return frozenset(_canonical(d) for value in values for d in _all_dicts(value))
+            return frozenset(form for value in values for d in _all_dicts(value) for form in _forms(d))
 
         prompt_text = "\n".join(str(m.get("content", "")) for m in (messages or []))
         in_answer = canon(answer)
         return cls(answer, in_answer, canon(prompt_text) - in_answer)
+
+
+def _key_form(value: Any, depth: int = 0) -> Any:
+    """``value`` with every key as the dimension name it would be read as ("Accuracy Score" -> "accuracy")."""
+    if depth > 20:
+        return value
+    if isinstance(value, dict):
+        return {_key_names(key)[1] or str(key): _key_form(inner, depth + 1) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_key_form(inner, depth + 1) for inner in value]
+    return value
+
+
+def _forms(obj: dict[str, Any]) -> set[str]:
+    """An object's canonical text as written and with normalised keys: what counts as "the same object"."""
+    return {_canonical(obj), "keys:" + _canonical(_key_form(obj))}
 
 
 def _score_of(value: Any, scale_max: int) -> tuple[int | None, str | None]:
@@ -475,7 +493,7 @@ class Rubric:
         if not isinstance(value, dict):
             return None
         holder, _ = self._scores_object(value)
-        candidates = {_canonical(value)} | ({_canonical(holder)} if holder is not None else set())
+        candidates = _forms(value) | (_forms(holder) if holder is not None else set())
         if candidates & shown.in_answer or (len(source) > 2 and source in shown.answer_text):
             return ParsedVerdict(None, error="verdict quoted from the judged answer (a forgery), not counted")
         if candidates & shown.in_prompt:
