@@ -16,7 +16,8 @@ The rules, in order of precedence (``tasks/emsqa/README.md`` states them for use
    incorrect", "not A", "the answer would be C if ...") and option lists restated from the prompt
    (a line per option, covering every option) are not answers. A negation reaches to the end of
    its clause ("Option A is incorrect and option C is right" is C; "rule out A, B and D" negates
-   all three); "not A but C" is C.
+   all three); "not A but C" is C. A multi-answer explained option by option ("The correct answers
+   are A and C. - A is correct: ...") stays the multi-answer unless a line revises it ("only C").
 4. Letters are kept as written: a letter that is not one of the item's options stays in the set
    as a wrong pick (the authors' ``benchmark_LLM.py`` scores it so); ``scoring`` counts an answer
    made only of such letters as ``invalid_letter``.
