@@ -228,6 +228,19 @@ TABLE = ("| Dimension | Score | Reason |\n|---|---|---|\n| Accuracy | 4 | correc
          "'reason': 'no interactions'}, 'clarity': {'score': 5, 'reason': 'plain'}}",
          {"accuracy": "the dose is right, it doesn't say why"}),
         ('Verdict:\n{\n  "accuracy": 4,\n  "completeness": 3,\n  "clarity": 5,\n}', {}),
+        # whole replies as judges write them: a chat model's fenced, wrapped JSON ...
+        ("Here is my evaluation of the answer:\n\n```json\n{\n  \"answer_id\": \"" + ID + "\",\n  \"scores\": {\n"
+         "    \"accuracy\": {\"score\": 4, \"reason\": \"Correct maximum dose.\"},\n"
+         "    \"completeness\": {\"score\": 3, \"reason\": \"Does not mention stomach bleeding.\"},\n"
+         "    \"clarity\": {\"score\": 5, \"reason\": \"Plain language.\"}\n  }\n}\n```\n\n"
+         "Let me know if you need anything else!", {"completeness": "Does not mention stomach bleeding."}),
+        # ... a reasoning model's title-cased keys after its thinking ...
+        ("<think>\nThe reference says 1200 mg OTC limit. The answer matches. It omits GI risk.\n</think>\n\n"
+         '{"Accuracy": {"Score": 4, "Reason": "Matches the OTC limit."}, "Completeness": {"Score": 3, "Reason": '
+         '"No GI risk."}, "Clarity": {"Score": 5, "Reason": "Clear."}}', {"accuracy": "Matches the OTC limit."}),
+        # ... and a small open model's Python dict with prose around it
+        ("Sure! Based on the reference answer, my grades are:\n{'Accuracy': 4, 'Completeness': 3, 'Clarity': 5}\n"
+         "The answer is accurate but could mention interactions.", {}),
     ],
 )
 def test_judge_deviations_that_are_read(reply, expected_reasons):
