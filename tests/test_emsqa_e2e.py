@@ -186,4 +186,4 @@ def test_documented_commands_with_the_tiny_model(tmp_path, tiny_model, emsqa_pub
     results_b, _ = find_results(tmp_path / "b")
     assert results_a["results"]["emsqa_public"]["acc,extract_answer"] == results_b["results"]["emsqa_public"]["acc,extract_answer"]
     assert len(samples_a["emsqa_public"]) == min(20, len(json.loads((emsqa_public_dir / "test_open.json").read_text())))
-    assert results_a["versions"]["emsqa_public"] == 2  # version 2: answer reading of issue 10
+    assert results_a["versions"]["emsqa_public"] == 3  # version 3: negation scope and closing letters (tasks/emsqa/README.md)

@@ -91,3 +91,37 @@ def test_filter_maps_every_response_of_every_doc():
     docs = [{"letters": FOUR}, {"letters": ["a", "b"]}]
     resps = [['["a"]', "no idea"], ["C"]]
     assert ExtractAnswerFilter().apply(resps, docs) == [[["a"], None], [["c"]]]
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # A negation governs its own clause: the pick after it counts ...
+        ("Excluding A and B, the answer is C.", ["c"]),
+        ("It's not A but rather C.", ["c"]),
+        ("Not A or B, but C.", ["c"]),
+        ("Option B is incorrect; options C and D are.", ["c", "d"]),
+        ("Rule out **A**, **B**, and **D**. The answer is **C**.", ["c"]),
+        # ... but letters that go on the negated list stay negated
+        ("We can eliminate **A**, **B** and **D**.", None),
+        ("Not **A**, **B** or **D**.", None),
+        ("B is wrong, C is not.", None),
+        ("Not B. Not C.", None),
+        ("If the patient were a child, the answer would be not C but B.", None),
+        # A closing letter alone is read only where nothing else answers ...
+        ("Aspirin first.\nB.", ["b"]),
+        ("A.\nAspirin is given first.\nC.", ["a"]),  # the opening letter line is stronger evidence
+        ("Answer: B\nNot A. C.", ["b"]),
+        # ... and never after a label naming rejects, in a column of letters, a question or a comparison
+        ("Eliminated: A.", None),
+        ("Incorrect options: A, B.", None),
+        ("The options are:\nA\nB\nC", None),
+        ("Which is right, A or C?", None),
+        ("Compare A vs. C", None),
+        # a base model's next item: its closing letter is that item's answer, not this one's
+        ("Aspirin is indicated.\n\nQ: what is the adult dose?\nA.", None),
+        ("I think B.", None),  # a tentative pick without an answer phrase stays unread (corpus format-ignoring-388)
+    ],
+)
+def test_negation_scope_and_closing_letters(output, expected):
+    assert extract_answer(output, FOUR) == expected

@@ -11,9 +11,13 @@ The rules, in order of precedence (``tasks/emsqa/README.md`` states them for use
    ``\\boxed{}``, a labelled final answer (``Final answer: B``, ``**Answer:** B``, a heading
    ``### Answer`` over a letter line, a table row ``| Answer | C |``); answer sentences ("the
    correct answers are A and C", "C is the correct answer", "I'd choose B", "It's B."); bold
-   letters (``**B** and **D**``); a bare reply or a letter line opening the reply. Negated or
-   hypothetical mentions ("B is incorrect", "not A", "the answer would be C if ...") and option
-   lists restated from the prompt (a line per option, covering every option) are not answers.
+   letters (``**B** and **D**``); a bare reply or a letter line opening the reply; weakest, a
+   closing sentence that is a letter alone ("Not B. C."). Negated or hypothetical mentions ("B is
+   incorrect", "not A", "the answer would be C if ...") and option lists restated from the prompt
+   (a line per option, covering every option) are not answers. A negation reaches to the end of
+   its clause ("Option A is incorrect and option C is right" is C; "rule out A, B and D" negates
+   all three); "not A but C" is C. A multi-answer explained option by option ("The correct answers
+   are A and C. - A is correct: ...") stays the multi-answer unless a line revises it ("only C").
 4. Letters are kept as written: a letter that is not one of the item's options stays in the set
    as a wrong pick (the authors' ``benchmark_LLM.py`` scores it so); ``scoring`` counts an answer
    made only of such letters as ``invalid_letter``.
@@ -70,12 +74,42 @@ _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers a
 # "C is the correct answer", "Options B and C are both correct"
 _LETTER_FIRST = re.compile(
     r"(?i)(?:is|are)[ \t]+(?:both[ \t]+|all[ \t]+|also[ \t]+|each[ \t]+)?(?:the[ \t]+)?(?:most[ \t]+|only[ \t]+)?"
-    r"(?:correct|right|best|true|accurate|appropriate|valid)\b(?![ \t]+(?:if|only|when|unless)\b)"
+    r"(?:correct|right|best|true|accurate|appropriate|valid|(?<=the[ \t])better)\b(?![ \t]+(?:if|only|when|unless)\b)"
 )
 _NEGATION_BEFORE = re.compile(
     r"(?i)\b(?:not|n't|never|neither|nor|none|incorrect|wrong|false|eliminat\w*|rule[sd]?[ \t]+out|ruled[ \t]+out"
     r"|exclud\w*|instead[ \t]+of|rather[ \t]+than|other[ \t]+than|except|whether|unlike|versus|vs)\b[^.!?\n]{0,40}$"
 )
+# The words that end a negation's reach: "A is incorrect and option C is right", "A is wrong; the
+# answer is C", "Rather than C, I'd choose A". A negation governs its own clause, not the next one.
+_NEGATION_WORD = re.compile(
+    r"(?i)(?:\b(?:not|never|neither|nor|none|incorrect|wrong|false|eliminat\w*|rule[sd]?[ \t]+out|ruled[ \t]+out"
+    r"|exclud\w*|instead[ \t]+of|rather[ \t]+than|other[ \t]+than|except|whether|unlike|versus|vs)\b|n't\b)"
+)
+_NEGATED_LIST = re.compile(  # "A, B, and " in "rule out A, B, and D": the list a negation governs
+    r"(?:[ \t*_\"'“”(]*(?i:(?:options?|choices?)[ \t]+)?[A-Ha-h](?![A-Za-z0-9])[ \t*_\"'“”)]*"
+    r"(?:,|;|&|\b(?i:and|or|nor)\b)?[ \t]*(?i:(?:and|or|nor)\b)?[ \t]*){0,8}"
+)
+_CLAUSE_BREAK = re.compile(r"(?i)[,;:—–]|[ \t]-[ \t]|\b(?:and|but|while|whereas)\b")
+_LETTERS = r"\(?[A-H]\)?(?:[ \t]*(?:,|(?i:or|nor|and)\b)[ \t]*(?i:(?:options?|choices?)[ \t]+)?\(?[A-H]\)?){0,5}"
+# "The answer is not B but A", "not A, but rather C": the pick is the letters after "but"
+_NOT_BUT = re.compile(r"(?i:\bnot[ \t]+(?:options?[ \t]+|choices?[ \t]+)?)" + _LETTERS
+                      + r"[ \t]*[,;]?[ \t]*(?i:but[ \t]+(?:rather[ \t]+)?(?:it(?:'s|’s|[ \t]+is)[ \t]+)?)")
+# "B is not correct, but C is.": the letters of an elliptical answer after a rejection
+_ELLIPTICAL = re.compile(
+    r"(?i:\b(?:not[ \t]+(?:the[ \t]+)?(?:correct|right|true|(?:best|right|correct)[ \t]+(?:answer|option|choice))"
+    r"|incorrect|wrong|false)\b)[^.!?\n]{0,30}?(?:[,;][ \t]*(?i:(?:but|while|whereas)[ \t]+)?|[ \t]+(?i:but|while|whereas)[ \t]+)"
+    r"(?i:(?:options?|choices?)[ \t]+)?(?P<letters>" + _LETTERS + r")[ \t]+(?i:is|are)[ \t]*(?=[.!;]|\n|$)"
+)
+# The reply's closing sentence is a letter alone: "Not B. C.", "B is not it. A.", "Not C, not D: B."
+_CLOSING_LETTERS = re.compile(
+    r"(?:^|(?<=[.!])[ \t]+|\n[ \t>*#-]*|(?P<after>[,:;—–])[ \t]*)[*_\"“(]{0,3}(?i:(?:options?|choices?)[ \t]+)?"
+    r"(?P<letters>[A-H](?:[ \t]*(?:,|&|(?i:and)\b)[ \t]*[A-H]){0,5})[ \t*_\"”)]{0,3}[.!]?$"
+)
+# ... where a clause (not a sentence) precedes it, only after a rejected letter: "Not C, not D: B."
+_REJECTED_LETTER = re.compile(r"(?i:\bnot[ \t]+(?:options?[ \t]+)?)[A-H][ \t]*$|[A-H][ \t]+(?i:is[ \t]+(?:not|wrong|incorrect|out))[ \t]*$")
+_ABBREVIATION = re.compile(r"(?i)\b(?:vs|e\.g|i\.e|etc|cf|approx|no|fig|dr|st)\.$")
+_REVISION = re.compile(r"(?i)\b(?:only|actually|instead|wait|correction|rather|in[ \t]+fact|on[ \t]+second|re-?reading|changing)\b")
 _HYPOTHETICAL = re.compile(r"(?i)\b(?:if|instead|otherwise|were|unless|had)\b")
 _FORCED_CHOICE = re.compile(r"(?i)\bif[ \t]+(?:i|we)[ \t]+(?:had|have|must|were)[ \t]+to[ \t]+\w+|\bif[ \t]+forced\b")
 _WEAK_VERB = re.compile(r"(?i)would|could|might|should")
@@ -283,17 +317,40 @@ def _sentence_around(text: str, pos: int) -> str:
     return _sentence_before(text, pos) + text[pos:stop.start() if stop else min(len(text), pos + 240)]
 
 
+def _negation_reaches(before: str, letter: bool = False) -> bool:
+    """Whether a negation in ``before`` (the sentence up to a mention) still governs the mention:
+    one within 40 characters, with no clause break between the last negation and the mention.
+
+    ``letter``: the mention is a letter, which may go on the negated list ("eliminate **A**, **B**"),
+    rather than an answer phrase, which starts a clause of its own ("Rather than C, I'd choose A").
+    """
+    if not _NEGATION_BEFORE.search(before):
+        return False
+    last = None
+    for last in _NEGATION_WORD.finditer(before, max(0, len(before) - 80)):
+        pass
+    if last is None:
+        return True
+    rest = before[last.end():]
+    if letter:
+        rest = rest[_NEGATED_LIST.match(rest).end():]
+        if not rest.strip(" \t*_\"'“”()"):
+            return True
+    return not _CLAUSE_BREAK.search(rest)
+
+
 def _negated(text: str, start: int, end: int) -> bool:
     """A letter mention negated by the words before it, or judged wrong by the words after it."""
     before = _sentence_before(text, start)
-    if _NEGATION_BEFORE.search(before):
+    if _negation_reaches(before, letter=True):
         return True
     after = text[end:end + 40]
     return bool(re.match(r"(?i)[ \t*)]*(?:is|are|seems|appears|would[ \t]+be)?[ \t]*(?:not\b|n't|incorrect|wrong|false"
                          r"|inappropriate|unlikely|less|also[ \t]+(?:incorrect|wrong)|eliminated|ruled)", after))
 
 
-def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None) -> list[str] | None:
+def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
+               closing_letters: bool = True) -> list[str] | None:
     opening = body.strip()[:400]
     first_line = opening.split("\n", 1)[0].strip()
     if len(body) > _FREE_TEXT_WINDOW:  # a reply's closing answer is near its end; bounded work on 1 MB
@@ -310,7 +367,7 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None) ->
         offer(5, match.start(), span.read(match.group(1), 0))
     for match in _last(_LABEL.finditer(body)):
         line_start = body.rfind("\n", 0, match.start()) + 1
-        if _NEGATION_BEFORE.search(body[line_start:match.start()]):
+        if _negation_reaches(body[line_start:match.start()]):
             continue
         letters = span.read(body, match.end())
         offer(4, match.start(), letters)
@@ -320,7 +377,7 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None) ->
         if qual in ("incorrect", "wrong", "false"):
             continue
         sentence = _sentence_around(body, match.start())
-        if _NEGATION_BEFORE.search(_sentence_before(body, match.start())) and not re.search(r"(?i)\bbut\b", sentence):
+        if _negation_reaches(_sentence_before(body, match.start())) and not re.search(r"(?i)\bbut\b", sentence):
             continue
         if _WEAK_VERB.search(phrase) and _HYPOTHETICAL.search(_FORCED_CHOICE.sub("", sentence)):
             continue
@@ -333,8 +390,9 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None) ->
         # walk back over "Options B and C" / "C" / "**B**" to the start of the letter list
         head = body[max(0, match.start() - 80):match.start()]
         found = re.search(
-            r"(?:(?:options?|choices?|answers?)[ \t]+)?(?:\*\*|[\"“'(])?[a-hA-H](?:\*\*|[\"”')])?"
-            r"(?:[ \t]*(?:,|and|&|,[ \t]*and)[ \t]*(?:\*\*|[\"“'(])?[a-hA-H](?:\*\*|[\"”')])?){0,6}[ \t]*$",
+            r"(?:(?:options?|choices?|answers?)[ \t]+)?(?:\*\*|[\"“'(])?[a-hA-H](?:\*\*|[\"”')])?(?:[ \t]*\([^()\n]{1,40}\))?"
+            r"(?:[ \t]*(?:,|and|&|,[ \t]*and)[ \t]*(?:\*\*|[\"“'(])?[a-hA-H](?:\*\*|[\"”')])?(?:[ \t]*\([^()\n]{1,40}\))?){0,6}"
+            r"[ \t]*$",
             head,
             re.IGNORECASE,
         )
@@ -343,10 +401,29 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None) ->
         start = match.start() - len(head) + found.start()
         if start > 0 and re.match(r"[A-Za-z0-9'’]", body[start - 1]):
             continue
-        if _NEGATION_BEFORE.search(_sentence_before(body, start)):
+        if _negation_reaches(_sentence_before(body, start), letter=True):
             continue
         letters = span.read(body, start, limit=found.end() - found.start() + 1)
+        if letters and len(set(letters)) < len(letters):
+            # "Between A and C, C is the better choice": a repeated letter starts a new list
+            last = list(re.finditer(r"(?<![A-Za-z])[a-hA-H](?![A-Za-z])", found.group(0)))[-1]
+            start = match.start() - len(head) + found.start() + last.start()
+            letters = span.read(body, start, limit=found.end() - found.start() - last.start() + 1)
+        if (letters and 3 in tiers and tiers[3][0] < start and set(letters) < set(tiers[3][1])
+                and not re.search(r"(?i)\bthe\b", match.group(0)) and not _REVISION.search(_sentence_around(body, start))):
+            # "The correct answers are A and C. - Option A (...) is correct because ...": one part explained,
+            # not a revision (which says "only", "actually", or "C is the correct answer")
+            continue
         offer(3, start, letters)
+    for match in _last(_NOT_BUT.finditer(body)):
+        if _HYPOTHETICAL.search(_sentence_before(body, match.start())):
+            continue
+        offer(3, match.start(), span.read(body, match.end()))
+    for match in _last(_ELLIPTICAL.finditer(body)):
+        offer(3, match.start("letters"), span.read(body, match.start("letters")))
+    closing = _closing_letters(body) if closing_letters else None
+    if closing:
+        offer(-1, *closing)  # the weakest evidence: read only where nothing else is
     bold_letters: list[tuple[int, int, list[str]]] = []
     for match in _last(_BOLD.finditer(body)):
         content = match.group(1)
@@ -395,6 +472,24 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None) ->
     if not tiers:
         return None
     return sorted(set(tiers[max(tiers)][1]))
+
+
+def _closing_letters(body: str) -> tuple[int, list[str]] | None:
+    """A closing sentence that is a letter alone ("... Not B. C."), with its position."""
+    text = body.rstrip()
+    tail_start = max(0, len(text) - 200)
+    match = _CLOSING_LETTERS.search(text, tail_start)
+    if match is None or text.endswith("?"):
+        return None
+    before = text[:match.start()]
+    if match.group("after") and not _REJECTED_LETTER.search(before):
+        return None  # "Eliminated: A" or "Incorrect options: B" is no pick
+    if _ABBREVIATION.search(before.rstrip()) or before.rstrip().endswith(":"):
+        return None  # "A vs. C", and "Answer:" is read as a label
+    if match.group(0).startswith("\n") and _CLOSING_LETTERS.fullmatch(before.rstrip().rsplit("\n", 1)[-1].strip()):
+        return None  # a column of letter lines ("A\nB\nC") lists options, it picks none
+    letters = [letter.lower() for letter in re.findall(r"[A-H]", match.group("letters"))]
+    return match.start("letters"), letters
 
 
 def _table_answers(body: str) -> Iterable[tuple[int, str]]:
@@ -461,14 +556,17 @@ next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
         found = _read(body[:markers[0].start()], valid, options)
         if found is not None:
             return found
+        # past a question the closing line may be the next item's answer ("Q: ...\nA."): not read
+        return _read(body, valid, options, closing_letters=False)
     return _read(body, valid, options)
 
 
-def _read(body: str, valid: set[str], options: Mapping[str, str] | None) -> list[str] | None:
+def _read(body: str, valid: set[str], options: Mapping[str, str] | None,
+          closing_letters: bool = True) -> list[str] | None:
     structured = _structured(body)
     if structured is not None:
         return sorted(set(structured))
-    return _free_text(body, valid, options)
+    return _free_text(body, valid, options, closing_letters)
 
 
 def is_invalid_letter_answer(predicted: Sequence[str] | None, valid_letters: Iterable[str]) -> bool:

@@ -12,7 +12,10 @@ from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Repor
 PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
 PUBLIC_SAMPLES = 3721  # test_open.json
 GENERATED = ("acc", "f1", "unparseable", "invalid_letter")
-GENERATED_VERSION = 2  # answer reading by stated precedence; non-option letters are wrong picks
+# 3: negation scope, "not A but C", closing letters (tasks/emsqa/README.md, Versions); 2: answer reading by
+# stated precedence, non-option letters are wrong picks
+GENERATED_VERSION = 3
+RETRIEVAL_VERSION = 2  # 2: answer extraction as in GENERATED_VERSION 3
 RETRIEVAL = (*GENERATED, "retrieved_own_area", "retrieved_documents", "prompt_too_long")
 SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
 
@@ -77,7 +80,8 @@ SPEC = BenchmarkSpec(
         Task("emsqa_private_expert_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
         Task("emsqa_private_mc", PRIVATE, SCORED_CHOICES, output_type="multiple_choice"),
         # retrieval from the knowledge base (the paper's Table 4 settings)
-        *(Task(f"emsqa_{split}_{variant}", source, RETRIEVAL, samples=samples, also_reads=(KNOWLEDGE,))
+        *(Task(f"emsqa_{split}_{variant}", source, RETRIEVAL, samples=samples, also_reads=(KNOWLEDGE,),
+               version=RETRIEVAL_VERSION)
           for split, source, samples in (("public", PUBLIC, PUBLIC_SAMPLES), ("private", PRIVATE, None))
           for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")),
     ),
