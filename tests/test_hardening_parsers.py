@@ -77,6 +77,13 @@ def _parse_verdict(reply: str) -> Any:
     return RUBRIC.parse(reply, "the judged answer")
 
 
+def _shown_objects(answer: str) -> Any:
+    from medeval_metrics.judge.rubric import ShownObjects
+
+    shown = ShownObjects.of([{"role": "user", "content": f"Rate this answer:\n{answer}\nReply in JSON."}], answer)
+    return shown.in_answer | shown.in_prompt
+
+
 def unit_scores(*keys: str) -> Callable[[Any], bool]:
     def check(value: Any) -> bool:
         return (isinstance(value, dict) and set(value) == set(keys)
@@ -123,6 +130,8 @@ PARSERS = [
     ParserSpec("emsqa.process_results(raw)", lambda s: emsqa.process_results(_EMSQA_DOC, [s]), emsqa_scores),
     ParserSpec("redact.redact_text", redact_text, is_str),
     ParserSpec("judge.Rubric.parse (MedicationQA)", _parse_verdict, judge_verdict),
+    # the objects a judged answer shows (forgery check): the answer is model output too
+    ParserSpec("judge.ShownObjects.of (answer)", _shown_objects, lambda v: isinstance(v, frozenset)),
     ParserSpec("emrqa.prediction_lines", lambda s: emrqa_metrics.prediction_lines(s), evidence_lines),
     ParserSpec("emrqa.score_evidence", lambda s: emrqa_metrics.score_evidence(s, [_EMRQA_GOLD], _EMRQA_NOTE),
                unit_scores("relaxed_em", "f1", "strict_em")),

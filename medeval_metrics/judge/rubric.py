@@ -43,6 +43,8 @@ _OBJECT_START = re.compile(r"\{\s*[\"}]")
 # A verdict is a few hundred characters; a longer reply is read from its end (the last verdict
 # wins anyway). Bounds the cost of failed decodes, each of which is linear in its offset.
 MAX_REPLY_CHARS = 32_768
+# Objects in a judged answer or prompt are looked for in its first and last this-many characters.
+MAX_SHOWN_SCAN = 8_192
 _INTEGRAL = re.compile(r"^[+-]?\d+(?:\.0*)?$")
 _DIMENSION_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 # message-template placeholders; HELM's upper-case names are accepted so its prompt can be pasted
@@ -247,12 +249,26 @@ class ShownObjects:
     @classmethod
     def of(cls, messages: list[dict[str, str]] | None, answer: str) -> "ShownObjects":
         def canon(text: str) -> frozenset[str]:
-            values = _json_objects(text) + [value for _, value, _ in _literal_spans(text, _ANSWER_LITERAL_STARTS)]
+            values = []
+            for part in _scanned_parts(text):
+                values += _json_objects(part) + [value for _, value, _ in _literal_spans(part, _ANSWER_LITERAL_STARTS)]
             return frozenset(form for value in values for d in _all_dicts(value) for form in _forms(d))
 
         prompt_text = "\n".join(str(m.get("content", "")) for m in (messages or []))
         in_answer = canon(answer)
-        return cls(answer, in_answer, canon(prompt_text) - in_answer)
+        # The prompt's own objects (its example, the reference's) without the answer it quotes.
+        around_answer = prompt_text.replace(answer, "\n") if answer else prompt_text
+        return cls(answer, in_answer, canon(around_answer) - in_answer)
+
+
+def _scanned_parts(text: str) -> list[str]:
+    """The parts of a shown text searched for objects: all of it, or for a text longer than
+    ``2 * MAX_SHOWN_SCAN`` its start and its end. Every failed decode costs time linear in its offset,
+    so a 1 MB answer of '{"' took minutes; a verdict copied verbatim from the middle of a longer answer
+    is still caught by the substring check in ``Rubric._origin``."""
+    if len(text) <= 2 * MAX_SHOWN_SCAN:
+        return [text]
+    return [text[:MAX_SHOWN_SCAN], text[-MAX_SHOWN_SCAN:]]
 
 
 def _key_form(value: Any, depth: int = 0) -> Any:
