@@ -83,19 +83,16 @@ def run() -> list[str]:
     return [*lines, *cache_growth(), *grid()]
 
 
-# The fake server writes a reply's headers and body in two sends; with Nagle's algorithm on, the body
-# waits for the client's delayed ACK of the headers (about 40 ms per request on Linux). Real judge
-# servers (uvicorn under vLLM and the like) set TCP_NODELAY, so the grid's server does too.
-_SERVER = ("import socketserver, sys; socketserver.StreamRequestHandler.disable_nagle_algorithm = {nodelay}; "
-           "sys.argv[1:] = ['--latency', '{latency}']; "
-           "from medeval_metrics.testing.fake_judge import main; main()")
-
-
-def _server_process(latency: float, nodelay: bool = True):
+# The grid's fake judge runs in a process of its own, so that its CPU is counted apart from the
+# client's. It is an asyncio server with TCP_NODELAY (``FakeJudgeServer``), as real judge endpoints
+# are (vLLM's and other OpenAI-compatible servers run on uvicorn's or aiohttp's event loop): a
+# thread-per-connection server costs about a millisecond per new connection, which at c128 held
+# up the first round by 0.15 s and measured the test server, not the client.
+def _server_process(latency: float):
     import subprocess
 
-    process = subprocess.Popen([sys.executable, "-c", _SERVER.format(nodelay=nodelay, latency=latency)],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "medeval_metrics.testing.fake_judge", "--latency", str(latency)],
+                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
     return process, process.stdout.readline().strip()
 
 
