@@ -23,7 +23,6 @@ import asyncio
 import hashlib
 import json
 import re
-import socket
 import threading
 from http import HTTPStatus
 from typing import Any, Callable
@@ -193,10 +192,9 @@ class _Connection(asyncio.Protocol):
         self.close_after = False
 
     def connection_made(self, transport: Any) -> None:
+        # asyncio's TCP transports set TCP_NODELAY (a reply is one write anyway): no reply waits
+        # for the client's delayed ACK, as with real servers
         self.transport = transport
-        sock = transport.get_extra_info("socket")
-        if sock is not None:  # headers and body go out in one write anyway; as real servers do
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server._connections.add(self)
 
     def connection_lost(self, exc: BaseException | None) -> None:
