@@ -11,7 +11,8 @@ worst ratios against the targets (<= 1.2x at latency >= 100 ms and concurrency <
 c128) and the worst client CPU per request (target <= 1 ms); and the cache lookup of one run's keys with 10^3 and 10^5 verdicts
 cached (the ratio shows whether lookup grows with the cache).
 The grid's server is ``testing.fake_judge`` in a process of its own: an asyncio server on one event
-loop (keep-alive, TCP_NODELAY, each reply written when its latency timer fires), because real judge
+loop (keep-alive, TCP_NODELAY, each reply written when its latency timer fires, timers waited in
+microseconds rather than epoll's milliseconds), because real judge
 endpoints (vLLM, OpenAI-compatible servers on uvicorn or aiohttp) are async servers; a
 thread-per-connection server spent about 1 ms starting each connection's thread, which at c128
 delayed the whole first round and was counted as the client's time. The two share the machine's

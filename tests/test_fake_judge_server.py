@@ -199,3 +199,13 @@ def test_standalone_server_process_as_the_benchmark_grid_runs_it():
     finally:
         process.terminate()
         assert process.wait(timeout=10) is not None
+
+
+def test_precise_timers_serve_from_a_select_loop_with_the_same_replies():
+    import selectors
+
+    with FakeJudgeServer(latency=0.05, precise_timers=True) as precise, FakeJudgeServer(latency=0.05) as default:
+        assert isinstance(precise._loop._selector, selectors.SelectSelector)  # noqa: SLF001 - the option's effect
+        assert not isinstance(default._loop._selector, selectors.SelectSelector)  # noqa: SLF001
+        replies = [post(server, body("m2", "q7"))[2] for server in (precise, default)]
+        assert replies[0] == replies[1] and precise.count("m2") == 1
