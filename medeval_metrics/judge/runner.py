@@ -211,8 +211,18 @@ class PanelRunner:
                 finish(job)
 
         async with AsyncJudgeTransport(self.clients, self.panel.concurrency) as transport:
-            workers = [asyncio.ensure_future(worker(transport)) for _ in range(min(self.panel.concurrency, len(jobs)))]
+            workers = []
             try:
+                # One loop pass between starts. Started all at once, every worker's first request
+                # goes through each step (payload, connect, send) in lockstep, so all of them leave
+                # together only once the whole first round is prepared, their replies come back
+                # together, and each round's replies queue behind one another for the client's
+                # CPU (at c128 about 0.2 ms x 128 per round). Staggered, each request leaves as
+                # soon as it is ready and the replies stay spread out; every worker is still
+                # started within a few milliseconds.
+                for _ in range(min(self.panel.concurrency, len(jobs))):
+                    workers.append(asyncio.ensure_future(worker(transport)))
+                    await asyncio.sleep(0)
                 await asyncio.gather(*workers)
             finally:
                 for task in workers:

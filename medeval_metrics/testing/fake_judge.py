@@ -19,15 +19,13 @@ Run standalone: ``python -m medeval_metrics.testing.fake_judge --latency 0.1`` p
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-
-from medeval_metrics.testing.loopback import SHUTDOWN_POLL, send_json
+from http import HTTPStatus
+from typing import Any, Callable
 
 DIMENSIONS = ("accuracy", "completeness", "clarity")
 _ANSWER_ID = re.compile(r"<<<ANSWER-([0-9a-f]{12})>>>")
@@ -52,54 +50,102 @@ def verdict_json(answer_id: str, scores: dict[str, int], reasons: dict[str, str]
 
 
 class FakeJudgeServer:
+    """The server on 127.0.0.1: an asyncio server, as real judge endpoints are (vLLM's and other
+    OpenAI-compatible servers run on an event loop): one loop serves every connection, keeps
+    connections alive (HTTP/1.1, requests with a ``Content-Length`` body) and sets TCP_NODELAY.
+    A request's latency is a timer, not a sleeping thread or task: its reply is written the moment
+    the timer fires. A thread-per-connection server spent about a millisecond starting each
+    connection's thread (at concurrency 128, 0.15 s on the first round), and a task per request
+    (aiohttp's server on Python 3.11) waits behind every other ready task before replying; both
+    showed up in the judge benchmark as the client's time.
+
+    In a ``with`` block it serves from a daemon thread of its own (its own event loop); ``main``
+    serves in the calling thread (the benchmark runs it in a process of its own).
+
+    ``precise_timers``: the loop waits with ``select()`` (microseconds) instead of epoll. CPython
+    rounds an epoll wait up to whole milliseconds, so a reply leaves 0-1 ms late and all replies due
+    within the same millisecond leave together, which re-synchronises the clients' requests into
+    bursts (at 20 ms latency, 2-10% on the benchmark's ratios). ``select()`` only takes descriptors
+    below 1024: on in the benchmark's own process (``main``), off in a test process."""
+
     def __init__(self, latency: float = 0.0, script: dict[tuple[str, str], list[dict[str, Any]]] | None = None,
-                 port: int = 0, style: str = "pack") -> None:
-        self.latency, self.style = latency, style
+                 port: int = 0, style: str = "pack", precise_timers: bool = False) -> None:
+        self.latency, self.style, self.port, self.precise_timers = latency, style, port, precise_timers
         self.script = {k: list(v) for k, v in (script or {}).items()}
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # the loop thread writes; tests read from theirs
         self.requests: list[dict[str, Any]] = []  # model, question, status, authorization seen
         self.in_flight = 0
         self.max_in_flight = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # as real servers do: headers and body go out in two writes, and with Nagle's algorithm a
-            # kept-alive client waits ~40 ms for the delayed ACK of each reply
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:  # keep test output quiet
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                server._handle(self, body)
-
-        class Server(ThreadingHTTPServer):
-            daemon_threads = True
-            request_queue_size = 256
-
-        self.httpd = Server(("127.0.0.1", port), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs=SHUTDOWN_POLL, daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._connections: set[_Connection] = set()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1/chat/completions"
+        return f"http://127.0.0.1:{self.port}/v1/chat/completions"
 
     def __enter__(self) -> "FakeJudgeServer":
-        self.thread.start()
+        self._thread = threading.Thread(target=self.serve_forever, name="fake-judge", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        if self._loop is not None and self._stop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join()
+
+    def serve_forever(self, on_ready: Callable[[str], None] | None = None) -> None:
+        """Serve until ``__exit__`` (or the process ends); ``on_ready(url)`` once listening."""
+        import selectors
+
+        loop = asyncio.SelectorEventLoop(selectors.SelectSelector() if self.precise_timers else None)
+        try:
+            loop.run_until_complete(self._serve(on_ready))
+        finally:
+            loop.close()
+
+    async def _serve(self, on_ready: Callable[[str], None] | None) -> None:
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        try:
+            server = await self._loop.create_server(lambda: _Connection(self), "127.0.0.1", self.port,
+                                                    backlog=1024, reuse_address=True)
+        except BaseException as exc:  # a port in use: raised in the thread that entered ``with``
+            self._error = exc
+            self._ready.set()
+            return
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        if on_ready is not None:
+            on_ready(self.url)
+        try:
+            await self._stop.wait()
+        finally:
+            server.close()
+            for connection in list(self._connections):  # a request still waiting is dropped
+                connection.close()
+            await server.wait_closed()
 
     def count(self, model: str | None = None) -> int:
         with self.lock:
             return sum(1 for r in self.requests if model is None or r["model"] == model)
 
-    def _handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    def _begin(self, headers: dict[str, str], raw: bytes) -> tuple[float, Callable[[], tuple[int, bytes, dict[str, str]]]]:
+        """Record one request (in flight until ``_end``); its delay and how to build its reply
+        (status, body, extra headers)."""
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            with self.lock:
+                self.in_flight += 1
+            return 0.0, lambda: (400, b'{"error": {"message": "request body is not a JSON object"}}', {})
         messages = body.get("messages") or []
         text = "\n".join(str(m.get("content", "")) for m in messages)
         id_match, question_match = _ANSWER_ID.search(text), _QUESTION.search(text) or _TAGGED_QUESTION.search(text)
@@ -111,39 +157,133 @@ class FakeJudgeServer:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             queue = self.script.get((model, question))
             step = queue.pop(0) if queue else {}
-            released = False
-            self.requests.append({"model": model, "question": question, "authorization": handler.headers.get("Authorization"),
+            self.requests.append({"model": model, "question": question, "authorization": headers.get("authorization"),
                                   "turns": len(messages), "step": step})
-        try:
-            time.sleep(self.latency + float(step.get("delay", 0.0)))
+
+        def reply() -> tuple[int, bytes, dict[str, str]]:
             if "status" in step:
-                payload, status, headers = json.dumps({"error": {"message": "scripted failure"}}), step["status"], step.get("headers", {})
-            elif "raw_body" in step:
-                payload, status, headers = step["raw_body"], 200, {}
+                return step["status"], json.dumps({"error": {"message": "scripted failure"}}).encode(), step.get("headers", {})
+            if "raw_body" in step:
+                return 200, step["raw_body"].encode("utf-8"), {}
+            if "content" in step:
+                content = step["content"] if step["content"] is None else step["content"].replace("@ID@", answer_id)
             else:
-                if "content" in step:
-                    content = step["content"] if step["content"] is None else step["content"].replace("@ID@", answer_id)
-                else:
-                    content = verdict_json(answer_id, step.get("scores") or default_scores(model, question),
-                                           step.get("reasons"), style=self.style)
-                payload = json.dumps({
-                    "id": "fake", "object": "chat.completion", "model": model,
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-                })
-                status, headers = 200, {}
-            data = payload.encode("utf-8")
-            # done before replying: a client cannot send its next request until it has this reply
-            with self.lock:
-                self.in_flight -= 1
-                released = True
-            try:
-                send_json(handler, status, data, headers)
-            except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
-                pass
+                content = verdict_json(answer_id, step.get("scores") or default_scores(model, question),
+                                       step.get("reasons"), style=self.style)
+            payload = json.dumps({
+                "id": "fake", "object": "chat.completion", "model": model,
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            })
+            return 200, payload.encode("utf-8"), {}
+
+        return self.latency + float(step.get("delay", 0.0)), reply
+
+    def _end(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+
+_MAX_HEAD = 64 * 1024
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:  # a scripted status no standard names
+        return "Unknown"
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: HTTP/1.1 requests in order, each answered when its timer fires."""
+
+    def __init__(self, server: FakeJudgeServer) -> None:
+        self.server = server
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+        self.pending: asyncio.TimerHandle | None = None  # the request being answered, if any
+        self.close_after = False
+
+    def connection_made(self, transport: Any) -> None:
+        # asyncio's TCP transports set TCP_NODELAY (a reply is one write anyway): no reply waits
+        # for the client's delayed ACK, as with real servers
+        self.transport = transport
+        self.server._connections.add(self)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.server._connections.discard(self)
+        if self.pending is not None:  # the client timed out and left: its request ends here
+            self.pending.cancel()
+            self.pending = None
+            self.server._end()
+        self.transport = None
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self._next()
+
+    def _next(self) -> None:
+        """Start the next complete request in the buffer, unless one is being answered."""
+        if self.pending is not None or self.transport is None:
+            return
+        head_end = self.buffer.find(b"\r\n\r\n")
+        if head_end < 0:
+            if len(self.buffer) > _MAX_HEAD:
+                self._fail(431)
+            return
+        lines = self.buffer[:head_end].decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        request_line = lines[0].split(" ")
+        if len(request_line) != 3 or not request_line[2].startswith("HTTP/1."):
+            return self._fail(400)
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            return self._fail(411)  # the judge client always sends a Content-Length
+        try:
+            length = int(headers.get("content-length") or 0)
+        except ValueError:
+            return self._fail(400)
+        if len(self.buffer) < head_end + 4 + length:
+            return  # the body is still arriving
+        raw = self.buffer[head_end + 4:head_end + 4 + length]
+        self.buffer = self.buffer[head_end + 4 + length:]
+        self.close_after = headers.get("connection", "").lower() == "close" or request_line[2] == "HTTP/1.0"
+        if request_line[0] != "POST":
+            self._write(405, b'{"error": {"message": "POST only"}}', {})
+            return self._next()
+        delay, reply = self.server._begin(headers, raw)
+        self.pending = self.server._loop.call_later(delay, self._answer, reply)  # type: ignore[union-attr]
+
+    def _answer(self, reply: Callable[[], tuple[int, bytes, dict[str, str]]]) -> None:
+        self.pending = None
+        try:
+            status, body, headers = reply()
         finally:
-            if not released:
-                with self.lock:
-                    self.in_flight -= 1
+            # released before replying: a client cannot send its next request until it has this reply
+            self.server._end()
+        self._write(status, body, headers)
+        self._next()
+
+    def _write(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        if self.transport is None:
+            return
+        head = [f"HTTP/1.1 {status} {_phrase(status)}", "Content-Type: application/json",
+                f"Content-Length: {len(body)}", *(f"{name}: {value}" for name, value in headers.items())]
+        if self.close_after:
+            head.append("Connection: close")
+        self.transport.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        if self.close_after:
+            self.transport.close()
+            self.transport = None
+
+    def _fail(self, status: int) -> None:
+        self.close_after = True
+        self._write(status, json.dumps({"error": {"message": _phrase(status)}}).encode(), {})
 
 
 def main() -> None:
@@ -153,9 +293,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    server = FakeJudgeServer(latency=args.latency, port=args.port)
-    print(server.url, flush=True)
-    server.httpd.serve_forever()
+    server = FakeJudgeServer(latency=args.latency, port=args.port, precise_timers=True)
+    server.serve_forever(on_ready=lambda url: print(url, flush=True))
 
 
 if __name__ == "__main__":
