@@ -153,3 +153,34 @@ def test_items_without_levels_still_get_text_list_columns(tmp_path, cache):
     bare = [{k: v for k, v in r.items() if k not in ("level", "category")} for r in RECORDS]
     dataset = load_public(emsqa_public_path=str(_folder(tmp_path, bare)))["test"]
     assert str(dataset.features["level"]) == "List(Value('string'))" and dataset[0]["level"] == []
+
+
+def test_a_changed_published_file_is_noticed_also_when_it_comes_from_the_cache(tmp_path, cache, monkeypatch, caplog):
+    from medeval_metrics.data import CHECKSUM_ENV
+
+    folder = _folder(tmp_path, RECORDS)  # named like the published test_open.json, but not it
+    monkeypatch.setenv(CHECKSUM_ENV, "error")
+    for _ in range(2):  # validated, then from the cache: refused both times
+        with pytest.raises(MedevalDataError, match=r"test_open\.json: not the published test_open\.json"):
+            load_public(emsqa_public_path=str(folder))
+    monkeypatch.setenv(CHECKSUM_ENV, "off")
+    load_public(emsqa_public_path=str(folder))  # now cached
+    monkeypatch.setenv(CHECKSUM_ENV, "error")
+    with pytest.raises(MedevalDataError, match=r"not the published test_open\.json"):
+        load_public(emsqa_public_path=str(folder))
+
+
+def test_a_changed_validation_file_is_noticed_only_when_examples_are_drawn(tmp_path, cache, monkeypatch, caplog):
+    from medeval_metrics.data import CHECKSUM_ENV
+
+    folder = _folder(tmp_path, RECORDS)
+    (folder / "val_open.json").write_text(json.dumps(RECORDS[:3]))
+    monkeypatch.setenv(CHECKSUM_ENV, "warn")
+    monkeypatch.setattr(shared_data, "_digests", {})
+    emsqa_data._read_pool.cache_clear()
+    with caplog.at_level(logging.WARNING, logger="medeval.data"):
+        pool = load_public(emsqa_public_path=str(folder))["validation"]
+    assert "val_open.json" not in caplog.text  # zero-shot: never read, never hashed
+    with caplog.at_level(logging.WARNING, logger="medeval.data"):
+        assert len(pool) == 3
+    assert "not the published val_open.json" in caplog.text

@@ -301,3 +301,69 @@ def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
     assert "rag_" in preflight._pack_key_prefixes()
     with pytest.raises(MedevalDataError, match="rag_kk.*rag_k"):
         preflight.check_metadata_keys({"rag_kk": 4})
+
+
+# --- a task owns its retrieval mode; zero-shot runs never read the few-shot pool --------------------
+
+def _task_yaml(name):
+    from medeval_metrics import tasks_path
+
+    return str(Path(tasks_path()) / "emsqa" / f"{name}.yaml")
+
+
+@pytest.mark.parametrize("task, given, instead", [
+    ("emsqa_public_rag", "filter_then_retrieve", "run emsqa_private_expertrag_ftr or emsqa_public_expertrag_ftr instead"),
+    ("emsqa_private_expertrag_ftr", "retrieve_then_filter", "run emsqa_private_expertrag_rtf or emsqa_public_expertrag_rtf instead"),
+    ("emsqa_public_expertrag_rtf", "global", "emsqa_public_rag"),
+    ("emsqa_public_rag", "nearest", "the modes are global, filter_then_retrieve, retrieve_then_filter"),
+])
+def test_metadata_cannot_run_another_mode_under_a_tasks_name(task, given, instead):
+    from medeval_metrics.emsqa.rag import check_task_owns_its_mode
+
+    with pytest.raises(MedevalDataError) as info:
+        check_task_owns_its_mode({"config_source": _task_yaml(task), "rag_mode": given})
+    text = str(info.value)
+    assert f"--metadata rag_mode={given!r}" in text and f"({task} is " in text and instead in text
+    assert "drop rag_mode from --metadata" in text
+
+
+def test_the_tasks_own_mode_and_loaders_outside_lm_eval_pass():
+    from medeval_metrics.emsqa.rag import check_task_owns_its_mode
+
+    check_task_owns_its_mode({"config_source": _task_yaml("emsqa_public_expertrag_ftr"), "rag_mode": "filter_then_retrieve"})
+    check_task_owns_its_mode({"rag_mode": "retrieve_then_filter"})  # no task YAML: a loader called directly
+    check_task_owns_its_mode({"config_source": "inline", "rag_mode": "global"})
+
+
+def test_the_own_task_config_follows_includes():
+    from medeval_metrics.task_yaml import own_task_config
+
+    config = own_task_config(_task_yaml("emsqa_public_rag"))
+    assert config["task"] == "emsqa_public_rag" and config["metadata"]["rag_mode"] == "global"
+    assert config["generation_kwargs"]["max_gen_toks"] > 0  # from the CoT template, two includes up
+    assert config["custom_dataset"] == "medeval_metrics.emsqa.rag.load_public_rag"  # !function kept as text
+
+
+@pytest.mark.e2e
+def test_a_zero_shot_rag_run_never_reads_the_validation_file(tmp_path, items, caplog):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+    from medeval_metrics.emsqa import data as emsqa_data
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    folder = tmp_path / "public"
+    folder.mkdir()
+    (folder / "test_open.json").write_text(json.dumps(items))
+    broken = [{"question": "unreadable pool item", "choices": ["a. x", "b. "], "answer": "a"}]
+    (folder / "val_open.json").write_text(json.dumps(items[:2] + broken))
+    metadata = {"emsqa_public_path": str(folder), "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)),
+                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 2}
+    emsqa_data._read_pool.cache_clear()
+    model = ScriptedLM({"key": "question", "generate": {}, "choose": {}, "default": '["a"]'})
+    with caplog.at_level(logging.WARNING):
+        lm_eval.simple_evaluate(model=model, tasks=["emsqa_public_rag"], limit=2,
+                                task_manager=TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata))
+    assert emsqa_data._read_pool.cache_info().misses == 0
+    assert "val_open.json" not in caplog.text and "few-shot example" not in caplog.text

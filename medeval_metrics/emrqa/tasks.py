@@ -26,6 +26,7 @@ from medeval_metrics.emrqa import metrics as M
 from medeval_metrics.emrqa.cache import ensure_prepared
 from medeval_metrics.emrqa.seeding import stable_fraction
 from medeval_metrics.stats import install_stderr_hook, with_stderr
+from medeval_metrics.task_yaml import own_task_config
 
 logger = logging.getLogger("medeval.emrqa")
 
@@ -141,32 +142,13 @@ def lf_target(doc: Mapping[str, Any]) -> str:
 # --- context fit --------------------------------------------------------------------------------
 
 
-def _task_config(config_source: Any) -> dict[str, Any]:
-    """The task's YAML as lm-eval read it (``include`` followed, ``!function`` left as text); {} if unknown."""
-    import yaml
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
-    path = Path(str(config_source)) if config_source and config_source != "inline" else None
-    if path is None or not path.is_file():
-        return {}
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
-    includes = config.pop("include", None)
-    merged: dict[str, Any] = {}
-    for include in includes if isinstance(includes, list) else [includes] if includes else []:
-        merged.update(_task_config(path.parent / include if not Path(include).is_absolute() else include))
-    return {**merged, **config}
-
-
 def generation_budget(kwargs: Mapping[str, Any]) -> int:
     """``max_gen_toks`` of the task's own config (the YAML at lm-eval's ``config_source``), else lm-eval's 256.
 
     ``--gen_kwargs`` is applied by lm-eval after the data set is loaded; ``process_evidence`` and
     ``process_classification`` re-check the fit against the budget actually used.
     """
-    generation = _task_config(kwargs.get("config_source")).get("generation_kwargs") or {}
+    generation = own_task_config(kwargs.get("config_source")).get("generation_kwargs") or {}
     return int(generation.get("max_gen_toks", _LM_EVAL_DEFAULT_MAX_GEN_TOKS))
 
 

@@ -307,15 +307,12 @@ def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
                     f"{local}: no test_open.json in this folder. {PUBLIC_SOURCE.how_to_get}"
                 )
             val = next((p for p in (local / "val_open.json", local / "validation.json") if p.exists()), None)
-            for found in (test, val):  # a folder's files are compared with the pins like a named file
-                if found is not None:
-                    check_known_checksum(found)
+            # a folder's file is compared with the pins like a named one, also when it comes from the
+            # data cache (the JSON reader checks the files it reads: the validation file when drawn from)
+            check_known_checksum(test)
             return test, val
         sibling = local.parent / "val_open.json"
-        if sibling.exists() and sibling != local:
-            check_known_checksum(sibling)
-            return local, sibling
-        return local, None
+        return local, sibling if sibling.exists() and sibling != local else None
     revision = metadata.get("emsqa_revision")
     test = download_hub_file(PUBLIC_SOURCE, ["test_open.json"], revision)
     try:

@@ -27,12 +27,14 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from medeval_metrics.context_fit import ContextFit
 from medeval_metrics.data import MedevalDataError, download_hub_file
-from medeval_metrics.emsqa.data import load_private, load_public
+from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
 from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE
 from medeval_metrics.emsqa.prompts import doc_to_text_cot, doc_to_text_expert_cot
 from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.retrieval import (
+    MODES,
     CorpusFile,
     RetrievalSettings,
     cached_build,
@@ -43,7 +45,7 @@ from medeval_metrics.retrieval import (
     read_retrievals,
     write_retrievals,
 )
-from medeval_metrics.context_fit import ContextFit
+from medeval_metrics.task_yaml import own_task_config
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -254,11 +256,30 @@ def load_private_rag(**metadata: Any):
     return _dataset_with_retrieval(load_private(**metadata), metadata)
 
 
-def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
-    import datasets
+def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
+    """``rag_mode`` is what distinguishes the RAG tasks (KB vs ExpertRAG filter-then-retrieve or
+    retrieve-then-filter); lm-eval lets ``--metadata`` override a task's own metadata, which would run
+    another setting under the task's name. A different mode is an error naming the task that has it."""
+    source = metadata.get("config_source")
+    own = (own_task_config(source).get("metadata") or {}).get("rag_mode")
+    given = metadata.get("rag_mode")
+    if own is None or given is None or str(given) == str(own):
+        return
+    folder = Path(str(source)).parent
+    with_mode = sorted(str(config["task"]) for config in map(own_task_config, sorted(folder.glob("*.yaml")))
+                       if (config.get("metadata") or {}).get("rag_mode") == given and "task" in config)
+    task = own_task_config(source).get("task", Path(str(source)).stem)
+    instead = f"run {' or '.join(with_mode)} instead" if with_mode else f"the modes are {', '.join(MODES)}"
+    raise MedevalDataError(
+        f"--metadata rag_mode={given!r}: each RAG task sets its own retrieval mode ({task} is {own!r}), so that "
+        f"results under its name mean one setting; {instead}, and drop rag_mode from --metadata."
+    )
 
+
+def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     from medeval_metrics.lm_eval_compat import loading_task_config, pass_generation_kwargs_to_process_results
 
+    check_task_owns_its_mode(metadata)
     pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
     task_config = loading_task_config()
     max_gen_toks = _DEFAULT_MAX_GEN_TOKS
@@ -269,8 +290,10 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     record = add_retrieval(docs, metadata, max_gen_toks, prompt if callable(prompt) else doc_to_text_rag_expert_cot)
     if task_config is not None:
         task_config.metadata = {**(task_config.metadata or {}), "rag": record}
-    splits = {name: dataset[name] for name in dataset if name != "test"}
-    return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs), **splits})
+    import datasets
+
+    # the other splits as they came (the public validation pool stays unread until examples are drawn)
+    return EmsqaSplits({**dataset, "test": datasets.Dataset.from_list(docs)})
 
 
 def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], sources: Sequence[Sequence[str]] | None,
