@@ -121,6 +121,20 @@ class PanelRunner:
         record.update(fields)
         return record
 
+    def _reread(self, job: _Job, hit: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A cached verdict read again from its stored reply by the current parser, so that a reading
+        fixed since it was cached applies to it (a reply once unusable may now count) and a stale
+        reading never counts (a score the current parser refuses is asked again: None). A reply stored
+        cut short (``_REPLY_KEEP``) or a transport failure is used as stored."""
+        reply = None if hit is None else hit.get("reply")
+        if not isinstance(reply, str) or len(reply) >= _REPLY_KEEP or hit.get("unscored_kind") == "transport":
+            return hit
+        parsed = self.rubric.parse(reply, job.item.answer, job.shown, require_answer_id=self.panel.require_answer_id)
+        if parsed.ok:
+            return {**hit, "scores": parsed.scores, "reasons": parsed.reasons, "id_echoed": parsed.id_echoed,
+                    "unscored_reason": None, "unscored_kind": None}
+        return None if hit.get("scores") else hit
+
     def _reusable(self, hit: dict[str, Any]) -> bool:
         if hit.get("scores"):
             return True  # a good verdict is never asked again
@@ -258,7 +272,7 @@ class PanelRunner:
         hits = self.cache.get_many([job.key for job in jobs]) if self.cache is not None else {}
         to_ask = []
         for job in jobs:
-            hit = hits.get(job.key)
+            hit = self._reread(job, hits.get(job.key))
             if hit is not None and self._reusable(hit):
                 results[job.index][job.judge.name] = {**hit, "judge": job.judge.name, "cached": True, "requests": 0}
             else:
