@@ -125,3 +125,27 @@ def test_filter_maps_every_response_of_every_doc():
 )
 def test_negation_scope_and_closing_letters(output, expected):
     assert extract_answer(output, FOUR) == expected
+
+
+@pytest.mark.parametrize(
+    "output, options, expected",
+    [
+        # Two-option items (the public set has 19 true/false and 1 yes/no item): a reply that begins
+        # with an option's word is that option only when it states it ...
+        ("No.", ["Yes", "No"], ["b"]),
+        ("No", ["Yes", "No"], ["b"]),
+        ("Answer: No", ["Yes", "No"], ["b"]),
+        ("The answer is no.", ["Yes", "No"], ["b"]),
+        ("True.", ["True", "False"], ["a"]),
+        ("False", ["True", "False"], ["b"]),
+        # ... not when the word starts another phrase (a user review found item 419 scored right from "no idea")
+        ("no idea", ["Yes", "No"], None),
+        ("No problem! Let me think.", ["Yes", "No"], None),
+        ("No answer.", ["Yes", "No"], None),
+        ("yes or no?", ["Yes", "No"], None),
+        ("true or false?", ["True", "False"], None),
+        ("Sign up for the course first.", ["Sign", "Symptom"], None),
+    ],
+)
+def test_a_two_option_reply_that_only_begins_with_an_options_word(output, options, expected):
+    assert extract_answer(output, ["a", "b"], options, "Is it?") == expected

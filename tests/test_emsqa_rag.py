@@ -139,7 +139,13 @@ def test_missing_file_warns_names_the_file_and_can_be_required(docs, metadata, t
     base = {**metadata, "emsqa_knowledge_path": str(folder), "rag_mode": "filter_then_retrieve"}
     with caplog.at_level(logging.WARNING):
         record = add_retrieval(docs, base)
-    assert "lacks ems_operations.json: 1 of 12 items" in caplog.text
+    assert ("lacks ems_operations.json: 1 of 12 items have a subject area whose file is missing; in mode "
+            "filter_then_retrieve they get documents only from their other areas' files, and the 1 with no other "
+            "area get none.") in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        add_retrieval(docs, base)  # the next RAG task of the same run: said once
+    assert "lacks ems_operations.json" not in caplog.text
     assert record["missing_files"] == ["ems_operations"]
     assert docs[7]["rag_chunks"] == [] and docs[7]["rag_sources"] == []  # its only area has no file
     with pytest.raises(MedevalDataError, match="lacks ems_operations.json"):
@@ -161,7 +167,7 @@ def test_malformed_knowledge_file_names_file_page_and_fix(docs, metadata, tmp_pa
     folder = make_kb(tmp_path / "bad", items)
     (folder / "trauma.json").write_text(json.dumps([{"A": "x"}, {"B": ["not", "text"]}]))
     with pytest.raises(MedevalDataError, match=r"trauma\.json: page 1, section 'B' of the EMSQA knowledge base holds a list"
-                       r".*Download the file again"):
+                       r".*Replace it with the published file\. Download the folder knowledge/"):
         add_retrieval(docs, {**metadata, "emsqa_knowledge_path": str(folder)})
     (folder / "trauma.json").write_text('[{"A": "x"')
     with pytest.raises(MedevalDataError, match=r"trauma\.json: the EMSQA knowledge base is not valid JSON \(line 1"):

@@ -235,8 +235,14 @@ class _Span:
         if not sentence:
             return None
         hits = [letter for letter, text in self.options.items() if sentence == text or sentence.startswith(text + " ")
-                and len(sentence) - len(text) < 12]
+                and len(sentence) - len(text) < 12 and _STATES_THE_OPTION.match(sentence[len(text):])]
         return hits if len(hits) == 1 else None
+
+
+# After an option's text at the start of a reply, what keeps it a statement of that option ("Yes,
+# because", "False: the ...", "Brachial artery is correct") rather than another phrase that happens
+# to begin with the same word ("No idea", "No problem", "Yes or no?", "True or false?").
+_STATES_THE_OPTION = re.compile(r"[ \t]*(?:[,;:(—–-]|(?:is|are|was|would|because|since|as)\b)", re.IGNORECASE)
 
 
 def _structured(body: str) -> list[str] | None:

@@ -50,7 +50,8 @@ from medeval_metrics.task_yaml import own_task_config
 log = logging.getLogger("medeval_metrics.emsqa")
 
 _WHAT = "the EMSQA knowledge base"
-_FIX = f"Download the file again: {KNOWLEDGE_SOURCE.how_to_get}"
+_FIX = f"Replace it with the published file. {KNOWLEDGE_SOURCE.how_to_get}"
+_noticed: set[str] = set()  # warnings already given in this process
 _SETTINGS = {  # metadata key -> (RetrievalSettings field, type)
     "rag_retriever": ("retriever", str), "rag_mode": ("mode", str), "rag_k": ("k", int),
     "rag_chunk_tokens": ("chunk_tokens", int), "rag_chunk_overlap": ("chunk_overlap", int),
@@ -338,16 +339,19 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
     if missing_files:
         needed = [stem for stem in missing_files if stem != "terminology"]
         affected = sum(1 for i in ids if any(AREA_FILES[a] in needed for a in areas[i]))
+        only = sum(1 for i in ids if areas[i] and all(AREA_FILES[a] in needed for a in areas[i]))
         message = (
             f"{_WHAT} at {origin} lacks {', '.join(f + '.json' for f in missing_files)}: "
-            + (f"{affected} of {len(ids)} items are in a subject area it covers; in mode {settings.mode} they get "
-               "documents only from their other areas' files (none if it was their only area). " if filtered else
-               "global retrieval searches the files present. ")
+            + (f"{affected} of {len(ids)} items have a subject area whose file is missing; in mode {settings.mode} "
+               f"they get documents only from their other areas' files, and the {only} with no other area get "
+               "none. " if filtered else "global retrieval searches the files present. ")
             + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
         )
         if str(setting(metadata, "rag_require_all_files", "")).lower() in {"1", "true", "yes"}:
             raise MedevalDataError(message)
-        log.warning("medeval: %s", message)
+        if message not in _noticed:  # once per run, not once per RAG task of a group
+            _noticed.add(message)
+            log.warning("medeval: %s", message)
 
     cache_root = Path(setting(metadata, "rag_cache_dir", "") or default_cache_root()).expanduser()
     precomputed_path = setting(metadata, "rag_retrievals")
@@ -411,9 +415,13 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
         doc["context_limit"] = fit.limit
     too_long = sum(not doc["fits_context"] for doc in docs)
     if too_long:
-        log.warning("medeval: %d of %d EMSQA prompts with %d documents do not fit the model's context (%s); "
-                    "lm-eval will cut their start. Lower rag_k (see the README's k vs prompt length table).",
-                    too_long, len(docs), settings.k, fit.method)
+        # --gen_kwargs is applied after the data set is built: the budget here is the task's own, and
+        # prompt_too_long recounts with the one the run used
+        log.warning("medeval: %d of %d EMSQA prompts with %d document%s do not fit the model's context with the "
+                    "task's generation budget (%s); lm-eval will cut their start. A smaller --gen_kwargs "
+                    "max_gen_toks leaves more room (the metric prompt_too_long counts with the budget the run "
+                    "used); or lower rag_k (see the README's k vs prompt length table).",
+                    too_long, len(docs), settings.k, "" if settings.k == 1 else "s", fit.method)
     return {
         **header,
         "knowledge": origin,
