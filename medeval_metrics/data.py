@@ -151,11 +151,8 @@ def check_known_checksum(path: Path, mode: str | None = None) -> str:
     if mode == "off" or expected is None or not path.is_file():
         return "unpinned"
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    first_time = key not in _digests
-    if first_time:
-        _digests[key] = _sha256(path)
-    actual = _digests[key]
+    first_time = (str(path.resolve()), stat.st_size, stat.st_mtime_ns) not in _digests
+    actual = _file_digest(path)
     if actual == expected:
         return "match"
     if mode == "error":
@@ -531,3 +528,28 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
                 log.warning("medeval: cannot write the data cache in %s (%s); data is validated on every run. "
                             "Set %s to a writable folder, or to 'off'.", cached.parent, exc, DATASET_CACHE_ENV)
     return datasets.Dataset(InMemoryTable(table), fingerprint=key)
+
+
+# --------------------------------------------------------------------------- what was scored, in the results
+
+def record_scored_files(description: str, paths: Iterable[Path], items: int) -> dict[str, Any]:
+    """Put the scored data's file names, sha256 and item count into the running task's config, which
+    lm-eval writes to ``results["configs"][task]["metadata"]["scored_data"]``: a model card's number then
+    says which file it came from, however the path was given (``--metadata``, environment, Hub).
+    Names only, not folders (a path can name a person or a machine). Returns the record."""
+    from medeval_metrics.lm_eval_compat import loading_task_config
+
+    files = [{"file": Path(p).name, "sha256": _file_digest(Path(p))} for p in paths]
+    record = {"description": description, "files": files, "items": items}
+    config = loading_task_config()
+    if config is not None:
+        config.metadata = {**(config.metadata or {}), "scored_data": record}
+    return record
+
+
+def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _digests:
+        _digests[key] = _sha256(path)
+    return _digests[key]

@@ -7,7 +7,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 
 1. ``index_pack_tasks``: ``TaskManager.__init__`` also indexes the pack's tasks (``medeval run``).
 2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
-3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs.
+3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs,
+   with functions left in task configs by name rather than by memory address.
 4. ``set_api_request_headers``: an API backend sends exactly the headers it was configured with
    (``TemplateAPI.header``); ``api_request_payload``: the JSON body ``model_call`` would send, for the
    judges' asyncio transport.
@@ -161,10 +162,28 @@ def use_attached_stderrs() -> None:
 # ``save_results_samples`` receive: results fully (``redact_obj``), samples for secret values only
 # (documents and model outputs are otherwise kept as they are). Remove if lm-eval stops writing
 # model_args values (the test checks that an unpatched writer still writes them).
+#
+# The same writer turns a function or class left in a task's config (``fewshot_config.sampler`` and
+# ``process_docs``, nested where lm-eval's own config dump does not look) into ``str(obj)``,
+# ``<function fewshot_pool at 0x7f...>``: two identical runs then write different results. The
+# patch writes such objects by name (``medeval_metrics.emsqa.fewshot_pool``); the test checks that
+# the unpatched writer still writes addresses.
+
+
+def _named_callables(obj: Any) -> Any:
+    """A copy of a JSON-like structure with functions and classes as ``module.qualname``."""
+    if isinstance(obj, dict):
+        return {key: _named_callables(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        items = [_named_callables(item) for item in obj]
+        return items if isinstance(obj, list) else tuple(items)
+    if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj):
+        return f"{getattr(obj, '__module__', None) or ''}.{getattr(obj, '__qualname__', repr(obj))}".lstrip(".")
+    return obj
 
 
 def redact_results_writer() -> None:
-    """Patch lm-eval's EvaluationTracker to redact what it writes. Idempotent."""
+    """Patch lm-eval's EvaluationTracker to redact what it writes (and name callables). Idempotent."""
     from lm_eval.loggers.evaluation_tracker import EvaluationTracker
 
     from medeval_metrics.redact.text import redact_obj
@@ -175,7 +194,7 @@ def redact_results_writer() -> None:
     save_samples = EvaluationTracker.save_results_samples
 
     def save_results_aggregated(self: Any, results: dict, samples: dict | None = None) -> None:
-        return save_aggregated(self, redact_obj(results), samples)
+        return save_aggregated(self, redact_obj(_named_callables(results)), samples)
 
     def save_results_samples(self: Any, task_name: str, samples: Any) -> None:
         return save_samples(self, task_name, redact_obj(samples, patterns=False))

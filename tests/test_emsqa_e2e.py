@@ -187,3 +187,27 @@ def test_documented_commands_with_the_tiny_model(tmp_path, tiny_model, emsqa_pub
     assert results_a["results"]["emsqa_public"]["acc,extract_answer"] == results_b["results"]["emsqa_public"]["acc,extract_answer"]
     assert len(samples_a["emsqa_public"]) == min(20, len(json.loads((emsqa_public_dir / "test_open.json").read_text())))
     assert results_a["versions"]["emsqa_public"] == 3  # version 3: negation scope and closing letters (tasks/emsqa/README.md)
+
+
+def test_results_name_the_scored_file_and_are_identical_across_runs(tmp_path, capsys, monkeypatch):
+    # The private path comes from the environment (not --metadata): the results still say which file
+    # was scored (its name and sha256, never its folder); two identical runs write identical configs
+    # (no function addresses).
+    from conftest import run_medeval
+    from medeval_metrics.data import _sha256
+
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
+    configs = []
+    for run in ("one", "two"):
+        out = run_medeval(["run", "--model", "medeval-scripted", "--model_args", f"table={table}", "--tasks",
+                           "emsqa_private", "--output_path", str(tmp_path / run)], capsys, monkeypatch,
+                          env={"MEDEVAL_EMSQA_PRIVATE_PATH": str(SYNTHETIC)})
+        assert out.returncode == 0, out.stderr
+        results, _ = find_results(tmp_path / run)
+        configs.append(results["configs"]["emsqa_private"])
+    scored = configs[0]["metadata"]["scored_data"]
+    assert scored == {"description": "the EMSQA private set", "items": len(ITEMS),
+                      "files": [{"file": SYNTHETIC.name, "sha256": _sha256(SYNTHETIC)}]}
+    assert str(SYNTHETIC.parent) not in json.dumps(scored)
+    assert " at 0x" not in json.dumps(configs[0]) and configs[0] == configs[1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import logging
 from pathlib import Path
 
@@ -239,6 +240,31 @@ def test_tracker_patch_redacts_results_and_samples(tracker_class, tmp_path, monk
     assert results["results"]["probe"]["acc,none"] == 1.0
     sample = json.loads(next(out.rglob("samples_*.jsonl")).read_text())
     assert sample["resps"] == [["the server said [REDACTED]"]] and sample["filtered_resps"] == ["A"]
+
+
+def _results_with_a_function_in_a_config():
+    from medeval_metrics.emsqa import fewshot_pool
+    from medeval_metrics.emsqa.data import DeferredPool
+
+    results = _results()
+    results["configs"] = {"probe": {"fewshot_config": {"sampler": DeferredPool, "process_docs": fewshot_pool}}}
+    return results
+
+
+def test_tracker_writes_function_addresses_unpatched(tracker_class, tmp_path):
+    tracker = tracker_class(output_path=str(tmp_path / "plain"))
+    tracker.save_results_aggregated(results=_results_with_a_function_in_a_config(), samples=None)
+    written = next((tmp_path / "plain").rglob("results_*.json")).read_text()
+    assert re.search(r"<function fewshot_pool at 0x[0-9a-f]+>", written)  # still needed
+
+
+def test_tracker_patch_writes_callables_by_name(tracker_class, tmp_path):
+    lm_eval_compat.redact_results_writer()
+    tracker = tracker_class(output_path=str(tmp_path / "patched"))
+    tracker.save_results_aggregated(results=_results_with_a_function_in_a_config(), samples=None)
+    results = json.loads(next((tmp_path / "patched").rglob("results_*.json")).read_text())
+    assert results["configs"]["probe"]["fewshot_config"] == {
+        "sampler": "medeval_metrics.emsqa.data.DeferredPool", "process_docs": "medeval_metrics.emsqa.data.fewshot_pool"}
 
 
 def test_compat_module_imports_nothing_from_lm_eval():

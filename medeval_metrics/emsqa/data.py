@@ -15,6 +15,7 @@ from medeval_metrics.data import (
     DataSource,
     check_known_checksum,
     collector_paused,
+    record_scored_files,
     MedevalDataError,
     download_hub_file,
     read_json_records,
@@ -284,6 +285,7 @@ def _deferred_sampler_class():
             return super().sample(n, eval_doc=eval_doc, df=df, **kwargs)
 
     DeferredFirstNSampler.__module__ = __name__
+    DeferredFirstNSampler.__qualname__ = "DeferredFirstNSampler"  # named in results JSON without "<locals>"
     return DeferredFirstNSampler
 
 
@@ -356,6 +358,7 @@ def load_public(**metadata: Any):
     test_path, val_path = _public_files(metadata)
     duplicates_ok = allow_duplicates(metadata)
     splits = EmsqaSplits(test=_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True))
+    record_scored_files("the EMSQA public test set", [test_path], len(splits["test"]))
     if val_path is not None:
         splits["validation"] = DeferredPool(val_path, "the EMSQA public validation set", duplicates_ok)
     else:
@@ -376,6 +379,8 @@ def load_private(**metadata: Any):
         raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file "
                                f"({_RECORD_SHAPE}).")
     # Not cached: a copy of an unreleased exam set under ~/.cache is a copy the user did not ask for.
-    return EmsqaSplits(test=_dataset(path, "the EMSQA private set", allow_duplicates(metadata), cache=False))
+    splits = EmsqaSplits(test=_dataset(path, "the EMSQA private set", allow_duplicates(metadata), cache=False))
+    record_scored_files("the EMSQA private set", [path], len(splits["test"]))
+    return splits
 
 

@@ -13,6 +13,7 @@ from medeval_metrics.data import (
     file_kind,
     hub_offline,
     read_json_records,
+    record_scored_files,
     refuse_wrong_file_kind,
 )
 
@@ -237,7 +238,11 @@ def _read_hub() -> list[dict[str, str]]:
 
 def load_rows(metadata: dict[str, Any] | None = None) -> list[dict[str, str]]:
     path = SOURCE.local_path(metadata)
-    return read_local(path) if path is not None else _read_hub()
+    if path is None:
+        return _read_hub()
+    rows = read_local(path)
+    record_scored_files(SOURCE.description, [path], len(rows))
+    return rows
 
 
 def load_medicationqa(**metadata: Any):
