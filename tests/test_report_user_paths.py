@@ -310,3 +310,7 @@ def test_a_limited_run_without_sample_counts_stays_partial(tmp_path):
     assert run.partial
     run.results["n-samples"] = {"emsqa_public_cot": {"original": 40, "effective": 40}}
     assert not run.partial
+    run.results["results"]["emsqa"] = {}  # a group: lm-eval gives it results but no sample counts
+    assert not run.partial
+    run.results["n-samples"]["emsqa_public_mc"] = {"original": 3721, "effective": 5000 // 2}
+    assert run.partial

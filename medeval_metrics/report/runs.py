@@ -61,13 +61,13 @@ class Run:
     @property
     def partial(self) -> bool:
         """Run with a ``--limit`` that cut a test set: its scores cover part of it and are not comparable.
-        A limit at least as large as every set (lm-eval's ``n-samples``: effective == original for each
-        task) scored the whole sets; without those counts a limited run counts as partial."""
+        A limit at least as large as every set (lm-eval's ``n-samples``, one entry per task, groups have
+        none: effective == original for each) scored the whole sets; without those counts a limited run
+        counts as partial."""
         if self.results.get("config", {}).get("limit") in (None, "None"):
             return False
-        counts = self.results.get("n-samples") or {}
-        tasks = list(self.results.get("results", {}))
-        return not tasks or not all(_covers_the_whole_set(counts.get(task)) for task in tasks)
+        counts = self.results.get("n-samples")
+        return not isinstance(counts, dict) or not counts or not all(map(_covers_the_whole_set, counts.values()))
 
     @property
     def date(self) -> str:
