@@ -70,3 +70,32 @@ def test_demo_runs_every_benchmark_end_to_end_offline(tmp_path):
     assert any("medicationqa__judge_scores" in f for f in figures) and any("emrqa_risk" in f for f in figures)
     assert all((report / f).stat().st_size > 1000 for f in figures)
     assert f"The report is in {report}" in proc.stdout and "synthetic" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_a_second_demo_into_the_same_folder_reports_one_run_and_its_figures(tmp_path, capsys):
+    """The fake judges get a new loopback port each run: the second report is of one run (the newest),
+    with no comparison, and the report folder holds only its own figures (the user's files stay)."""
+    from conftest import run_medeval
+
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    first = run_cli(["demo", "--output", str(out)], cwd=tmp_path, env=env, timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    report = out / "report"
+    figures_first = sorted(json.loads((report / "report.json").read_text())["figures"])
+    (report / "my-notes.md").write_text("mine")
+    second = run_cli(["demo", "--output", str(out)], cwd=tmp_path, env=env, timeout=900)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "2 runs with the same settings; reporting the newest" in second.stderr
+    manifest = json.loads((report / "report.json").read_text())
+    assert len(manifest["runs"]) == 1 and "comparison.md" not in manifest["written"]
+    assert manifest["runs"][0]["results_file"].endswith(sorted((out / "run").rglob("results_*.json"))[-1].name)
+    on_disk = sorted(p.relative_to(report).as_posix() for p in report.rglob("*.png"))
+    assert on_disk == sorted(manifest["figures"]) == figures_first  # same names: one run, labelled by its model
+    assert "## Comparison" not in (report / "results.md").read_text()
+    assert (report / "my-notes.md").read_text() == "mine"
+    # the reviewer's card path: a card that does not exist yet is created
+    proc = run_medeval(["report", str(out / "run"), "--output", str(tmp_path / "r"), "--no-figures",
+                        "--update-card", str(tmp_path / "path" / "to" / "model" / "README.md")], capsys)
+    assert proc.returncode == 0 and ": created" in proc.stdout, proc.stderr

@@ -109,6 +109,8 @@ def _cmd(args: argparse.Namespace) -> int:
     report = run_demo(output, Path(args.cache) if args.cache else None,
                       say=lambda text: print(f"medeval demo: {text}", file=sys.stderr))
     report_dir = output / "report"
+    for note in report["notes"]:  # e.g. an earlier demo run in the same folder, reported no more
+        print(f"medeval demo: note: {note}", file=sys.stderr)
     print(f"\nmedeval demo: done in {report['elapsed_s']} s. The report is in {report_dir}:")
     print(f"  {report_dir / 'results.md'} (scores and settings), {report_dir / 'card_section.md'} (for a model card),")
     print(f"  {len(report['figures'])} figures under {report_dir / 'figures'}; lm-eval's own files in {output / 'run'}.")

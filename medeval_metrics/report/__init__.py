@@ -13,8 +13,10 @@ was on), ``build_report`` writes into the output folder:
 - with several runs, ``comparison.{md,png}``;
 - ``report.json``: what was written, and every score row.
 
-``--update-card README.md`` merges the model-index entries and the results section into an
-existing card in place (see ``medeval_metrics.report.model_card``).
+``--update-card README.md`` merges the model-index entries and the results section into the card
+in place, or creates it (see ``medeval_metrics.report.model_card``). A report written into a folder
+that holds an earlier report removes the files the earlier one listed in its ``report.json`` and
+this one does not write (``build._remove_stale_files``).
 
 Modules: ``build`` (``build_report``, step by step), ``cli`` (``medeval report``), ``runs`` (reading
 lm-eval output folders), ``tables``, ``model_card``, ``judges``, ``figures``, ``metric_info``.

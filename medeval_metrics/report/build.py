@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "run"
 
 
+MANIFEST = "report.json"
+# What a report writes: only such files, listed in the previous report's manifest, are ever removed.
+REPORT_FILE_SUFFIXES = (".md", ".json", ".yaml", ".png")
+
+
 @dataclass
 class _Output:
     """The report folder, and the files written into it (relative names, for ``report.json``)."""
@@ -35,9 +41,87 @@ class _Output:
     written: list[str] = field(default_factory=list)
 
     def write(self, name: str, text: str) -> None:
-        (self.folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (self.folder / name).write_text(text, encoding="utf-8")
+        with _writing(self.folder):
+            (self.folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.folder / name).write_text(text, encoding="utf-8")
         self.written.append(name)
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+@contextmanager
+def _writing(folder: Path):
+    """An OSError while writing the report becomes one line naming the file and the reason."""
+    from medeval_metrics.data import MedevalDataError
+
+    try:
+        yield
+    except OSError as exc:
+        raise MedevalDataError(
+            f"{exc.filename or folder}: could not write the report file ({_os_reason(exc)}); the report in {folder} "
+            "is incomplete. Free some space or fix the permissions, then re-run."
+        ) from exc
+
+
+def _open_output(folder: Path) -> _Output:
+    """The report folder, created; one line naming it and the reason when it cannot be written."""
+    import tempfile
+
+    from medeval_metrics.data import MedevalDataError
+
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(20, "it is a file, not a folder", str(folder))
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):  # a folder can exist and still refuse new files
+            pass
+    except OSError as exc:
+        raise MedevalDataError(
+            f"--output {folder}: cannot write the report there ({_os_reason(exc)}). "
+            "Pass --output a folder you can create and write to."
+        ) from exc
+    return _Output(folder)
+
+
+def _previous_files(folder: Path) -> tuple[list[str], float]:
+    """The files the previous report in ``folder`` wrote (its manifest's "written") and when it wrote them."""
+    manifest = folder / MANIFEST
+    try:
+        previous = json.loads(manifest.read_text(encoding="utf-8"))
+        written_at = manifest.stat().st_mtime
+    except (OSError, ValueError):
+        return [], 0.0
+    names = previous.get("written") if isinstance(previous, dict) else None
+    return ([n for n in names if isinstance(n, str)] if isinstance(names, list) else []), written_at
+
+
+def _remove_stale_files(out: _Output, previous: list[str], previous_written_at: float) -> list[str]:
+    """Remove what the previous report wrote and this one did not (figures of runs no longer reported,
+    an old comparison), then the folders that left empty. Only a report file listed in the previous
+    manifest, inside the report folder and unchanged since, is removed: the user's files stay."""
+    root = out.folder.resolve()
+    removed = []
+    for name in sorted(set(previous) - set(out.written) - {MANIFEST}):
+        path = out.folder / name
+        try:
+            inside = path.resolve().is_relative_to(root) and not Path(name).is_absolute() and ".." not in Path(name).parts
+            if (not inside or not name.endswith(REPORT_FILE_SUFFIXES) or path.is_symlink() or not path.is_file()
+                    or path.stat().st_mtime > previous_written_at):  # changed after that report: someone's edit
+                continue
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(name)
+        for parent in Path(name).parents:
+            if parent == Path("."):
+                break
+            try:
+                (out.folder / parent).rmdir()  # only an empty folder goes
+            except OSError:
+                break
+    return removed
 
 
 def build_report(
@@ -62,8 +146,8 @@ def build_report(
         _pyplot()
     load_notes: list[str] = []
     runs = _load_runs(folders, load_notes)
-    out = _Output(Path(output))
-    out.folder.mkdir(parents=True, exist_ok=True)
+    out = _open_output(Path(output))
+    previous_files, previous_written_at = _previous_files(out.folder)
     source = {"source_name": source_name or model_card.DEFAULT_SOURCE_NAME,
               "source_url": source_url or model_card.DEFAULT_SOURCE_URL}
 
@@ -90,14 +174,15 @@ def build_report(
         results_md += ["## Comparison", "", comparison, ""]
     out.write("results.md", "\n".join(results_md).rstrip() + "\n")
 
-    figure_files = _write_figures(out, runs, all_breakdowns, judge_collected) if figures else []
+    with _writing(out.folder):
+        figure_files = _write_figures(out, runs, all_breakdowns, judge_collected) if figures else []
 
     card_section = _card_section(sections, publishable[card_model] or models[card_model])
     out.write("card_section.md", card_section)
-    card_changed = None
-    if update_card is not None:
-        card_changed = _update_card(Path(update_card), names[card_model], publishable[card_model], card_section, source)
-
+    removed = _remove_stale_files(out, previous_files, previous_written_at)
+    if removed:
+        notes.append(f"{out.folder}: removed {len(removed)} files the previous report there wrote and this one "
+                     f"does not (listed in its {MANIFEST}), e.g. {removed[0]}")
     report = {
         "medeval_metrics_version": __version__,
         "runs": [{"label": run.label, "model": card_model_name(run.model_name), "results_file": str(run.results_path),
@@ -106,11 +191,24 @@ def build_report(
         "model_index_files": index_files,
         "figures": figure_files,
         "written": sorted(out.written),
-        "card_updated": card_changed,
+        "card_updated": None,
+        "card_created": None,
         "notes": notes,
     }
-    (out.folder / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    # the manifest (what the next report in this folder cleans up by) is written before the card is
+    # touched, so that it lists this report's files even when the card cannot be written
+    _write_manifest(out.folder, report)
+    if update_card is not None:
+        report["card_created"] = not Path(update_card).exists()
+        report["card_updated"] = _update_card(Path(update_card), names[card_model], publishable[card_model],
+                                              card_section, source)
+        _write_manifest(out.folder, report)
     return report
+
+
+def _write_manifest(folder: Path, report: dict[str, Any]) -> None:
+    with _writing(folder):
+        (folder / MANIFEST).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _load_runs(folders: list[Path], notes: list[str]) -> list:

@@ -21,7 +21,8 @@ def _cmd(args: argparse.Namespace) -> int:
     print((Path(args.output) / "card_section.md").read_text(encoding="utf-8"))
     print(f"medeval report: wrote {len(report['written'])} files to {args.output}")
     if args.update_card:
-        print(f"model card {args.update_card}: {'updated' if report['card_updated'] else 'already up to date'}")
+        state = "created" if report["card_created"] else "updated" if report["card_updated"] else "already up to date"
+        print(f"model card {args.update_card}: {state}")
     return 0
 
 
@@ -41,7 +42,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="model-index, results table, breakdowns and figures from lm-eval output folders")
     p.add_argument("folders", nargs="+", help="folders given to lm-eval's --output_path (or results_*.json files)")
     p.add_argument("--output", required=True, help="folder to write the report into")
-    p.add_argument("--update-card", metavar="README.md", help="merge the results into this model card in place")
+    p.add_argument("--update-card", metavar="README.md",
+                   help="merge the results into this model card in place (created if it does not exist)")
     p.add_argument("--model", help="with runs of several models: the one whose card is written/updated")
     p.add_argument("--model-name", help="the model's name on the card and in model_index.yaml (default: its Hub id, "
                    "or the local folder's name; a local path is never used)")

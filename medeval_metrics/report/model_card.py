@@ -360,11 +360,16 @@ def _check_entries(card_path: Path, entries: Any) -> list[dict[str, Any]]:
 
 
 def update_card(card_path: Path, model_name: str, results: list, section_markdown: str) -> bool:
-    """Merge the pack's model-index entries and results section into a model card; True if it changed."""
+    """Merge the pack's model-index entries and results section into a model card; True if it changed.
+    A card that does not exist yet is created (and its folder), holding the pack's results alone."""
     import yaml
 
     card_path = Path(card_path)
-    raw = card_path.read_bytes() if card_path.exists() else b""
+    try:
+        raw = card_path.read_bytes() if card_path.exists() else b""
+    except OSError as exc:
+        what = "is a folder: pass the card file in it (README.md)" if card_path.is_dir() else f"cannot be read ({exc.strerror or exc})"
+        raise MedevalDataError(f"--update-card {card_path}: {what}. The report itself is written.") from exc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -412,5 +417,28 @@ def update_card(card_path: Path, model_name: str, results: list, section_markdow
     new_text = bom + opening + "".join(new_header) + closing + new_body
     if new_text.encode("utf-8") == raw:
         return False
-    card_path.write_bytes(new_text.encode("utf-8"))
+    try:
+        _replace_file(card_path, new_text.encode("utf-8"))
+    except OSError as exc:
+        raise MedevalDataError(
+            f"--update-card {card_path}: cannot write the card ({exc.strerror or exc}); it was not changed. "
+            "The report itself is written; pass a card path you can write to, then re-run."
+        ) from exc
     return True
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a file beside it, so that a failed write (a full disk) leaves
+    the card as it was; the card's permissions are kept."""
+    import os
+    import shutil
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.medeval-partial")
+    try:
+        partial.write_bytes(data)
+        if path.exists():
+            shutil.copymode(path, partial)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

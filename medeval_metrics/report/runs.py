@@ -60,8 +60,14 @@ class Run:
 
     @property
     def partial(self) -> bool:
-        """Run with ``--limit``: its scores cover part of the test set and are not comparable."""
-        return self.results.get("config", {}).get("limit") not in (None, "None")
+        """Run with a ``--limit`` that cut a test set: its scores cover part of it and are not comparable.
+        A limit at least as large as every set (lm-eval's ``n-samples``, one entry per task, groups have
+        none: effective == original for each) scored the whole sets; without those counts a limited run
+        counts as partial."""
+        if self.results.get("config", {}).get("limit") in (None, "None"):
+            return False
+        counts = self.results.get("n-samples")
+        return not isinstance(counts, dict) or not counts or not all(map(_covers_the_whole_set, counts.values()))
 
     @property
     def date(self) -> str:
@@ -114,7 +120,7 @@ class Run:
                 if system else "none"
             ),
             "generation settings (command line)": redact(_format_gen_kwargs(gen_kwargs)) if gen_kwargs else "task defaults",
-            "limit": _limit_text(config.get("limit")),
+            "limit": _limit_text(config.get("limit"), self.partial),
             "lm-eval version": str(results.get("lm_eval_version", "?")),
             "transformers version": str(results.get("transformers_version", "?")),
             "date": self.date,
@@ -122,11 +128,21 @@ class Run:
         return settings
 
 
-def _limit_text(limit: Any) -> str:
+def _covers_the_whole_set(counts: Any) -> bool:
+    """lm-eval's ``n-samples`` entry of a task says every item was scored."""
+    if not isinstance(counts, dict):
+        return False
+    original, effective = counts.get("original"), counts.get("effective")
+    return isinstance(original, int) and isinstance(effective, int) and effective >= original
+
+
+def _limit_text(limit: Any, partial: bool = True) -> str:
     if limit in (None, "None"):
         return "none (full test sets)"
     if isinstance(limit, float) and limit.is_integer() and limit >= 1:
         limit = int(limit)  # lm-eval stores --limit 6 as 6.0; below 1 it is a fraction
+    if not partial:
+        return f"{limit} (not below any set's size: full test sets)"
     return f"{limit} (partial run: not comparable with full runs)"
 
 
@@ -163,25 +179,60 @@ def _samples_for(results_path: Path, tasks: list[str]) -> dict[str, Path]:
 
 def _settings_key(run: Run) -> str:
     """What makes two runs in one folder the same evaluation: model, command-line config, tasks, their
-    versions and data (lm-eval's task hashes), few-shot counts, chat template and system instruction
-    (not the date, nor settings that do not change scores: batch size, device, the answer cache)."""
+    versions, few-shot counts, chat template and system instruction (not the date, nor settings that do
+    not change scores: batch size, device, the answer cache); where two runs agree on all of this, the
+    items they evaluated are compared too (``_items_key``)."""
     results = run.results
     config = {k: v for k, v in results.get("config", {}).items()
               if k not in ("batch_size", "batch_sizes", "device", "use_cache")}
     return json.dumps([str(run.results_path.parent), config, sorted(results.get("results", {})),
-                       results.get("versions"), results.get("task_hashes"), results.get("n-shot"), results.get("chat_template_sha"),
+                       results.get("versions"), results.get("n-shot"), results.get("chat_template_sha"),
                        results.get("system_instruction_sha"), results.get("fewshot_as_multiturn")],
                       sort_keys=True, default=str)
 
 
+# A server on loopback (the demo's fake judges, a local test server) gets a new port each time it
+# starts: the port is no part of what was evaluated; the scheme, host and path are.
+_LOOPBACK_PORT = re.compile(
+    r"(?i)(\b[a-z][a-z0-9+.-]*://(?:[^/@\s\"'\\]*@)?(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])):\d{1,5}(?!\d)")
+
+
+def without_loopback_ports(text: str) -> str:
+    """``text`` with the port of every loopback URL (localhost, 127.x.x.x, [::1]) left out."""
+    return _LOOPBACK_PORT.sub(r"\1", text)
+
+
+def _items_key(run: Run) -> str:
+    """The items a run evaluated, per task: its logged docs, prompts and targets. lm-eval's ``task_hashes``
+    hash each doc as the task built it, and MedicationQA copies its judge panel (the judges' URLs) into
+    every doc, so two runs of one panel on loopback differ there by a port alone: from the logged samples,
+    each doc is hashed again without loopback ports. A task without logged samples keeps lm-eval's hash."""
+    import hashlib
+
+    key = dict(run.results.get("task_hashes") or {})
+    for task in sorted(run.sample_paths):
+        digest = hashlib.sha256()
+        for sample in run.samples(task):
+            doc = json.dumps(sample.get("doc"), sort_keys=True, ensure_ascii=False, default=str)
+            digest.update(json.dumps([without_loopback_ports(doc), sample.get("prompt_hash"),
+                                      sample.get("target_hash")]).encode("utf-8"))
+        key[task] = digest.hexdigest()
+    return json.dumps(key, sort_keys=True)
+
+
 def _newest_of_repeats(runs: list[Run], notes: list[str]) -> list[Run]:
-    """Runs with the same settings in one folder (a re-run into the same --output_path) collapse to the newest."""
-    newest: dict[str, Run] = {}
+    """Runs with the same settings and items in one folder (a re-run into the same --output_path) collapse
+    to the newest."""
+    settings = {id(run): _settings_key(run) for run in runs}
+    repeated = {key for key in settings.values() if list(settings.values()).count(key) > 1}
+    # the items are read only for runs whose settings agree
+    keys = {id(run): (settings[id(run)], _items_key(run) if settings[id(run)] in repeated else "") for run in runs}
+    newest: dict[tuple[str, str], Run] = {}
     for run in runs:  # oldest first, so the last one wins
-        newest[_settings_key(run)] = run
-    kept = [run for run in runs if newest[_settings_key(run)] is run]
+        newest[keys[id(run)]] = run
+    kept = [run for run in runs if newest[keys[id(run)]] is run]
     for run in kept:
-        dropped = [r for r in runs if r is not run and _settings_key(r) == _settings_key(run)]
+        dropped = [r for r in runs if r is not run and keys[id(r)] == keys[id(run)]]
         if dropped:
             notes.append(f"{run.results_path.parent}: {len(dropped) + 1} runs with the same settings; reporting the newest "
                          f"({run.results_path.name}), not {', '.join(r.results_path.name for r in dropped)}")
