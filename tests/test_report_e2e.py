@@ -14,6 +14,13 @@ from conftest import EMSQA_ITEMS as ITEMS, EMSQA_SYNTHETIC as SYNTHETIC, emsqa_g
 SECRET = "sk-live-ABCDEF0123456789abcdef"
 
 
+def task_version(task):
+    """The task's version as the manifest (generated from the YAML) states it: a bump needs no edit here."""
+    from medeval_metrics.manifest import load_manifest
+
+    return next(t["version"] for t in load_manifest()["tasks"] if t["task"] == task)
+
+
 def write_run(out, model_name, answers, extra_model_args=""):
     """Run emsqa_private in-process through lm-eval with the scripted backend and save the
     results and samples as lm-eval's CLI does (EvaluationTracker)."""
@@ -99,7 +106,7 @@ def test_model_index_parses_with_huggingface_hub(report_a, tmp_path):
 def test_results_markdown_has_values_stderr_counts_and_settings(report_a):
     out, _ = report_a
     text = (out / "results.md").read_text()
-    assert (f"| `emsqa_private` | 2 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
+    assert (f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
             f"{ACC_STDERR_A:.4f} | 12 |") in text
     assert f"| Set F1 (per item, averaged) (`f1`) | {F1_A:.4f} |" in text
     assert "| Unparseable answer rate (`unparseable`) | 0.0000 | 0.0000 | 12 |" in text
@@ -254,7 +261,7 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data, capsys):
     acc = results["results"]["emsqa_public"]["acc,extract_answer"]
     section = (tmp_path / "r" / "card_section.md").read_text()
     assert "#### tiny-lm" in section
-    assert f"| `emsqa_public` | 2 | extract_answer | 1 | Exact set-match accuracy (`acc`) | {acc:.4f} |" in section
+    assert f"| `emsqa_public` | {task_version('emsqa_public')} | extract_answer | 1 | Exact set-match accuracy (`acc`) | {acc:.4f} |" in section
     assert "| 6 of 3,721 |" in section
     assert "| chat template | applied (sha256 " in section
     assert "| system instruction | Answer as an EMS instructor. (sha256 " in section
@@ -276,7 +283,7 @@ def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
     shutil.copy(next(runs[1].rglob("results_*.json")), run)
     report = build_report([run], tmp_path / "r")
     assert sorted(report["written"]) == ["card_section.md", "model_index.yaml", "results.md"]
-    assert "| `emsqa_private` | 2 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |" in (
+    assert f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |" in (
         tmp_path / "r" / "results.md").read_text()
     assert report["figures"] == [] and not (tmp_path / "r" / "breakdowns.json").exists()
 
