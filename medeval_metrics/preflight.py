@@ -393,6 +393,14 @@ def select_tasks(names: Sequence[str], lm_eval_names: Callable[[], list[str]] | 
     all for a name with one of the pack's prefixes (``emsqa_pubic``) unless ``user_tasks`` (the user
     gave an --include_path, whose tasks might use the prefix).
     """
+    selection, problems = _select_tasks(names, lm_eval_names, user_tasks)
+    raise_problems(problems)
+    return selection
+
+
+def _select_tasks(names: Sequence[str], lm_eval_names: Callable[[], list[str]] | None,
+                  user_tasks: bool) -> tuple[Selection, list[str]]:
+    """``select_tasks``'s selection of the names that are right, and a problem per name that is not."""
     pack = _pack_names()
     selection = Selection()
     unknown = []
@@ -417,8 +425,7 @@ def select_tasks(names: Sequence[str], lm_eval_names: Callable[[], list[str]] | 
         for name in unknown:
             if name not in known:
                 _collect(problems, _unknown_name_error, name, pack, index)
-    raise_problems(problems)
-    return selection
+    return selection, problems
 
 
 def _unknown_name_error(name: str, pack: dict[str, list[str]], index: list[str]) -> None:
@@ -551,8 +558,9 @@ def run_checks(argv: Sequence[str], lm_eval_names: Callable[[], list[str]] | Non
     if not names:
         raise_problems(problems)
         return None
-    selection = _collect(problems, select_tasks, names, lm_eval_names, user_tasks=user_include_path(argv))
-    if selection is not None:
+    selection, name_problems = _select_tasks(names, lm_eval_names, user_include_path(argv))
+    problems += name_problems
+    if selection.pack_tasks:  # the data of the tasks whose names are right
         group_problems, left_out = _group_problems(selection, metadata)
         problems += group_problems
         checked = [t for t in selection.pack_tasks if t not in left_out]
