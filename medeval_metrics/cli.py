@@ -55,7 +55,11 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         # task names, --metadata, data and judges: checked before lm-eval builds the model
         selection = run_checks(argv)
     except MedevalDataError as exc:
-        print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
+        problems = getattr(exc, "problems", None)  # preflight.RunProblems: one line each
+        if problems:
+            print(f"medeval: {len(problems)} problems, fix them all before the run:", file=sys.stderr)
+        for problem in problems or [exc]:
+            print(f"medeval: error: {redact.redact_text(problem)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"\nmedeval: interrupted before the run started. {_resume_hint(argv)}", file=sys.stderr)

@@ -169,6 +169,23 @@ def metadata_key_problems(metadata: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+def keys_meant(metadata: Mapping[str, Any], environ: Mapping[str, str]) -> set[str]:
+    """The known keys that misspelled ``--metadata`` keys or ``MEDEVAL_*`` variables were probably meant for: their
+    data sources look unset only because of the typo, so the typo's error is the one to show."""
+    known = _known_metadata_keys()
+    lowered = {k.lower(): k for k in known}
+    meant = set()
+    for key in metadata:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            meant |= {lowered[str(key).lower()]} if str(key).lower() in lowered else set(close)
+    by_variable = {environment_variable(k): k for k in known}
+    for name in environ:
+        if name.startswith("MEDEVAL_") and name not in by_variable:
+            meant |= {by_variable[c] for c in difflib.get_close_matches(name, list(by_variable), n=1, cutoff=0.6)}
+    return meant
+
+
 def task_set_keys() -> dict[str, dict[str, list[str]]]:
     """Metadata keys the pack's task YAMLs set themselves (besides ``version``) -> value -> the tasks that set it.
     A user's value would silently turn a task into another (``rag_mode``), so such keys are refused."""
@@ -316,13 +333,21 @@ def environment_problems(environ: Mapping[str, str]) -> list[str]:
 # --------------------------------------------------------------------------- problems, reported together
 
 
+class RunProblems(MedevalDataError):
+    """Several problems found at once; ``problems`` holds each (the command prints one line per problem)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__(f"{len(self.problems)} problems, fix them all before the run:"
+                         + "".join(f"\n  - {p}" for p in self.problems))
+
+
 def raise_problems(problems: Sequence[str]) -> None:
-    """One problem: its line; several: one error listing each on its own line."""
+    """One problem: its line; several: one error listing each on its own line (``RunProblems``)."""
     if len(problems) == 1:
         raise MedevalDataError(problems[0])
     if problems:
-        raise MedevalDataError(f"{len(problems)} problems, fix them all before the run:"
-                               + "".join(f"\n  - {p}" for p in problems))
+        raise RunProblems(problems)
 
 
 def _collect(problems: list[str], check: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -509,11 +534,14 @@ def check_data_sources(tasks: Sequence[str], metadata: dict[str, Any]) -> None:
     raise_problems(_data_source_problems(tasks, metadata))
 
 
-def _data_source_problems(tasks: Sequence[str], metadata: dict[str, Any]) -> list[str]:
+def _data_source_problems(tasks: Sequence[str], metadata: dict[str, Any], skip: set[str] = frozenset()) -> list[str]:
+    """Each data source's problem (``skip``: sources a misspelled key was meant for, reported as that typo)."""
     validators = _validators()
     done: set[Callable] = set()
     problems: list[str] = []
     for source in _sources_for(tasks):
+        if source in skip:
+            continue
         check = validators.get(source)
         if check is not None and check not in done:
             done.add(check)
@@ -550,7 +578,9 @@ def run_checks(argv: Sequence[str], lm_eval_names: Callable[[], list[str]] | Non
     problems: list[str] = []
     if argv and check_options:  # `medeval run` alone prints lm-eval's help
         problems += run_option_problems(argv)
+    before = len(problems)
     metadata = _collect(problems, parse_metadata, argv) or {}
+    metadata_read = len(problems) == before  # else the data checks would blame settings they cannot see
     problems += metadata_key_problems(metadata)
     problems += environment_problems(environ)
     problems += flag_problems(metadata, environ)
@@ -560,13 +590,13 @@ def run_checks(argv: Sequence[str], lm_eval_names: Callable[[], list[str]] | Non
         return None
     selection, name_problems = _select_tasks(names, lm_eval_names, user_include_path(argv))
     problems += name_problems
-    if selection.pack_tasks:  # the data of the tasks whose names are right
+    if selection.pack_tasks and metadata_read:  # the data of the tasks whose names are right
         group_problems, left_out = _group_problems(selection, metadata)
-        problems += group_problems
         checked = [t for t in selection.pack_tasks if t not in left_out]
-        problems += _data_source_problems(checked, metadata)
-        if _needs_judges(checked):
+        problems += _data_source_problems(checked, metadata, skip=keys_meant(metadata, environ))
+        if _needs_judges(checked) and JUDGES_KEY not in keys_meant(metadata, environ):
             _collect(problems, check_judge_panel, metadata)
+        problems += group_problems  # last: its way out is to run the rest, whose problems are listed above
     raise_problems(problems)
     return selection
 
@@ -629,8 +659,14 @@ def _lm_eval_config(argv: Sequence[str]) -> tuple[Any, str | None]:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             try:
                 namespace = HarnessCLI()._parser.parse_args(["run", *argv])
-            except SystemExit:
+            except SystemExit:  # argparse's usage error: lm-eval prints it when it parses the line itself
                 return None, None
+            except (ValueError, TypeError) as exc:  # raised by one of lm-eval's argument actions
+                try:
+                    parse_metadata(argv)
+                except MedevalDataError:
+                    return None, None  # the --metadata problem, reported by parse_metadata
+                return None, f"lm-eval refuses the command line: {' '.join(str(exc).split())}"
             try:
                 return EvaluatorConfig.from_cli(namespace), None
             except (ValueError, TypeError, OSError) as exc:

@@ -362,3 +362,38 @@ def test_the_no_panel_line_has_the_prefix_and_says_how_to_give_a_panel(caplog):
     line = caplog.records[-1].getMessage()
     assert line.startswith("medeval: no judge panel configured")
     assert "--metadata '{\"medeval_judges\": \"judges.yaml\"}'" in line and "MEDEVAL_JUDGES" in line
+
+
+def test_medeval_run_prints_each_problem_on_its_own_error_line(monkeypatch, capsys, tmp_path):
+    import lm_eval.__main__
+
+    monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: pytest.fail("lm-eval started"))
+    monkeypatch.setenv("MEDEVAL_DATASET_CACH", "off")
+    code = cli.main(["run", "--model", "hff", "--tasks", "emsqa_private", "--limit", "0", "--metadata", json.dumps(PRIVATE)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[0] == "medeval: 3 problems, fix them all before the run:" and len(err) == 4
+    assert [line.split(" ", 3)[2] for line in err[1:]] == ["--limit", "--model", "environment"]
+    assert all(line.startswith("medeval: error: ") for line in err[1:])
+
+
+def test_a_misspelled_key_is_reported_as_the_typo_not_as_missing_data():
+    message = run_checks(metadata={"emsqa_private_pth": PRIVATE["emsqa_private_path"]})
+    assert message.startswith("--metadata key 'emsqa_private_pth' is not one the pack reads. Did you mean")
+    assert "\n" not in message  # no "the EMSQA private set is not available" that the typo caused
+    assert "\n" not in run_checks(metadata={}, environ={"MEDEVAL_EMSQA_PRIVATE_PTH": PRIVATE["emsqa_private_path"]})
+
+
+def test_unreadable_metadata_is_not_followed_by_data_errors_it_caused():
+    only_bad = []
+    try:
+        preflight.run_checks(["--tasks", "emsqa_private", "--metadata", "{'emsqa_private_path': 'x'}"],
+                             lm_eval_names=fake_index, environ={}, check_options=True)
+    except MedevalDataError as exc:
+        only_bad.append(str(exc))
+    assert only_bad == ["--metadata is not valid JSON (Expecting property name enclosed in double quotes at character 1). "
+                        "JSON needs double quotes: --metadata '{\"emsqa_private_path\": \"x\"}'"]
+
+
+def test_an_argument_lm_eval_s_parser_refuses_is_one_line():
+    message = run_checks("--model_args", "{'pretrained': 'x'")
+    assert message.startswith("lm-eval refuses the command line: Invalid JSON") and "\n" not in message
