@@ -44,7 +44,6 @@ from medeval_metrics.retrieval import (
     write_retrievals,
 )
 from medeval_metrics.context_fit import ContextFit
-from medeval_metrics.preflight import flag_setting, unwritable_reason
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -296,6 +295,8 @@ def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], 
 def check_writable_settings(metadata: Mapping[str, Any]) -> Path:
     """The index cache folder (``rag_cache_dir``), after checking that it and ``rag_save_retrievals``'s folder can
     be written: a one-line error naming the path and the setting, before anything is built."""
+    from medeval_metrics.preflight import unwritable_reason
+
     cache_root = Path(setting(metadata, "rag_cache_dir", "") or default_cache_root()).expanduser()
     save_path = setting(metadata, "rag_save_retrievals")
     for key, folder in (("rag_cache_dir", cache_root), ("rag_save_retrievals", save_path and Path(save_path).expanduser().parent)):
@@ -337,6 +338,8 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
                "global retrieval searches the files present. ")
             + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
         )
+        from medeval_metrics.preflight import flag_setting
+
         if flag_setting(setting(metadata, "rag_require_all_files", False), "rag_require_all_files"):
             raise MedevalDataError(message)
         log.warning("medeval: %s", message)
