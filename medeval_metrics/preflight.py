@@ -228,7 +228,9 @@ def _task_set_keys_cached(_memo: dict = {}) -> dict[str, dict[str, list[str]]]: 
                 for key, value in entry["metadata"].items():
                     if key != "version":
                         out.setdefault(key, {}).setdefault(str(value), []).append(entry["task"])
-        _memo["keys"] = out
+        order = {name: i for i, name in enumerate(_pack_names())}  # the pack's listing order, public tasks first
+        _memo["keys"] = {key: {value: sorted(tasks, key=lambda t: order.get(t, len(order))) for value, tasks in by.items()}
+                         for key, by in out.items()}
     return _memo["keys"]
 
 
@@ -237,8 +239,8 @@ def _task_set_problem(where: str, key: str, value: Any, by_value: Mapping[str, l
     each = "; ".join(f"{v}: {', '.join(ts)}" for v, ts in by_value.items())
     if wanted:
         return (f"{where} cannot be set: each task sets its own {key}, and another value would make it a different "
-                f"task under the same name. For {key} {str(value).strip()!r} run --tasks {','.join(wanted)} "
-                f"and leave {key} out.")
+                f"task under the same name. For {key} {str(value).strip()!r} run --tasks {wanted[0]}"
+                + (f" (or {', '.join(wanted[1:])})" if len(wanted) > 1 else "") + f" and leave {key} out.")
     return (f"{where} cannot be set: each task sets its own {key} ({each}). Choose the task for the {key} you want "
             f"and leave {key} out.")
 
