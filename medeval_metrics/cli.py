@@ -48,11 +48,18 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         importlib.import_module("medeval_metrics.testing.scripted")
     lm_eval_compat.index_pack_tasks()
     lm_eval_compat.redact_results_writer()
+    from medeval_metrics.preflight import normalise_task_list
+
+    argv = normalise_task_list(argv)  # "--tasks 'a, b,'" is "--tasks a,b"
     try:
         # task names, --metadata, data and judges: checked before lm-eval builds the model
         selection = run_checks(argv)
     except MedevalDataError as exc:
-        print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
+        problems = getattr(exc, "problems", None)  # preflight.RunProblems: one line each
+        if problems:
+            print(f"medeval: {len(problems)} problems, fix them all before the run:", file=sys.stderr)
+        for problem in problems or [exc]:
+            print(f"medeval: error: {redact.redact_text(problem)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"\nmedeval: interrupted before the run started. {_resume_hint(argv)}", file=sys.stderr)
@@ -90,7 +97,7 @@ def run_checks(argv: Sequence[str]):
     """``medeval_metrics.preflight.run_checks`` (a seam for tests)."""
     from medeval_metrics.preflight import run_checks as checks
 
-    return checks(argv)
+    return checks(argv, check_options=True)
 
 
 FULL_INDEX_ENV = "MEDEVAL_FULL_TASK_INDEX"
@@ -281,12 +288,24 @@ def _cmd_make_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lm_eval_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"lm-eval {version('lm_eval')}"
+    except PackageNotFoundError:
+        return "lm-eval not installed"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="medeval",
         description="Medical QA task pack for lm-evaluation-harness (EMSQA, MedicationQA, emrQA).",
         epilog="`medeval run ARGS` runs `lm_eval run ARGS` with the pack's tasks available.",
     )
+    from medeval_metrics import __version__
+
+    parser.add_argument("--version", action="version", version=f"medeval-metrics {__version__} ({_lm_eval_version()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run lm-eval with the pack's tasks (all flags pass through to lm-eval)")
     p = sub.add_parser("tasks-path", help="print the pack's tasks folder, for lm_eval --include_path")

@@ -164,6 +164,11 @@ def metadata_keys() -> tuple[str, ...]:
     return tuple(sorted({s.key for spec in _load() for s in spec.sources} | {o for spec in _load() for o in spec.options}))
 
 
+def flag_options() -> tuple[str, ...]:
+    """The metadata keys that are on/off switches (``BenchmarkSpec.flag_options``), sorted."""
+    return tuple(sorted({o for spec in _load() for o in spec.flag_options}))
+
+
 def sources_for(task_names: Iterable[str]) -> dict[str, Source]:
     """The data sources the given tasks read, by metadata key, in first-use order (KeyError for a task
     outside the pack)."""

@@ -204,7 +204,8 @@ def test_ctrl_c_ends_with_one_line_on_how_to_resume(monkeypatch, capsys, argv, h
         raise KeyboardInterrupt
 
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", interrupted)
-    assert cli.main(["run", "--model", "hf", *argv]) == 130
+    data = ["--tasks", "emsqa_private", "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")})]
+    assert cli.main(["run", "--model", "hf", *data, *argv]) == 130
     err = capsys.readouterr().err.strip()
     assert err.startswith("medeval: interrupted.") and hint in err and "Traceback" not in err and "\n" not in err
 

@@ -316,6 +316,22 @@ def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], 
     return read_retrievals(folder / "retrievals.jsonl", index.version)
 
 
+def check_writable_settings(metadata: Mapping[str, Any]) -> Path:
+    """The index cache folder (``rag_cache_dir``), after checking that it and ``rag_save_retrievals``'s folder can
+    be written: a one-line error naming the path and the setting, before anything is built."""
+    from medeval_metrics.preflight import unwritable_reason
+
+    cache_root = Path(setting(metadata, "rag_cache_dir", "") or default_cache_root()).expanduser()
+    save_path = setting(metadata, "rag_save_retrievals")
+    for key, folder in (("rag_cache_dir", cache_root), ("rag_save_retrievals", save_path and Path(save_path).expanduser().parent)):
+        reason = folder is not None and folder != "" and unwritable_reason(folder)
+        if reason:
+            shown = cache_root if key == "rag_cache_dir" else save_path
+            raise MedevalDataError(f"{key}: {shown} cannot be written ({reason}). Set {key} (--metadata or "
+                                   f"MEDEVAL_{key.upper()}) to a path in a folder you can write to.")
+    return cache_root
+
+
 def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_gen_toks: int = _DEFAULT_MAX_GEN_TOKS,
                   prompt: Any = None) -> dict[str, Any]:
     """Retrieve for every doc (or read the precomputed retrievals) and store the result in it.
@@ -347,13 +363,15 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
                "none. " if filtered else "global retrieval searches the files present. ")
             + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
         )
-        if str(setting(metadata, "rag_require_all_files", "")).lower() in {"1", "true", "yes"}:
+        from medeval_metrics.preflight import flag_setting
+
+        if flag_setting(setting(metadata, "rag_require_all_files", False), "rag_require_all_files"):
             raise MedevalDataError(message)
         if message not in _noticed:  # once per run, not once per RAG task of a group
             _noticed.add(message)
             log.warning("medeval: %s", message)
 
-    cache_root = Path(setting(metadata, "rag_cache_dir", "") or default_cache_root()).expanduser()
+    cache_root = check_writable_settings(metadata)
     precomputed_path = setting(metadata, "rag_retrievals")
     index = open_index(files, settings, cache_root, _WHAT, _FIX, with_retriever=precomputed_path is None)
     retrieve_started = time.perf_counter()

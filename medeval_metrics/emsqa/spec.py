@@ -47,6 +47,7 @@ def check_knowledge(metadata: Mapping[str, Any]) -> None:
     from medeval_metrics.emsqa import rag
 
     rag.knowledge_files(dict(metadata))
+    rag.check_writable_settings(dict(metadata))  # the index cache and a retrievals file to write
 
 
 SPEC = BenchmarkSpec(
@@ -68,6 +69,7 @@ SPEC = BenchmarkSpec(
                upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)", check=check_knowledge),
     ),
     options=("emsqa_revision", "emsqa_allow_duplicates", *RAG_OPTIONS),
+    flag_options=("emsqa_allow_duplicates", "rag_require_all_files"),
     key_prefixes=("rag_",),
     # One line per task.
     tasks=(

@@ -49,8 +49,9 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 SECRET_MESSAGE = (
     "would put a secret in the judges config. Put the key in an environment variable and name it with "
-    "\"api_key_env\": \"MY_JUDGE_KEY\" (or a header with \"header_env\": {\"x-api-key\": \"MY_VAR\"})."
-)
+    "\"api_key_env\": \"MY_JUDGE_KEY\" (or, for a header such as x-api-key, with \"header_env\", which maps each "
+    "header name to a variable name, e.g. x-api-key to MY_VAR)."
+)  # worded so that the redaction of console output leaves the example readable
 # lm-eval backends that send HTTP requests to a URL the judge must be given
 NEEDS_BASE_URL = {"local-completions", "local-chat-completions"}
 
@@ -127,58 +128,87 @@ class PanelConfig:
         }, sort_keys=True)
 
 
-def _refuse_secrets(value: Any, where: str) -> None:
+def _secret_problems(value: Any, where: str) -> list[str]:
+    problems = []
     if isinstance(value, dict):
         for key, inner in value.items():
             if str(key).lower().replace("-", "_") in _SECRET_KEYS:
-                raise MedevalDataError(f"{where}: '{key}' {SECRET_MESSAGE}")
-            _refuse_secrets(inner, f"{where}.{key}")
+                problems.append(f"{where}: '{key}' {SECRET_MESSAGE}")
+            else:
+                problems += _secret_problems(inner, f"{where}.{key}")
+    return problems
 
 
-def _env_name(value: Any, where: str) -> str:
+def _env_name_problem(value: Any, where: str) -> str | None:
     if not isinstance(value, str) or not _ENV_NAME.match(value):
         # never echo the value: it is often the key itself, pasted in the wrong place
-        raise MedevalDataError(
-            f"{where} must be the NAME of an environment variable (letters, digits, '_'), e.g. \"MY_JUDGE_KEY\"; "
-            "the value given is not one (not shown, in case it is a key)."
-        )
-    return value
+        return (f"{where} must be the NAME of an environment variable (letters, digits, '_'), e.g. \"MY_JUDGE_KEY\"; "
+                "the value given is not one (not shown, in case it is a key).")
+    return None
 
 
-def _judge_from(raw: Any, index: int, where: str) -> JudgeConfig:
+def _judge_from(raw: Any, index: int, where: str, problems: list[str] | None = None) -> JudgeConfig | None:
+    """The judge ``raw`` describes; each problem with it is appended to ``problems`` (None then), or raised
+    (the first) when no list is given."""
+    found: list[str] = []
+    judge = _judge_problems(raw, index, where, found)
+    if problems is None:
+        if found:
+            raise MedevalDataError(found[0])
+        return judge
+    problems += found
+    return None if found else judge
+
+
+def _judge_problems(raw: Any, index: int, where: str, problems: list[str]) -> JudgeConfig | None:
     if not isinstance(raw, dict):
-        raise MedevalDataError(f"{where}: judge {index} is a {type(raw).__name__}, expected an object.")
+        problems.append(f"{where}: judge {index} is a {type(raw).__name__}, expected an object.")
+        return None
     raw = dict(raw)
     model_args = raw.get("model_args") or {}
     if not isinstance(model_args, dict):
-        raise MedevalDataError(f"{where}: judge {index} model_args must be an object.")
+        problems.append(f"{where}: judge {index} model_args must be an object.")
+        return None
     model_args = dict(model_args)
     header_env = {**(model_args.pop("header_env", None) or {}), **(raw.pop("header_env", None) or {})}
     raw["model_args"] = model_args
-    _refuse_secrets(raw, f"{where}: judge {index}")
+    secrets = _secret_problems(raw, f"{where}: judge {index}")
+    problems += secrets
     allowed = {"name", "backend", "model", "base_url", "api_key_env", "temperature", "max_tokens", "model_args"}
-    unknown = sorted(set(raw) - allowed)
+    unknown = sorted(set(raw) - allowed - {k for k in raw if str(k).lower().replace("-", "_") in _SECRET_KEYS})
     if unknown:
-        raise MedevalDataError(
+        problems.append(
             f"{where}: judge {index} has unknown field(s) {unknown}; allowed: {sorted(allowed | {'header_env'})}."
         )
     for needed in ("backend", "model"):
         if not raw.get(needed):
-            raise MedevalDataError(f"{where}: judge {index} needs \"{needed}\" (e.g. \"local-chat-completions\").")
+            problems.append(f"{where}: judge {index} needs \"{needed}\" (e.g. \"local-chat-completions\").")
     name = str(raw.get("name") or f"judge{index + 1}")
     if not _NAME.match(name):
-        raise MedevalDataError(f"{where}: judge name {name!r} must be 1-40 letters, digits, '_', '.', '-'.")
+        problems.append(f"{where}: judge name {name!r} must be 1-40 letters, digits, '_', '.', '-'.")
     try:
         temperature, max_tokens = float(raw.get("temperature", 0.0)), int(raw.get("max_tokens", 512))
-    except (TypeError, ValueError) as exc:
-        raise MedevalDataError(f"{where}: judge {name} temperature/max_tokens must be numbers.") from exc
+    except (TypeError, ValueError):
+        problems.append(f"{where}: judge {name} temperature/max_tokens must be numbers.")
+        temperature, max_tokens = 0.0, 512
     api_key_env = raw.get("api_key_env")
     if api_key_env is not None:
-        api_key_env = _env_name(api_key_env, f"{where}: judge {name} api_key_env")
+        problem = _env_name_problem(api_key_env, f"{where}: judge {name} api_key_env")
+        if problem:
+            problems.append(problem)
     for header, variable in header_env.items():
         if not isinstance(header, str) or not _HEADER_NAME.match(header):
-            raise MedevalDataError(f"{where}: judge {name} header_env: {header!r} is not an HTTP header name.")
-        _env_name(variable, f"{where}: judge {name} header_env[{header!r}]")
+            problems.append(f"{where}: judge {name} header_env: {header!r} is not an HTTP header name.")
+        else:
+            problem = _env_name_problem(variable, f"{where}: judge {name} header_env[{header!r}]")
+            if problem:
+                problems.append(problem)
+    if problems:  # this judge is left out of validate_panel: say here what it would have said of its backend
+        backend = raw.get("backend")
+        problem = _backend_problem(backend) if isinstance(backend, str) and backend else None
+        if problem:
+            problems.append(f"{where}: judge {name}: {problem}")
+        return None
     return JudgeConfig(
         name=name, backend=str(raw["backend"]), model=str(raw["model"]), base_url=raw.get("base_url"),
         api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens, model_args=model_args,
@@ -191,21 +221,38 @@ _SETTINGS = {"concurrency", "max_retries", "max_reasks", "timeout", "backoff_bas
 
 
 def panel_from_obj(obj: Any, where: str) -> PanelConfig:
+    """The panel ``obj`` describes. Every problem in it is reported at once, in one error: each judge's, the
+    panel settings', and (when the rest is sound enough to tell) what ``validate_panel`` would find."""
     if isinstance(obj, list):
         obj = {"judges": obj}
     if not isinstance(obj, dict) or not isinstance(obj.get("judges"), list) or not obj["judges"]:
         raise MedevalDataError(f"{where}: expected {{\"judges\": [...]}} or a list of judges, with at least one judge.")
-    judges = tuple(_judge_from(raw, i, where) for i, raw in enumerate(obj["judges"]))
+    problems: list[str] = []
+    judges = tuple(j for j in (_judge_from(raw, i, where, problems) for i, raw in enumerate(obj["judges"])) if j)
     names = [j.name for j in judges]
     if len(set(names)) != len(names):
-        raise MedevalDataError(f"{where}: judge names must be distinct (got {names}).")
+        problems.append(f"{where}: judge names must be distinct (got {names}).")
     settings = {k: v for k, v in obj.items() if k != "judges"}
     unknown = sorted(set(settings) - _SETTINGS)
     if unknown:
-        raise MedevalDataError(f"{where}: unknown panel setting(s) {unknown}; allowed: {sorted(_SETTINGS)}.")
-    panel = PanelConfig(judges=judges, **settings)
-    if panel.concurrency < 1 or panel.max_retries < 0 or panel.max_reasks < 0 or panel.fail_fast < 0:
-        raise MedevalDataError(f"{where}: concurrency must be >= 1, max_retries, max_reasks and fail_fast >= 0.")
+        close = [c for k in unknown for c in difflib.get_close_matches(k, sorted(_SETTINGS), n=1)]
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        problems.append(f"{where}: unknown panel setting(s) {unknown}{hint}; allowed: {sorted(_SETTINGS)}.")
+    panel = None
+    try:
+        panel = PanelConfig(judges=judges, **{k: v for k, v in settings.items() if k in _SETTINGS})
+        if panel.concurrency < 1 or panel.max_retries < 0 or panel.max_reasks < 0 or panel.fail_fast < 0:
+            problems.append(f"{where}: concurrency must be >= 1, max_retries, max_reasks and fail_fast >= 0.")
+    except TypeError:  # a setting of the wrong type (a string for a number)
+        problems.append(f"{where}: concurrency, max_retries, max_reasks, timeout and fail_fast must be numbers.")
+    if problems:
+        if panel is not None:  # the rest of what a run would refuse, so that one fix-up is enough
+            try:
+                validate_panel(panel, where=where)
+            except MedevalDataError as exc:
+                problems += [line.strip() for line in str(exc).removeprefix(f"{where}: ").splitlines() if line.strip()]
+        raise MedevalDataError(f"{where}: " + ("\n  ".join([""] + [p.removeprefix(f"{where}: ") for p in problems])
+                                               if len(problems) > 1 else problems[0].removeprefix(f"{where}: ")))
     return panel
 
 

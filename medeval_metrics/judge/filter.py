@@ -31,8 +31,9 @@ from medeval_metrics.judge.rubric import Rubric, load_rubric
 
 log = logging.getLogger("medeval.judge")
 NO_JUDGE_MESSAGE = (
-    "no judge panel configured (set MEDEVAL_JUDGES to inline JSON or a judges file): judge scores were "
-    "NOT computed; only the reference-overlap metrics are reported"
+    "medeval: no judge panel configured: judge scores were NOT computed; only the reference-overlap metrics are "
+    "reported. Give a panel with --metadata '{\"medeval_judges\": \"judges.yaml\"}' (a judges file or inline "
+    "JSON) or the environment variable MEDEVAL_JUDGES"
 )
 
 

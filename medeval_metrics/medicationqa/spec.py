@@ -33,6 +33,7 @@ SPEC = BenchmarkSpec(
                sha256={"MedInfo2019-QA-Medications.xlsx": "4f13d0e3b195bd6a5d72a1872f9118cb5f69fd02c370001695330cfc9e3b5832"},
                hub_split="train", check=check_source),  # the Hub copy holds all 690 rows as "train"; all of them are the test set
     ),
+    options=("medicationqa_bertscore_model",),  # opt-in BERTScore (medicationqa.bertscore.METADATA_KEY)
     tasks=(Task("medicationqa", SOURCE.key, METRICS, samples=690, version=3),),  # 3: verdict parser (README, Versions)
     breakdowns={
         "medicationqa": BreakdownSpec(
