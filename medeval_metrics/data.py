@@ -553,3 +553,22 @@ def _file_digest(path: Path) -> str:
     if key not in _digests:
         _digests[key] = _sha256(path)
     return _digests[key]
+
+
+# --------------------------------------------------------------------------- on/off settings
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def flag_setting(value: Any, where: str) -> bool:
+    """An on/off setting: true/false, 1/0, yes/no (also on/off; any case); anything else is an error naming ``where``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS:
+        return True
+    if isinstance(value, str) and value.strip().lower() in FALSE_WORDS + ("",):
+        return False
+    raise MedevalDataError(f"{where}={value!r} is neither true nor false: give true/false, 1/0 or yes/no (any case).")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from medeval_metrics.data import MedevalDataError
+from medeval_metrics.data import MedevalDataError, flag_setting
 
 JUDGES_KEY = "medeval_judges"  # the judge panel (medeval_metrics.judge.config.METADATA_KEY)
 
@@ -192,42 +192,22 @@ def task_set_keys() -> dict[str, dict[str, list[str]]]:
     return _task_set_keys_cached()
 
 
-def _read_task_yaml_metadata(path, cache: dict) -> dict[str, Any]:
-    import yaml
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)  # !function: not needed here
-    if path not in cache:
-        try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
-        except (OSError, yaml.YAMLError):
-            data = {}
-        base: dict[str, Any] = {}
-        include = data.get("include") if isinstance(data, dict) else None
-        if isinstance(include, str) and (path.parent / include).is_file():
-            base = _read_task_yaml_metadata(path.parent / include, cache)["metadata"]
-        metadata = data.get("metadata") if isinstance(data, dict) else None
-        cache[path] = {"task": data.get("task") if isinstance(data, dict) else None,
-                       "metadata": {**base, **(metadata if isinstance(metadata, dict) else {})}}
-    return cache[path]
-
-
 def _task_set_keys_cached(_memo: dict = {}) -> dict[str, dict[str, list[str]]]:  # noqa: B006 (a memo)
     if not _memo:
         from pathlib import Path
 
         from medeval_metrics import tasks_path
 
-        cache: dict = {}
+        from medeval_metrics.task_yaml import own_task_config
+
         out: dict[str, dict[str, list[str]]] = {}
         for path in sorted(Path(tasks_path()).rglob("*.yaml")):
-            entry = _read_task_yaml_metadata(path, cache)
-            if isinstance(entry["task"], str):
-                for key, value in entry["metadata"].items():
+            config = own_task_config(path)
+            metadata = config.get("metadata")
+            if isinstance(config.get("task"), str) and isinstance(metadata, dict):
+                for key, value in metadata.items():
                     if key != "version":
-                        out.setdefault(key, {}).setdefault(str(value), []).append(entry["task"])
+                        out.setdefault(key, {}).setdefault(str(value), []).append(config["task"])
         order = {name: i for i, name in enumerate(_pack_names())}  # the pack's listing order, public tasks first
         _memo["keys"] = {key: {value: sorted(tasks, key=lambda t: order.get(t, len(order))) for value, tasks in by.items()}
                          for key, by in out.items()}
@@ -247,21 +227,6 @@ def _task_set_problem(where: str, key: str, value: Any, by_value: Mapping[str, l
 
 # --------------------------------------------------------------------------- on/off settings
 
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off")
-
-
-def flag_setting(value: Any, where: str) -> bool:
-    """An on/off setting: true/false, 1/0, yes/no (also on/off; any case); anything else is an error naming ``where``."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS:
-        return True
-    if isinstance(value, str) and value.strip().lower() in FALSE_WORDS + ("",):
-        return False
-    raise MedevalDataError(f"{where}={value!r} is neither true nor false: give true/false, 1/0 or yes/no (any case).")
 
 
 def flag_problems(metadata: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
@@ -345,7 +310,9 @@ class RunProblems(MedevalDataError):
 
 
 def raise_problems(problems: Sequence[str]) -> None:
-    """One problem: its line; several: one error listing each on its own line (``RunProblems``)."""
+    """One problem: its line; several: one error listing each on its own line (``RunProblems``). A problem
+    two checks found (a setting both the option check and the data loader read) is listed once."""
+    problems = list(dict.fromkeys(problems))
     if len(problems) == 1:
         raise MedevalDataError(problems[0])
     if problems:

@@ -22,7 +22,12 @@ def own_task_config(config_source: Any) -> dict[str, Any]:
     path = Path(str(config_source)) if config_source and config_source != "inline" else None
     if path is None or not path.is_file():
         return {}
-    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    try:
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    if not isinstance(config, dict):
+        return {}
     includes = config.pop("include", None)
     merged: dict[str, Any] = {}
     for include in includes if isinstance(includes, list) else [includes] if includes else []:

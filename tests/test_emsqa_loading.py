@@ -219,3 +219,24 @@ def test_loading_restores_the_garbage_collector_even_on_error(tmp_path):
         assert not gc.isenabled()  # a caller's choice is kept
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("value, allowed", [(True, True), ("TRUE", True), ("yes", True), (1, True), ("0", False),
+                                            ("no", False), (False, False)])
+def test_allow_duplicates_reads_on_off_words(tmp_path, value, allowed):
+    records = _synthetic()
+    folder = _public_folder(tmp_path, records + [dict(records[0], id="again")], records[:2])
+    if allowed:
+        assert len(load_public(emsqa_public_path=str(folder), emsqa_allow_duplicates=value)["test"]) == len(records) + 1
+    else:
+        with pytest.raises(MedevalDataError, match="have the same question and choices"):
+            load_public(emsqa_public_path=str(folder), emsqa_allow_duplicates=value)
+
+
+def test_a_mistyped_allow_duplicates_is_an_error_not_false(tmp_path, monkeypatch):
+    folder = _public_folder(tmp_path, _synthetic(), _synthetic()[:2])
+    with pytest.raises(MedevalDataError, match=r"--metadata emsqa_allow_duplicates='ture' is neither true nor false"):
+        load_public(emsqa_public_path=str(folder), emsqa_allow_duplicates="ture")
+    monkeypatch.setenv("MEDEVAL_EMSQA_ALLOW_DUPLICATES", "maybe")
+    with pytest.raises(MedevalDataError, match=r"MEDEVAL_EMSQA_ALLOW_DUPLICATES='maybe' is neither true nor false"):
+        load_public(emsqa_public_path=str(folder))

@@ -172,7 +172,8 @@ def test_a_port_in_use_is_an_error_in_the_caller():
 
 
 def test_concurrency_128_is_reached_with_workers_started_one_loop_pass_apart():
-    with FakeJudgeServer(latency=0.4) as server:
+    # a long latency: every worker has started before the first reply, even on a loaded machine
+    with FakeJudgeServer(latency=1.5) as server:
         panel = panel_from_obj({"judges": [{"name": "judge_m", "backend": "local-chat-completions", "model": "m",
                                             "base_url": server.url}], "cache": None, "concurrency": 128}, "test")
         out = PanelRunner(panel, RUBRIC).judge([JudgeItem(f"q{i}", "ref", f"a{i}") for i in range(128)], progress=False)

@@ -15,6 +15,7 @@ from medeval_metrics.data import (
     DataSource,
     check_known_checksum,
     collector_paused,
+    flag_setting,
     record_scored_files,
     MedevalDataError,
     download_hub_file,
@@ -157,10 +158,9 @@ def _check_file_kind(path: Path, description: str) -> None:
 
 def allow_duplicates(metadata: dict[str, Any]) -> bool:
     """The opt-out for sets that really repeat a question: metadata key or MEDEVAL_EMSQA_ALLOW_DUPLICATES."""
-    value = metadata.get(ALLOW_DUPLICATES_KEY, os.environ.get("MEDEVAL_EMSQA_ALLOW_DUPLICATES", False))
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+    if ALLOW_DUPLICATES_KEY in metadata:
+        return flag_setting(metadata[ALLOW_DUPLICATES_KEY], f"--metadata {ALLOW_DUPLICATES_KEY}")
+    return flag_setting(os.environ.get("MEDEVAL_EMSQA_ALLOW_DUPLICATES", False), "MEDEVAL_EMSQA_ALLOW_DUPLICATES")
 
 
 def _item_key(record: dict[str, Any]) -> tuple[str, tuple[str, ...]] | None:

@@ -266,9 +266,9 @@ def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
     given = metadata.get("rag_mode")
     if own is None or given is None or str(given) == str(own):
         return
-    folder = Path(str(source)).parent
-    with_mode = sorted(str(config["task"]) for config in map(own_task_config, sorted(folder.glob("*.yaml")))
-                       if (config.get("metadata") or {}).get("rag_mode") == given and "task" in config)
+    from medeval_metrics.preflight import task_set_keys
+
+    with_mode = sorted(task_set_keys().get("rag_mode", {}).get(str(given), []))
     task = own_task_config(source).get("task", Path(str(source)).stem)
     instead = f"run {' or '.join(with_mode)} instead" if with_mode else f"the modes are {', '.join(MODES)}"
     raise MedevalDataError(
@@ -363,7 +363,7 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
                "none. " if filtered else "global retrieval searches the files present. ")
             + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
         )
-        from medeval_metrics.preflight import flag_setting
+        from medeval_metrics.data import flag_setting
 
         if flag_setting(setting(metadata, "rag_require_all_files", False), "rag_require_all_files"):
             raise MedevalDataError(message)

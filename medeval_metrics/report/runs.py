@@ -204,8 +204,8 @@ def without_loopback_ports(text: str) -> str:
 
 def _items_key(run: Run) -> str:
     """The items a run evaluated, per task: its logged docs, prompts and targets. lm-eval's ``task_hashes``
-    hash each doc as the task built it, and MedicationQA copies its judge panel (the judges' URLs) into
-    every doc, so two runs of one panel on loopback differ there by a port alone: from the logged samples,
+    hash each doc as the task built it, and a task may copy settings with URLs into every doc (a judge
+    panel), so two runs against a loopback server differ there by a port alone: from the logged samples,
     each doc is hashed again without loopback ports. A task without logged samples keeps lm-eval's hash."""
     import hashlib
 
