@@ -1,4 +1,5 @@
-"""What the test rig's loopback HTTP servers share: starting one on 127.0.0.1 and replying with JSON."""
+"""What the threaded loopback HTTP servers of the test rig (fake_api, recording_api) share: starting one on
+127.0.0.1 and replying with JSON. The judge server (fake_judge) runs on one asyncio loop instead."""
 
 from __future__ import annotations
 
