@@ -537,9 +537,14 @@ def record_scored_files(description: str, paths: Iterable[Path], items: int) -> 
     lm-eval writes to ``results["configs"][task]["metadata"]["scored_data"]``: a model card's number then
     says which file it came from, however the path was given (``--metadata``, environment, Hub).
     Names only, not folders (a path can name a person or a machine). Returns the record."""
+    return record_scored_data(description, [{"file": Path(p).name, "sha256": _file_digest(Path(p))} for p in paths],
+                              items)
+
+
+def record_scored_data(description: str, files: list[dict[str, str]], items: int) -> dict[str, Any]:
+    """``record_scored_files`` with digests the caller already has (``[{"file": name, "sha256": ...}]``)."""
     from medeval_metrics.lm_eval_compat import loading_task_config
 
-    files = [{"file": Path(p).name, "sha256": _file_digest(Path(p))} for p in paths]
     record = {"description": description, "files": files, "items": items}
     config = loading_task_config()
     if config is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from functools import partial
 import math
+from pathlib import Path
 
 import pytest
 
@@ -69,6 +70,14 @@ def test_scripted_perfect_model_scores_one_everywhere(metadata):
             if key.endswith(",none") and "_stderr" not in key:
                 stderr = results[task][key.replace(",none", "_stderr,none")]
                 assert isinstance(stderr, float) and not math.isnan(stderr), (task, key, stderr)
+    # which file each task scored: its name and sha256 (from the preparation), never its folder
+    import hashlib
+
+    for task in ALL_TASKS:
+        scored = out["configs"][task]["metadata"]["scored_data"]
+        source = Path(metadata["emrqa_data_ql_csv" if task.startswith("emrql") else "emrqa_data_json"])
+        assert scored["files"] == [{"file": source.name, "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}]
+        assert scored["items"] == out["n-samples"][task]["effective"] and str(source.parent) not in json.dumps(scored)
 
 
 @pytest.mark.e2e

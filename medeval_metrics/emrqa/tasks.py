@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from medeval_metrics import redact
-from medeval_metrics.data import MedevalDataError
+from medeval_metrics.data import MedevalDataError, record_scored_data
 from medeval_metrics.emrqa import metrics as M
 from medeval_metrics.emrqa.cache import ensure_prepared
+from medeval_metrics.emrqa.sources import resolve_inputs
 from medeval_metrics.emrqa.seeding import stable_fraction
 from medeval_metrics.stats import install_stderr_hook, with_stderr
 from medeval_metrics.task_yaml import own_task_config
@@ -234,6 +235,17 @@ def _qa_docs(subset: str, kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any
     return docs, manifest
 
 
+def _record_scored_input(kwargs: Mapping[str, Any], which: str, items: int) -> None:
+    """The scored input file's name and sha256 (from the preparation's manifest: not hashed again) in the
+    results' task config; names only, never folders or note text."""
+    _, manifest = ensure_prepared(kwargs)
+    data_json, data_ql = resolve_inputs(kwargs)
+    path = data_json if which == "data_json" else data_ql
+    digest = manifest.get("inputs", {}).get("data_json_sha256" if which == "data_json" else "data_ql_csv_sha256")
+    scored = {"file": path.name, **({"sha256": digest} if digest else {})}  # caches before the digests: name only
+    record_scored_data(f"the emrQA {path.name} (seeded split, sample)", [scored], items)
+
+
 def load_evidence(subset: str, **kwargs: Any) -> Any:
     """``custom_dataset`` of the evidence tasks (``dataset_kwargs: {subset: medication}``)."""
     _install_hooks()
@@ -241,6 +253,7 @@ def load_evidence(subset: str, **kwargs: Any) -> Any:
     for doc in docs:
         doc["answers_json"] = json.dumps(doc.pop("answers"), sort_keys=True)
     ContextCheck(kwargs).annotate(docs, evidence_prompt)
+    _record_scored_input(kwargs, "data_json", len(docs))
     return _dataset(docs)
 
 
@@ -253,6 +266,7 @@ def load_classification(subset: str, **kwargs: Any) -> Any:
     for doc in docs:
         doc["labels"] = labels
     ContextCheck(kwargs).annotate(docs, classification_prompt)
+    _record_scored_input(kwargs, "data_json", len(docs))
     return _dataset(docs)
 
 
@@ -300,6 +314,7 @@ def load_evidence_window(**kwargs: Any) -> Any:
             doc["answers_json"] = json.dumps(doc.pop("answers"), sort_keys=True)
             docs.append(window_doc(doc, manifest["seed"]))
     ContextCheck(kwargs).annotate(docs, evidence_prompt)
+    _record_scored_input(kwargs, "data_json", len(docs))
     return _dataset(docs)
 
 
@@ -319,6 +334,7 @@ def load_logical_forms(variant: str, **kwargs: Any) -> Any:
         doc["qa_id"] = f"ql:{doc['line']}"  # one id field across every emrQA task
     for doc in fewshot:
         doc["emrql_variant"] = variant
+    _record_scored_input(kwargs, "data_ql", len(docs))
     return _dataset(docs, fewshot)
 
 
