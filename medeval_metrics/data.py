@@ -505,7 +505,11 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
     key = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:24]
     root = dataset_cache_root() if cache else None
     cached = None if root is None else root / f"{key}.arrow"
-    if cached is not None and cached.is_file():
+    try:
+        present = cached is not None and cached.is_file()
+    except OSError:  # a folder the user cannot enter (Python 3.11's is_file raises on EACCES)
+        present = False
+    if present:
         try:
             return datasets.Dataset(MemoryMappedTable.from_file(str(cached)), fingerprint=key)
         except (OSError, pa.ArrowInvalid) as exc:  # a damaged file: validate again and replace it

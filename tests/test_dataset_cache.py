@@ -184,3 +184,41 @@ def test_a_changed_validation_file_is_noticed_only_when_examples_are_drawn(tmp_p
     with caplog.at_level(logging.WARNING, logger="medeval.data"):
         assert len(pool) == 3
     assert "not the published val_open.json" in caplog.text
+
+
+def test_a_hub_copy_is_checked_against_the_pins_also_from_the_cache(tmp_path, cache, monkeypatch):
+    from medeval_metrics.data import CHECKSUM_ENV
+
+    changed = _folder(tmp_path, RECORDS) / "test_open.json"  # what a changed upstream file would download as
+    revisions = []
+
+    def download(source, suffixes, revision=None):
+        revisions.append(revision)
+        if suffixes == ["val_open.json"]:
+            raise MedevalDataError("no validation file")
+        return changed
+
+    monkeypatch.setattr(emsqa_data, "download_hub_file", download)
+    monkeypatch.delenv("MEDEVAL_EMSQA_PUBLIC_PATH", raising=False)
+    monkeypatch.setenv(CHECKSUM_ENV, "warn")
+    assert len(load_public()["test"]) == len(RECORDS)  # validated and cached, with a warning
+    monkeypatch.setenv(CHECKSUM_ENV, "error")
+    with pytest.raises(MedevalDataError, match=r"not the published test_open\.json"):
+        load_public()  # the cache hit is refused too
+    monkeypatch.setenv("MEDEVAL_EMSQA_REVISION", "abc123")  # the revision can come from the environment
+    monkeypatch.setenv(CHECKSUM_ENV, "off")
+    load_public()
+    assert revisions[-2:] == ["abc123", "abc123"]
+
+
+def test_an_unenterable_cache_folder_never_stops_a_run(tmp_path, cache, monkeypatch):
+    folder = _folder(tmp_path, RECORDS)
+    real_is_file = type(cache).is_file
+
+    def is_file(self):
+        if self.parent == cache:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_file(self)
+
+    monkeypatch.setattr(type(cache), "is_file", is_file)
+    assert len(load_public(emsqa_public_path=str(folder))["test"]) == len(RECORDS)

@@ -138,13 +138,20 @@ def test_negation_scope_and_closing_letters(output, expected):
         ("The answer is no.", ["Yes", "No"], ["b"]),
         ("True.", ["True", "False"], ["a"]),
         ("False", ["True", "False"], ["b"]),
-        # ... not when the word starts another phrase (a user review found item 419 scored right from "no idea")
+        ("Yes it is.", ["Yes", "No"], ["a"]),
+        ("Yes, because the airway is patent.", ["Yes", "No"], ["a"]),
+        ("Yes; first line.", ["Yes", "No"], ["a"]),
+        ("True statement.", ["True", "False"], ["a"]),
+        ("False: the statement is wrong.", ["True", "False"], ["b"]),
+        # ... not when the word starts another phrase or the reply is unsure (a user review found item 419 scored right from "no idea")
         ("no idea", ["Yes", "No"], None),
         ("No problem! Let me think.", ["Yes", "No"], None),
         ("No answer.", ["Yes", "No"], None),
         ("yes or no?", ["Yes", "No"], None),
         ("true or false?", ["True", "False"], None),
         ("Sign up for the course first.", ["Sign", "Symptom"], None),
+        ("No, I don't know.", ["Yes", "No"], None),
+        ("Nothing is certain.", ["Yes", "No"], None),
     ],
 )
 def test_a_two_option_reply_that_only_begins_with_an_options_word(output, options, expected):

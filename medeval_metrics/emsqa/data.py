@@ -315,8 +315,9 @@ def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
             return test, val
         sibling = local.parent / "val_open.json"
         return local, sibling if sibling.exists() and sibling != local else None
-    revision = metadata.get("emsqa_revision")
+    revision = metadata.get("emsqa_revision") or os.environ.get("MEDEVAL_EMSQA_REVISION") or None
     test = download_hub_file(PUBLIC_SOURCE, ["test_open.json"], revision)
+    check_known_checksum(test)  # here too: a cache hit never reads the file
     try:
         val = download_hub_file(PUBLIC_SOURCE, ["val_open.json"], revision)
     except MedevalDataError:

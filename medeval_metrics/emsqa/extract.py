@@ -234,15 +234,30 @@ class _Span:
         sentence = _normal(chunk[:stop.start()] if stop else chunk)
         if not sentence:
             return None
-        hits = [letter for letter, text in self.options.items() if sentence == text or sentence.startswith(text + " ")
-                and len(sentence) - len(text) < 12 and _STATES_THE_OPTION.match(sentence[len(text):])]
+        hits = [letter for letter, text in self.options.items() if _states_option(sentence, text)]
         return hits if len(hits) == 1 else None
+
+
+def _states_option(sentence: str, text: str) -> bool:
+    """Whether a reply's first sentence states this option: it is the option's text, or begins with it
+    and goes on as a statement of it (see ``_STATES_THE_OPTION``)."""
+    if sentence == text:
+        return True
+    if not sentence.startswith(text):
+        return False
+    rest = sentence[len(text):]
+    states = _STATES_THE_OPTION.match(rest)
+    if states is None or _UNSURE_OR_NEGATED.search(rest):
+        return False
+    return bool(states.group("mark")) or len(rest) < 12  # "Yes, because ...": any length; "Yes it is": short
 
 
 # After an option's text at the start of a reply, what keeps it a statement of that option ("Yes,
 # because", "False: the ...", "Brachial artery is correct") rather than another phrase that happens
 # to begin with the same word ("No idea", "No problem", "Yes or no?", "True or false?").
-_STATES_THE_OPTION = re.compile(r"[ \t]*(?:[,;:(—–-]|(?:is|are|was|would|because|since|as)\b)", re.IGNORECASE)
+_STATES_THE_OPTION = re.compile(r"(?P<mark>[ \t]*[,;:(—–-])|[ \t]+(?:is|are|was|would|because|since|as|it|its|it's"
+                                r"|they|that|this|statement|indeed|definitely|correct|right)\b", re.IGNORECASE)
+_UNSURE_OR_NEGATED = re.compile(r"\b(?:not|isn't|aren't|don't|dont|unsure|idea|cannot|can't|cant)\b", re.IGNORECASE)
 
 
 def _structured(body: str) -> list[str] | None:

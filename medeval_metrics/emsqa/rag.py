@@ -104,7 +104,7 @@ def knowledge_files(metadata: Mapping[str, Any]) -> tuple[list[CorpusFile], str]
         if not files:
             raise MedevalDataError(f"{local}: none of the knowledge files ({', '.join(KNOWLEDGE_FILES)}) is here. {KNOWLEDGE_SOURCE.how_to_get}")
         return files, str(local)
-    revision = metadata.get("emsqa_knowledge_revision")
+    revision = setting(metadata, "emsqa_knowledge_revision")
     files = []
     for stem in KNOWLEDGE_FILES:
         try:
