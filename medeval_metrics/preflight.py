@@ -250,7 +250,9 @@ def flag_problems(metadata: Mapping[str, Any], environ: Mapping[str, str]) -> li
 # --------------------------------------------------------------------------- environment
 
 
-_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET")  # a variable a judge's api_key_env names, not a setting
+# A variable that holds a credential (one a judge's api_key_env or MEDEVAL_MODEL_API_KEY_ENV names) is
+# not a setting: any name with one of these words is left alone, unless it is a near-miss of a setting.
+_SECRET_WORDS = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASS", "PASSWORD", "AUTH", "CREDENTIAL", "CREDENTIALS"})
 SCRIPT_VARIABLE_PREFIX = "MEDEVAL_BENCH_"  # the benchmark scripts' own settings (scripts/bench_*.py)
 
 
@@ -287,7 +289,7 @@ def environment_problems(environ: Mapping[str, str]) -> list[str]:
             key = task_set[name]
             problems.append(_task_set_problem(f"environment variable {name}", key, environ[name], task_set_keys()[key])
                             + f" (`unset {name}`)")
-        elif name not in known and not name.endswith(_SECRET_SUFFIXES):
+        elif name not in known and not _holds_a_credential(name, known, environ):
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
             suggestion = f" Did you mean {close[0]}?" if close else f" Known: {', '.join(known)}."
             problems.append(
@@ -295,6 +297,16 @@ def environment_problems(environ: Mapping[str, str]) -> list[str]:
                 f"Rename or unset it (`unset {name}`)."
             )
     return problems
+
+
+def _holds_a_credential(name: str, known: Sequence[str], environ: Mapping[str, str]) -> bool:
+    from medeval_metrics.lm_eval_compat import MODEL_KEY_ENV
+
+    if name == environ.get(MODEL_KEY_ENV, "").strip():
+        return True
+    if difflib.get_close_matches(name, known, n=1, cutoff=0.9):
+        return False  # one letter off a setting (the model key variable without its V): a typo, whatever its words
+    return bool(_SECRET_WORDS & set(name.split("_")))
 
 
 # --------------------------------------------------------------------------- problems, reported together

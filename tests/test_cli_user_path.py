@@ -397,3 +397,19 @@ def test_unreadable_metadata_is_not_followed_by_data_errors_it_caused():
 def test_an_argument_lm_eval_s_parser_refuses_is_one_line():
     message = run_checks("--model_args", "{'pretrained': 'x'")
     assert message.startswith("lm-eval refuses the command line: Invalid JSON") and "\n" not in message
+
+
+@pytest.mark.parametrize("name, environ, refused", [
+    ("MEDEVAL_OPENAI_KEY_2", {}, False),  # a credential a judges file's api_key_env may name
+    ("MEDEVAL_JUDGE_KEY_PROD", {}, False),
+    ("MEDEVAL_MYMODEL_APIKEY", {}, False),
+    ("MEDEVAL_LOCAL_SERVER", {"MEDEVAL_MODEL_API_KEY_ENV": "MEDEVAL_LOCAL_SERVER"}, False),  # named as the model's key
+    ("MEDEVAL_MODEL_API_KEY_EN", {}, True),  # a near-miss of a setting stays a typo, "KEY" or not
+    ("MEDEVAL_JUDGE", {}, True),
+    ("MEDEVAL_DATASET_CACH", {}, True),
+])
+def test_credential_variables_are_not_settings_but_near_misses_are_typos(name, environ, refused):
+    from medeval_metrics import preflight
+
+    problems = preflight.environment_problems({name: "x", **environ})
+    assert any(name in p and "is not a setting" in p for p in problems) == refused, problems
