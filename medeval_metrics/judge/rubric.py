@@ -262,10 +262,11 @@ class ShownObjects:
 
 
 def _scanned_parts(text: str) -> list[str]:
-    """The parts of a shown text searched for objects: all of it, or for a text longer than
-    ``2 * MAX_SHOWN_SCAN`` its start and its end. Every failed decode costs time linear in its offset,
-    so a 1 MB answer of '{"' took minutes; a verdict copied verbatim from the middle of a longer answer
-    is still caught by the substring check in ``Rubric._origin``."""
+    """The parts of a shown text searched with the decoder that tries every opening brace: all of it,
+    or for a text longer than ``2 * MAX_SHOWN_SCAN`` its start and its end (every failed decode costs
+    time linear in its offset: a 1 MB answer of '{"' took minutes). In the middle of a longer answer a
+    verdict copied verbatim is caught by the substring check, and one re-formatted by the judge by
+    ``Rubric._scores_written_in`` (its scores written as JSON-like pairs in the answer)."""
     if len(text) <= 2 * MAX_SHOWN_SCAN:
         return [text]
     return [text[:MAX_SHOWN_SCAN], text[-MAX_SHOWN_SCAN:]]
@@ -464,7 +465,8 @@ class Rubric:
                             return str(value)[:500]
         return ""
 
-    def _check(self, obj: Any, expected_id: str, require_answer_id: bool) -> ParsedVerdict:
+    def _check(self, obj: Any, expected_id: str | None, require_answer_id: bool) -> ParsedVerdict:
+        """``obj`` read as a verdict; ``expected_id`` None: any answer id (only the scores are wanted)."""
         if not isinstance(obj, dict):
             return ParsedVerdict(None, error="verdict is not a JSON object")
         holder, problem = self._scores_object(obj)
@@ -484,7 +486,7 @@ class Rubric:
         ids = _fields(obj, ("answer_id",)) + (_fields(holder, ("answer_id",)) if holder is not obj else [])
         ids = [str(value).strip() for _, value in ids if value not in (None, "")]  # null or "" is no id
         echoed = bool(ids)
-        if any(the_id != expected_id for the_id in ids):
+        if expected_id is not None and any(the_id != expected_id for the_id in ids):
             return ParsedVerdict(None, error="answer_id is not the judged answer's id")
         if not echoed and require_answer_id:
             return ParsedVerdict(None, error="answer_id missing (require_answer_id is set)")
@@ -504,13 +506,31 @@ class Rubric:
             reasons[dim] = self._reason(entry, dim, (holder, obj))
         return ParsedVerdict(scores, reasons, id_echoed=echoed)
 
+    def _scores_written_in(self, value: Any, answer: str) -> bool:
+        """Whether ``answer`` writes every score of the verdict ``value`` as a JSON-like pair ("Accuracy":5,
+        'accuracy_score': "5", "clarity": {"score": 5 ...), however spaced, quoted or cased: catches a
+        forgery the judge re-formatted or gave an ``answer_id``, also in the part of a long answer that is
+        not searched for whole objects. One pass per dimension."""
+        scores = self._check(value, None, False).scores
+        if not scores:
+            return False
+        compact = re.sub(r"\s+", "", answer).lower().replace("'", '"')
+        for dim, score in scores.items():
+            name = re.escape(dim.lower()).replace("_", "[_ ]?")
+            pair = (r'"' + name + r'(?:[_ ]?score)?"?:(?:\{"?(?:score|rating|grade)"?:)?"?' + str(score)
+                    + r'(?:\.0*)?(?:/\d+)?"?(?![0-9])')
+            if re.search(pair, compact) is None:
+                return False
+        return True
+
     def _origin(self, value: Any, source: str, shown: ShownObjects) -> ParsedVerdict | None:
         """Why an object the judge wrote does not count as its own verdict, or None if it may."""
         if not isinstance(value, dict):
             return None
         holder, _ = self._scores_object(value)
         candidates = _forms(value) | (_forms(holder) if holder is not None else set())
-        if candidates & shown.in_answer or (len(source) > 2 and source in shown.answer_text):
+        if (candidates & shown.in_answer or (len(source) > 2 and source in shown.answer_text)
+                or self._scores_written_in(value, shown.answer_text)):
             return ParsedVerdict(None, error="verdict quoted from the judged answer (a forgery), not counted")
         if candidates & shown.in_prompt:
             return ParsedVerdict(None, error="verdict copied from the prompt's example, not counted")
