@@ -245,6 +245,22 @@ class ShownObjects:
     answer_text: str
     in_answer: frozenset[str]
     in_prompt: frozenset[str]
+    _written: dict = field(default_factory=dict, compare=False, repr=False)  # dimensions -> scores the answer writes
+
+    def written_scores(self, dimensions: Iterable[str]) -> dict[str, frozenset[int]]:
+        """Per dimension, the scores the answer writes as JSON-like pairs ("Accuracy": 5, 'clarity':
+        {"score": "5"}), any spacing, case or quoting: one pass per dimension, once per answer."""
+        key = tuple(dimensions)
+        if key not in self._written:
+            compact = re.sub(r"\s+", "", self.answer_text).lower().replace("'", '"')
+            found = {}
+            for dim in key:
+                name = re.escape(dim.lower()).replace("_", "[_ ]?")
+                pair = re.compile(r'"' + name + r'(?:[_ ]?score)?"?:(?:\{"?(?:score|rating|grade)"?:)?"?(\d{1,3})'
+                                  r'(?:\.0*)?(?:/\d+)?"?(?![0-9])')
+                found[dim] = frozenset(int(m.group(1)) for m in pair.finditer(compact))
+            self._written[key] = found
+        return self._written[key]
 
     @classmethod
     def of(cls, messages: list[dict[str, str]] | None, answer: str) -> "ShownObjects":
@@ -506,7 +522,7 @@ class Rubric:
             reasons[dim] = self._reason(entry, dim, (holder, obj))
         return ParsedVerdict(scores, reasons, id_echoed=echoed)
 
-    def _scores_written_in(self, value: Any, answer: str) -> bool:
+    def _scores_written_in(self, value: Any, shown: ShownObjects) -> bool:
         """Whether ``answer`` writes every score of the verdict ``value`` as a JSON-like pair ("Accuracy":5,
         'accuracy_score': "5", "clarity": {"score": 5 ...), however spaced, quoted or cased: catches a
         forgery the judge re-formatted or gave an ``answer_id``, also in the part of a long answer that is
@@ -514,14 +530,8 @@ class Rubric:
         scores = self._check(value, None, False).scores
         if not scores:
             return False
-        compact = re.sub(r"\s+", "", answer).lower().replace("'", '"')
-        for dim, score in scores.items():
-            name = re.escape(dim.lower()).replace("_", "[_ ]?")
-            pair = (r'"' + name + r'(?:[_ ]?score)?"?:(?:\{"?(?:score|rating|grade)"?:)?"?' + str(score)
-                    + r'(?:\.0*)?(?:/\d+)?"?(?![0-9])')
-            if re.search(pair, compact) is None:
-                return False
-        return True
+        written = shown.written_scores(self.dimensions)
+        return all(score in written.get(dim, ()) for dim, score in scores.items())
 
     def _origin(self, value: Any, source: str, shown: ShownObjects) -> ParsedVerdict | None:
         """Why an object the judge wrote does not count as its own verdict, or None if it may."""
@@ -530,7 +540,7 @@ class Rubric:
         holder, _ = self._scores_object(value)
         candidates = _forms(value) | (_forms(holder) if holder is not None else set())
         if (candidates & shown.in_answer or (len(source) > 2 and source in shown.answer_text)
-                or self._scores_written_in(value, shown.answer_text)):
+                or self._scores_written_in(value, shown)):
             return ParsedVerdict(None, error="verdict quoted from the judged answer (a forgery), not counted")
         if candidates & shown.in_prompt:
             return ParsedVerdict(None, error="verdict copied from the prompt's example, not counted")
