@@ -36,6 +36,16 @@ EMSQA_SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
 EMSQA_ITEMS = json.loads(EMSQA_SYNTHETIC.read_text())
 
 
+RIG_SETTINGS = ("MEDEVAL_DATA_CHECKSUMS", "MEDEVAL_DATASET_CACHE")  # set above for every test
+
+
+def clear_medeval_settings(monkeypatch) -> None:
+    """Remove the user's MEDEVAL_* variables for one test (the rig's own stay: no test writes to ~/.cache)."""
+    for var in list(os.environ):
+        if var.startswith("MEDEVAL_") and var not in RIG_SETTINGS:
+            monkeypatch.delenv(var)
+
+
 def emsqa_gold(item: dict) -> list[str]:
     """The gold letters of an EMSQA item as a sorted list (one answer or several)."""
     return [item["answer"]] if isinstance(item["answer"], str) else sorted(item["answer"])

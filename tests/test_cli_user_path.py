@@ -13,18 +13,14 @@ import pytest
 
 from medeval_metrics import cli, preflight
 from medeval_metrics.data import MedevalDataError
-from conftest import FIXTURES
+from conftest import FIXTURES, clear_medeval_settings
 
 PRIVATE = {"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}
 
 
 @pytest.fixture(autouse=True)
 def no_user_settings(monkeypatch):
-    import os
-
-    for var in list(os.environ):
-        if var.startswith("MEDEVAL_"):
-            monkeypatch.delenv(var)
+    clear_medeval_settings(monkeypatch)
 
 
 def fake_index():
