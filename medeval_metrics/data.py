@@ -71,6 +71,14 @@ class DataSource:
         )
 
 
+def setting(metadata: Mapping[str, Any] | None, key: str, default: Any = None) -> Any:
+    """A metadata key's value, else ``MEDEVAL_<KEY>``'s, else ``default`` (an empty value counts as unset)."""
+    value = (metadata or {}).get(key)
+    if value is None or value == "":
+        value = os.environ.get("MEDEVAL_" + key.upper())
+    return default if value is None or value == "" else value
+
+
 def hub_offline() -> bool:
     return any(
         os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
@@ -123,9 +131,10 @@ def known_checksums() -> dict[str, str]:
     return pinned
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read in blocks (the one file digest of the pack)."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with Path(path).open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -500,7 +509,7 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
     path = Path(path)
     # The content's digest, not the modification time: a file rewritten within the clock's tick
     # (a few ms) with the same size must not be mistaken for the old one. sha256 of 2.4 MB: ~1.5 ms.
-    spec = {"kind": "validated-docs", "sha256": _sha256(path), "options": dict(options),
+    spec = {"kind": "validated-docs", "sha256": file_sha256(path), "options": dict(options),
             "code": _code_digest(code_files), "datasets": datasets.__version__}
     key = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:24]
     root = dataset_cache_root() if cache else None
@@ -560,7 +569,7 @@ def _file_digest(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _digests:
-        _digests[key] = _sha256(path)
+        _digests[key] = file_sha256(path)
     return _digests[key]
 
 

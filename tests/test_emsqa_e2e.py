@@ -194,7 +194,7 @@ def test_results_name_the_scored_file_and_are_identical_across_runs(tmp_path, ca
     # was scored (its name and sha256, never its folder); two identical runs write identical configs
     # (no function addresses).
     from conftest import run_medeval
-    from medeval_metrics.data import _sha256
+    from medeval_metrics.data import file_sha256
 
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
@@ -208,6 +208,6 @@ def test_results_name_the_scored_file_and_are_identical_across_runs(tmp_path, ca
         configs.append(results["configs"]["emsqa_private"])
     scored = configs[0]["metadata"]["scored_data"]
     assert scored == {"description": "the EMSQA private set", "items": len(ITEMS),
-                      "files": [{"file": SYNTHETIC.name, "sha256": _sha256(SYNTHETIC)}]}
+                      "files": [{"file": SYNTHETIC.name, "sha256": file_sha256(SYNTHETIC)}]}
     assert str(SYNTHETIC.parent) not in json.dumps(scored)
     assert " at 0x" not in json.dumps(configs[0]) and configs[0] == configs[1]

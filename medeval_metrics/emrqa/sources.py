@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from medeval_metrics.data import DataSource, MedevalDataError
+from medeval_metrics.data import DataSource, MedevalDataError, setting
 from medeval_metrics.emrqa.seeding import DEFAULT_SEED
 
 _HOW_TO_GET = (
@@ -24,16 +24,9 @@ CACHE_DIR_KEY = "emrqa_cache_dir"  # metadata key; env MEDEVAL_EMRQA_CACHE_DIR
 SEED_KEY = "emrqa_seed"  # metadata key; env MEDEVAL_EMRQA_SEED
 
 
-def _setting(metadata: Mapping[str, Any] | None, key: str) -> Any:
-    value = (metadata or {}).get(key)
-    if value is None or value == "":
-        value = os.environ.get(f"MEDEVAL_{key.upper()}") or None
-    return value
-
-
 def split_seed(metadata: Mapping[str, Any] | None = None) -> int:
     """The split seed: metadata ``emrqa_seed``, else ``MEDEVAL_EMRQA_SEED``, else 1234."""
-    value = _setting(metadata, SEED_KEY)
+    value = setting(metadata, SEED_KEY)
     if value is None:
         return DEFAULT_SEED
     try:
@@ -45,7 +38,7 @@ def split_seed(metadata: Mapping[str, Any] | None = None) -> int:
 
 
 def cache_root(metadata: Mapping[str, Any] | None = None) -> Path:
-    value = _setting(metadata, CACHE_DIR_KEY)
+    value = setting(metadata, CACHE_DIR_KEY)
     if value:
         return Path(str(value)).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"

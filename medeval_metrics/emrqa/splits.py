@@ -21,7 +21,6 @@ written in input order with sorted keys, so preparing twice gives byte-identical
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -33,21 +32,13 @@ from collections import defaultdict, Counter
 from pathlib import Path
 from typing import Any, Mapping
 
-from medeval_metrics.data import MedevalDataError
+from medeval_metrics.data import MedevalDataError, file_sha256
 from medeval_metrics.emrqa.ql_csv import read_ql_csv
 from medeval_metrics.emrqa.records import SUBSETS, Checks, fail, note_text, qa_record
 from medeval_metrics.emrqa.seeding import DEFAULT_SEED, TEST_FRACTION, is_test, stable_fraction
 from medeval_metrics.emrqa.sources import CACHE_DIR_KEY
 
 PREP_VERSION = 2  # 2: evidence placed on its own numbered line; upstream's trailing newlines kept
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _dump(handle: Any, record: dict[str, Any]) -> None:
@@ -151,8 +142,8 @@ def prepare(
         with _bar(_size(data_ql), "emrQA data-ql.csv", progress) as bar:
             manifest["emrql"] = _prepare_emrql(Path(data_ql), work, seed, stats, _advance(bar))
         manifest["inputs"] = {
-            "data_json_sha256": _sha256(Path(data_json)),
-            "data_ql_csv_sha256": _sha256(Path(data_ql)),
+            "data_json_sha256": file_sha256(Path(data_json)),
+            "data_ql_csv_sha256": file_sha256(Path(data_ql)),
         }
         manifest["quirks_and_checks"] = dict(sorted(stats.items()))
         manifest["check_examples"] = dict(sorted(stats.examples.items()))

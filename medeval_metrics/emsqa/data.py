@@ -17,6 +17,7 @@ from medeval_metrics.data import (
     collector_paused,
     flag_setting,
     record_scored_files,
+    setting,
     MedevalDataError,
     download_hub_file,
     read_json_records,
@@ -315,7 +316,7 @@ def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
             return test, val
         sibling = local.parent / "val_open.json"
         return local, sibling if sibling.exists() and sibling != local else None
-    revision = metadata.get("emsqa_revision") or os.environ.get("MEDEVAL_EMSQA_REVISION") or None
+    revision = setting(metadata, "emsqa_revision")
     test = download_hub_file(PUBLIC_SOURCE, ["test_open.json"], revision)
     check_known_checksum(test)  # here too: a cache hit never reads the file
     try:

@@ -22,13 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from medeval_metrics.context_fit import ContextFit
-from medeval_metrics.data import MedevalDataError, download_hub_file
+from medeval_metrics.data import MedevalDataError, download_hub_file, setting
 from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
 from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE
 from medeval_metrics.emsqa.prompts import doc_to_text_cot, doc_to_text_expert_cot
@@ -60,13 +59,6 @@ _SETTINGS = {  # metadata key -> (RetrievalSettings field, type)
     "rag_batch_size": ("batch_size", int), "rag_device": ("device", str),
 }
 _DEFAULT_MAX_GEN_TOKS = 1024  # the CoT variants' (used when the loader runs outside lm-eval)
-
-
-def setting(metadata: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    value = metadata.get(key)
-    if value is None or value == "":
-        value = os.environ.get("MEDEVAL_" + key.upper())
-    return default if value is None or value == "" else value
 
 
 def retrieval_settings(metadata: Mapping[str, Any]) -> RetrievalSettings:

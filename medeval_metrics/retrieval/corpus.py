@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Protocol, Sequence
 
-from medeval_metrics.data import MedevalDataError
+from medeval_metrics.data import MedevalDataError, file_sha256  # noqa: F401 (file_sha256: re-exported)
 
 
 @dataclass(frozen=True)
@@ -112,14 +112,6 @@ def window_bounds(n_tokens: int, size: int, overlap: int) -> list[tuple[int, int
 
 def chunk_tokenizer(name: str | None) -> WindowTokenizer:
     return BasicTokenizer() if name in (None, "", "basic") else HFTokenizer(name)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def corpus_files(folder: Path, sources: Sequence[str] | None, what: str, fix: str) -> list[CorpusFile]:
