@@ -492,7 +492,7 @@ def _code_digest(code_files: Iterable[Path]) -> str:
 
 
 def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema: Any = None,
-                      code_files: Iterable[Path] = (), cache: bool = True):
+                      code_files: Iterable[Path] = (), cache: bool = True, sha256: str | None = None):
     """The validated docs of ``path`` as a ``datasets.Dataset``.
 
     ``build_docs()`` reads and validates the file (raising ``MedevalDataError`` on bad data). Its
@@ -500,7 +500,7 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
     version, so a later run of an unchanged file memory-maps it instead of validating it again
     (3,721 EMSQA items: about 1 ms instead of 70-100 ms). Bad data is never cached; a cache that
     cannot be written is noticed once and skipped; ``cache=False`` or ``MEDEVAL_DATASET_CACHE=off``
-    keeps everything in memory.
+    keeps everything in memory. ``sha256``: the file's digest, if the caller already has it.
     """
     import datasets
     import pyarrow as pa
@@ -509,7 +509,7 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
     path = Path(path)
     # The content's digest, not the modification time: a file rewritten within the clock's tick
     # (a few ms) with the same size must not be mistaken for the old one. sha256 of 2.4 MB: ~1.5 ms.
-    spec = {"kind": "validated-docs", "sha256": file_sha256(path), "options": dict(options),
+    spec = {"kind": "validated-docs", "sha256": sha256 or file_sha256(path), "options": dict(options),
             "code": _code_digest(code_files), "datasets": datasets.__version__}
     key = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:24]
     root = dataset_cache_root() if cache else None

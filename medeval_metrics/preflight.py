@@ -467,9 +467,9 @@ def _validators() -> dict[str, Callable[[dict[str, Any]], None]]:
 
 
 def _has_local_copy(source_key: str, metadata: dict[str, Any]) -> bool:
-    import os
+    from medeval_metrics.data import setting
 
-    return bool(metadata.get(source_key) or os.environ.get("MEDEVAL_" + source_key.upper()))
+    return bool(setting(metadata, source_key))
 
 
 def _sources_without_a_public_copy() -> set[str]:

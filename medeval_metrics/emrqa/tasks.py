@@ -235,10 +235,9 @@ def _qa_docs(subset: str, kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any
     return docs, manifest
 
 
-def _record_scored_input(kwargs: Mapping[str, Any], which: str, items: int) -> None:
+def _record_scored_input(kwargs: Mapping[str, Any], manifest: Mapping[str, Any], which: str, items: int) -> None:
     """The scored input file's name and sha256 (from the preparation's manifest: not hashed again) in the
     results' task config; names only, never folders or note text."""
-    _, manifest = ensure_prepared(kwargs)
     data_json, data_ql = resolve_inputs(kwargs)
     path = data_json if which == "data_json" else data_ql
     digest = manifest.get("inputs", {}).get("data_json_sha256" if which == "data_json" else "data_ql_csv_sha256")
@@ -249,11 +248,11 @@ def _record_scored_input(kwargs: Mapping[str, Any], which: str, items: int) -> N
 def load_evidence(subset: str, **kwargs: Any) -> Any:
     """``custom_dataset`` of the evidence tasks (``dataset_kwargs: {subset: medication}``)."""
     _install_hooks()
-    docs, _ = _qa_docs(subset, kwargs)
+    docs, manifest = _qa_docs(subset, kwargs)
     for doc in docs:
         doc["answers_json"] = json.dumps(doc.pop("answers"), sort_keys=True)
     ContextCheck(kwargs).annotate(docs, evidence_prompt)
-    _record_scored_input(kwargs, "data_json", len(docs))
+    _record_scored_input(kwargs, manifest, "data_json", len(docs))
     return _dataset(docs)
 
 
@@ -266,7 +265,7 @@ def load_classification(subset: str, **kwargs: Any) -> Any:
     for doc in docs:
         doc["labels"] = labels
     ContextCheck(kwargs).annotate(docs, classification_prompt)
-    _record_scored_input(kwargs, "data_json", len(docs))
+    _record_scored_input(kwargs, manifest, "data_json", len(docs))
     return _dataset(docs)
 
 
@@ -314,7 +313,7 @@ def load_evidence_window(**kwargs: Any) -> Any:
             doc["answers_json"] = json.dumps(doc.pop("answers"), sort_keys=True)
             docs.append(window_doc(doc, manifest["seed"]))
     ContextCheck(kwargs).annotate(docs, evidence_prompt)
-    _record_scored_input(kwargs, "data_json", len(docs))
+    _record_scored_input(kwargs, manifest, "data_json", len(docs))
     return _dataset(docs)
 
 
@@ -334,7 +333,7 @@ def load_logical_forms(variant: str, **kwargs: Any) -> Any:
         doc["qa_id"] = f"ql:{doc['line']}"  # one id field across every emrQA task
     for doc in fewshot:
         doc["emrql_variant"] = variant
-    _record_scored_input(kwargs, "data_ql", len(docs))
+    _record_scored_input(kwargs, manifest, "data_ql", len(docs))
     return _dataset(docs, fewshot)
 
 

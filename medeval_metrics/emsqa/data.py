@@ -16,7 +16,9 @@ from medeval_metrics.data import (
     check_known_checksum,
     collector_paused,
     flag_setting,
-    record_scored_files,
+    file_sha256,
+    record_scored_data,
+    validated_dataset,
     setting,
     MedevalDataError,
     download_hub_file,
@@ -338,13 +340,14 @@ def doc_schema():
 
 
 def _dataset(path: Path, description: str, duplicates_ok: bool, cache: bool):
-    """The validated test split as a Dataset; the public set is kept validated between runs
-    (``medeval_metrics.data.validated_dataset``)."""
-    from medeval_metrics.data import validated_dataset
-
-    return validated_dataset(path, {"allow_duplicates": duplicates_ok},
-                             lambda: load_docs(path, description, allow_duplicates=duplicates_ok),
-                             schema=doc_schema(), code_files=(Path(__file__),), cache=cache)
+    """The validated test split as a Dataset (the public set is kept validated between runs:
+    ``medeval_metrics.data.validated_dataset``), recorded in the results as the scored file."""
+    digest = file_sha256(path)  # read once: the cache key and the results' record
+    dataset = validated_dataset(path, {"allow_duplicates": duplicates_ok},
+                                lambda: load_docs(path, description, allow_duplicates=duplicates_ok),
+                                schema=doc_schema(), code_files=(Path(__file__),), cache=cache, sha256=digest)
+    record_scored_data(description, [{"file": path.name, "sha256": digest}], len(dataset))
+    return dataset
 
 
 class EmsqaSplits(dict):
@@ -360,7 +363,6 @@ def load_public(**metadata: Any):
     test_path, val_path = _public_files(metadata)
     duplicates_ok = allow_duplicates(metadata)
     splits = EmsqaSplits(test=_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True))
-    record_scored_files("the EMSQA public test set", [test_path], len(splits["test"]))
     if val_path is not None:
         splits["validation"] = DeferredPool(val_path, "the EMSQA public validation set", duplicates_ok)
     else:
@@ -381,8 +383,6 @@ def load_private(**metadata: Any):
         raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file "
                                f"({_RECORD_SHAPE}).")
     # Not cached: a copy of an unreleased exam set under ~/.cache is a copy the user did not ask for.
-    splits = EmsqaSplits(test=_dataset(path, "the EMSQA private set", allow_duplicates(metadata), cache=False))
-    record_scored_files("the EMSQA private set", [path], len(splits["test"]))
-    return splits
+    return EmsqaSplits(test=_dataset(path, "the EMSQA private set", allow_duplicates(metadata), cache=False))
 
 

@@ -254,14 +254,15 @@ def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
     retrieve-then-filter); lm-eval lets ``--metadata`` override a task's own metadata, which would run
     another setting under the task's name. A different mode is an error naming the task that has it."""
     source = metadata.get("config_source")
-    own = (own_task_config(source).get("metadata") or {}).get("rag_mode")
+    config = own_task_config(source)
+    own = (config.get("metadata") or {}).get("rag_mode")
     given = metadata.get("rag_mode")
     if own is None or given is None or str(given) == str(own):
         return
     from medeval_metrics.preflight import task_set_keys
 
     with_mode = sorted(task_set_keys().get("rag_mode", {}).get(str(given), []))
-    task = own_task_config(source).get("task", Path(str(source)).stem)
+    task = config.get("task", Path(str(source)).stem)
     instead = f"run {' or '.join(with_mode)} instead" if with_mode else f"the modes are {', '.join(MODES)}"
     raise MedevalDataError(
         f"--metadata rag_mode={given!r}: each RAG task sets its own retrieval mode ({task} is {own!r}), so that "
