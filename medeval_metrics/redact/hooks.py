@@ -103,18 +103,23 @@ def _make_showwarning(previous: Any) -> Any:
     return redacting_showwarning
 
 
+def _write_to_stderr(text: str) -> None:
+    """A redacted traceback to stderr; never the unredacted default instead: if stderr is unusable,
+    nothing is printed."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
 def _make_excepthook(previous: Any) -> Any:
     def redacting_excepthook(exc_type, exc_value, exc_traceback):
         text = "".join(traceback.format_exception(exc_type, exc_value, exc_traceback))
         clean = redact_text(text)
         if clean == text:
             return previous(exc_type, exc_value, exc_traceback)
-        # Never fall back to the unredacted default: if stderr is unusable, print nothing.
-        try:
-            sys.stderr.write(clean)
-            sys.stderr.flush()
-        except Exception:
-            pass
+        _write_to_stderr(clean)
 
     redacting_excepthook._medeval_redacting = True  # type: ignore[attr-defined]
     return redacting_excepthook
@@ -129,11 +134,7 @@ def _make_threading_excepthook(previous: Any) -> Any:
         if clean == text:
             return previous(args)
         name = args.thread.name if args.thread is not None else threading.get_ident()
-        try:
-            sys.stderr.write(f"Exception in thread {name}:\n{clean}")
-            sys.stderr.flush()
-        except Exception:
-            pass
+        _write_to_stderr(f"Exception in thread {name}:\n{clean}")
 
     redacting_threading_excepthook._medeval_redacting = True  # type: ignore[attr-defined]
     return redacting_threading_excepthook
