@@ -3,9 +3,9 @@
 What is real: lm-eval, the pack's tasks, prompts, answer parsing, metrics, the judge client (over
 HTTP), breakdowns and the report. What is synthetic: the model (a tiny random-weight GPT-2 built
 into the user cache, so its answers and scores are meaningless), the data (samples written for this
-project and shipped in this folder: 12 EMSQA-style questions, 8 MedicationQA-style questions; the
-emrQA notes are generated on the spot by ``medeval_metrics.testing.emrqa_synthetic``, no patient
-data) and the judges (``medeval_metrics.testing.fake_judge`` on loopback, scoring deterministically).
+project, each shipped in its benchmark's package as ``demo_sample.json``: 12 EMSQA-style questions,
+8 MedicationQA-style questions; the emrQA notes are generated on the spot by
+``medeval_metrics.emrqa.synthetic``, no patient data) and the judges (``medeval_metrics.testing.fake_judge`` on loopback, scoring deterministically).
 One task of each benchmark runs: ``emsqa_private`` (the sample stands in for a user's own file),
 ``medicationqa`` with a two-judge panel, and ``emrqa_risk``.
 """
@@ -45,13 +45,14 @@ def tiny_model(cache: Path, say) -> Path:
     return folder
 
 
-def sample_path(name: str) -> Path:
-    return Path(str(resources.files("medeval_metrics.demo").joinpath(name)))
+def sample_path(benchmark: str) -> Path:
+    """The demo sample a benchmark ships in its own package (``medeval_metrics/<benchmark>/demo_sample.json``)."""
+    return Path(str(resources.files(f"medeval_metrics.{benchmark}").joinpath("demo_sample.json")))
 
 
 def demo_metadata(work: Path, judge_url: str) -> dict[str, Any]:
     """--metadata for the three demo tasks: the shipped samples, fresh synthetic emrQA files, the fake panel."""
-    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+    from medeval_metrics.emrqa.synthetic import write_synthetic
 
     emrqa = write_synthetic(work / "emrqa-synthetic", notes_per_subset=6, questions_per_note=6, lines_per_note=20)
     judges = {
@@ -62,8 +63,8 @@ def demo_metadata(work: Path, judge_url: str) -> dict[str, Any]:
         "cache": str(work / "judge_cache.sqlite"), "concurrency": 8,
     }
     return {
-        "emsqa_private_path": str(sample_path("emsqa_sample.json")),
-        "medicationqa_path": str(sample_path("medicationqa_sample.json")),
+        "emsqa_private_path": str(sample_path("emsqa")),
+        "medicationqa_path": str(sample_path("medicationqa")),
         "emrqa_data_json": str(emrqa.data_json), "emrqa_data_ql_csv": str(emrqa.data_ql_csv),
         "emrqa_cache_dir": str(work / "emrqa-cache"), "emrqa_sample_size": 12,
         "medeval_judges": judges,

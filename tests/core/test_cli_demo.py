@@ -48,8 +48,8 @@ def test_the_shipped_samples_load_with_the_pack_loaders():
     from medeval_metrics.emsqa.data import load_docs
     from medeval_metrics.medicationqa.data import read_local
 
-    docs = load_docs(demo.sample_path("emsqa_sample.json"), "demo")
-    rows = read_local(demo.sample_path("medicationqa_sample.json"))
+    docs = load_docs(demo.sample_path("emsqa"), "demo")
+    rows = read_local(demo.sample_path("medicationqa"))
     assert len(docs) == 12 and len(rows) == 8
     assert all("synthetic" in row["url"] for row in rows)
 

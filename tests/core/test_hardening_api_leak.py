@@ -289,7 +289,7 @@ def test_custom_header_key_from_model_args_json_never_printed_or_written(tmp_pat
 
 def _planted_emrqa(tmp_path: Path) -> tuple[dict, list[str]]:
     """Synthetic emrQA files with one distinctive invented line planted in every smoking note."""
-    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+    from medeval_metrics.emrqa.synthetic import write_synthetic
 
     info = write_synthetic(tmp_path / "emrqa", notes_per_subset=20, questions_per_note=8, lines_per_note=12)
     data = json.loads(info.data_json.read_text())

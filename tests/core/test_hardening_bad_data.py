@@ -215,7 +215,7 @@ def test_medicationqa_duplicate_questions_are_legitimate_and_all_kept(tmp_path, 
 
 # MedicationQA: what real spreadsheets and exports do wrong (issue 12 item 5, issue 13)
 
-ENCRYPTED_XLSX = Path(__file__).resolve().parent / "fixtures" / "medicationqa_encrypted.xlsx"
+ENCRYPTED_XLSX = Path(__file__).resolve().parents[1] / "fixtures" / "medicationqa_encrypted.xlsx"
 
 
 @pytest.fixture(scope="module")

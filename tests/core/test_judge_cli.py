@@ -93,7 +93,7 @@ def test_a_helm_prompt_rubric_file_runs_end_to_end(tmp_path, capsys):
 
     from medeval_metrics.testing.fake_judge import default_scores
 
-    rubric_file = Path(__file__).parent / "fixtures" / "rubric_helm_style.yaml"
+    rubric_file = Path(__file__).parents[1] / "fixtures" / "rubric_helm_style.yaml"
     write_run(tmp_path / "run", n=4)
     with FakeJudgeServer(style="helm") as server:  # HELM-shaped verdicts: "explanation", no answer id
         judges = {"judges": [{"name": "h", "backend": "local-chat-completions", "model": "jm", "base_url": server.url}],

@@ -105,7 +105,7 @@ def test_every_emsqa_task_builds(shared_data):
         },
     )
     loaded = manager.load(["emsqa"])
-    # every EMSQA task without retrieval (those are built in tests/test_emsqa_rag_e2e.py: they need the knowledge base)
+    # every EMSQA task without retrieval (those are built in tests/emsqa/test_emsqa_rag_e2e.py: they need the knowledge base)
     expected = {t["task"] for t in load_manifest()["tasks"] if t["benchmark"] == "emsqa" and not t.get("also_reads")}
     assert set(loaded["tasks"]) == expected
     assert {"emsqa", "emsqa_public_variants", "emsqa_private_variants"} <= set(loaded["groups"])

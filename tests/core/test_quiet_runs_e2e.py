@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+from medeval_metrics.emrqa.synthetic import write_synthetic
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
 from conftest import FIXTURES, SHARED_DATA, find_results, run_cli, run_lm_eval_cli
 

@@ -5,7 +5,7 @@ import re
 from conftest import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "medeval_metrics"
-EVALUATE_FOLDERS = "evaluate_modules/*/"  # one line stands for every evaluate metric folder
+EVALUATE_FOLDERS = "<benchmark>/evaluate_modules/*/"  # one line stands for every evaluate metric folder
 
 
 def module_map() -> list[str]:
@@ -19,7 +19,7 @@ def test_every_module_has_one_line_and_every_line_a_module():
     assert len(listed) == len(set(listed)), "a module is listed twice"
     files = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
     files |= {"manifest.json"}
-    in_evaluate_folders = {f for f in files if re.fullmatch(r"evaluate_modules/[^/]+/[^/]+\.py", f)}
+    in_evaluate_folders = {f for f in files if re.fullmatch(r"[^/]+/evaluate_modules/[^/]+/[^/]+\.py", f)}
     assert in_evaluate_folders and EVALUATE_FOLDERS in listed
     missing = sorted(files - in_evaluate_folders - set(listed))
     stale = sorted(set(listed) - files - {EVALUATE_FOLDERS})

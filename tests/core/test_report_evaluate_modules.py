@@ -3,6 +3,7 @@ values the lm-eval tasks report on the same inputs."""
 
 import json
 from functools import partial
+from pathlib import Path
 import re
 import socket
 import traceback
@@ -109,10 +110,11 @@ def test_modules_equal_what_the_task_reports(modules):
 def test_wheel_ships_the_report_and_the_evaluate_modules(built_wheel):
     names = set(zipfile.ZipFile(built_wheel).namelist())
     for name in evaluate_modules.available():
-        assert f"medeval_metrics/evaluate_modules/{name}/{name}.py" in names
-        assert f"medeval_metrics/evaluate_modules/{name}/README.md" in names
+        folder = Path(evaluate_modules.path(name)).relative_to(REPO_ROOT).as_posix()  # medeval_metrics/<benchmark>/...
+        assert f"{folder}/{name}.py" in names
+        assert f"{folder}/README.md" in names
     assert "medeval_metrics/evaluate_modules/base.py" in names
-    assert "medeval_metrics/evaluate_modules/emrqa_inputs.py" in names
+    assert "medeval_metrics/emrqa/evaluate_modules/inputs.py" in names
     assert "medeval_metrics/emrqa/metrics.py" in names  # the emrQA modules' scorers
     assert "medeval_metrics/report/model_card.py" in names
     metadata = next(n for n in names if n.endswith("METADATA"))
@@ -279,7 +281,7 @@ def test_emrqa_bad_input_is_an_error_that_quotes_no_note_text(modules, inputs, m
 
 @pytest.fixture(scope="module")
 def emrqa_metadata(tmp_path_factory):
-    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+    from medeval_metrics.emrqa.synthetic import write_synthetic
 
     info = write_synthetic(tmp_path_factory.mktemp("emrqa-modules"), notes_per_subset=8)
     return {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(info.data_ql_csv),
@@ -289,7 +291,7 @@ def emrqa_metadata(tmp_path_factory):
 def _scripted_emrqa_outputs(metadata):
     """Model outputs of every kind the scorers tell apart, keyed by qa_id."""
     from medeval_metrics.emrqa import tasks as emrqa_tasks
-    from medeval_metrics.testing.emrqa_synthetic import gold_evidence_output
+    from medeval_metrics.emrqa.synthetic import gold_evidence_output
 
     def evidence_styles(doc):
         golds = json.loads(doc["answers_json"])
@@ -356,7 +358,7 @@ def test_emrqa_modules_equal_what_the_tasks_report(modules, emrqa_metadata):
 
 @pytest.mark.parametrize("name", [n for n in evaluate_modules.available() if n.startswith("emrqa_")])
 def test_emrqa_module_readmes_say_what_they_compute_and_cite_the_paper(name):
-    readme = (REPO_ROOT / "medeval_metrics" / "evaluate_modules" / name / "README.md").read_text()
+    readme = (Path(evaluate_modules.path(name)) / "README.md").read_text()
     assert readme.startswith(f"---\ntitle: {name}\n") and f'evaluate_modules.path("{name}")' in readme
     assert "## What it computes" in readme and "## Inputs" in readme
     assert "Pampari" in readme and "arXiv:1809.00732" in readme

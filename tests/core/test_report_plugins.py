@@ -1,7 +1,7 @@
 """How a benchmark plugs into the report: through its spec (``BenchmarkSpec.reporting``, its sources
 and tasks). Shown with a MedicationQA-shaped judged run (results and samples written as lm-eval
 writes them, judge verdicts as the judge filter logs them); a benchmark new to the pack is in
-tests/test_registry_new_benchmark.py."""
+tests/core/test_registry_new_benchmark.py."""
 
 import json
 

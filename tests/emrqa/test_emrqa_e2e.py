@@ -11,7 +11,7 @@ import pytest
 
 from medeval_metrics.emrqa import tasks as emrqa_tasks
 from medeval_metrics.manifest import load_manifest
-from medeval_metrics.testing.emrqa_synthetic import gold_evidence_output, write_synthetic
+from medeval_metrics.emrqa.synthetic import gold_evidence_output, write_synthetic
 from conftest import SHARED_DATA, find_results, run_cli, run_medeval
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"

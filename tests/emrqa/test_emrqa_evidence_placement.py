@@ -157,7 +157,7 @@ def _until(template: str) -> list[str]:
         pass
 
     Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
-    path = Path(__file__).resolve().parent.parent / "tasks" / "emrqa" / template
+    path = Path(__file__).resolve().parents[2] / "tasks" / "emrqa" / template
     return yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)["generation_kwargs"]["until"]
 
 

@@ -74,7 +74,7 @@ def _tiny_ql(tmp_path, rows: int):
 
 def test_loader_tops_up_a_small_pool_from_training(tmp_path):
     from medeval_metrics.emrqa.tasks import load_logical_forms
-    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+    from medeval_metrics.emrqa.synthetic import write_synthetic
 
     info = write_synthetic(tmp_path / "data", notes_per_subset=2, questions_per_note=3)
     meta = {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(_tiny_ql(tmp_path, 40)),

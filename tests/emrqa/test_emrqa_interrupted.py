@@ -16,7 +16,7 @@ import pytest
 from medeval_metrics.emrqa import splits
 from medeval_metrics.emrqa.jsonstream import iter_notes
 from medeval_metrics.emrqa.ql_csv import read_ql_csv
-from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+from medeval_metrics.emrqa.synthetic import write_synthetic
 
 
 @pytest.fixture(scope="module")

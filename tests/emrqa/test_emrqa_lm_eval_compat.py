@@ -9,7 +9,7 @@ import pytest
 
 from medeval_metrics.emrqa.tasks import fits_context, generation_budget, process_classification, process_evidence
 
-TASKS = Path(__file__).resolve().parent.parent / "tasks" / "emrqa"
+TASKS = Path(__file__).resolve().parents[2] / "tasks" / "emrqa"
 
 
 def test_lm_eval_passes_dataset_kwargs_to_custom_dataset():

@@ -12,7 +12,7 @@ from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa import jsonstream
 from medeval_metrics.emrqa.prepare import ensure_prepared, prepare, read_ql_csv
 from medeval_metrics.emrqa.tasks import load_classification, load_evidence, sample_size, window_doc
-from medeval_metrics.testing.emrqa_synthetic import load_templates, write_synthetic
+from medeval_metrics.emrqa.synthetic import load_templates, write_synthetic
 from conftest import SHARED_DATA, run_medeval
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"

@@ -1,4 +1,4 @@
-"""The EMSQA extractor on a corpus of realistic model outputs (tests/data/emsqa_model_outputs.jsonl).
+"""The EMSQA extractor on a corpus of realistic model outputs (tests/emsqa/data/emsqa_model_outputs.jsonl).
 
 Each line is one output written for the project in the style of a model family (Llama-3, Qwen2.5,
 Qwen3 and DeepSeek-R1 thinking, GPT-4o, Mistral, Gemma, base models running on into the next

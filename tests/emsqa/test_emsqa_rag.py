@@ -231,8 +231,8 @@ def test_precomputed_retrievals_reproduce_without_retrieving(docs, metadata, tmp
     def no_retrieval(*args, **kwargs):
         raise AssertionError("retrieved although precomputed retrievals were given")
 
-    monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
-    monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.load", no_retrieval)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.load", no_retrieval)
     fresh = load_docs(SYNTHETIC, "again")
     record = add_retrieval(fresh, {**metadata, "rag_mode": "retrieve_then_filter", "rag_retrievals": str(saved),
                                    "rag_cache_dir": str(tmp_path / "fresh-cache")})  # no cached retrievals to fall back on
@@ -244,7 +244,7 @@ def test_an_identical_run_reuses_the_retrievals(docs, metadata, monkeypatch):
     add_retrieval(docs, {**metadata, "rag_mode": "filter_then_retrieve"})
     expected = [d["rag_chunks"] for d in docs]
     calls = []
-    monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.prepare",
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare",
                         lambda self, queries: calls.append(len(queries)) or [[] for _ in queries])
     again = load_docs(SYNTHETIC, "again")
     add_retrieval(again, {**metadata, "rag_mode": "filter_then_retrieve"})

@@ -107,7 +107,7 @@ def test_precomputed_retrievals_give_identical_scores_without_retrieving(tmp_pat
     def no_retrieval(*args, **kwargs):
         raise AssertionError("retrieved although precomputed retrievals were given")
 
-    monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
     samples_file = tmp_path / "samples_emsqa_private_expertrag_rtf.jsonl"
     samples_file.write_text("\n".join(json.dumps(s, default=str) for s in first["samples"]["emsqa_private_expertrag_rtf"]))
     for source in (saved, samples_file):
@@ -123,10 +123,10 @@ def test_two_processes_build_the_index_once(tmp_path):
     folder = make_kb(tmp_path / "kb", ITEMS)
     script = textwrap.dedent(f"""
         import time
-        from medeval_metrics.retrieval import RetrievalSettings, open_index
+        from medeval_metrics.emsqa.retrieval import RetrievalSettings, open_index
         from medeval_metrics.emsqa.rag import knowledge_files
-        import medeval_metrics.retrieval.index as ix
-        import medeval_metrics.retrieval.retrievers as r
+        import medeval_metrics.emsqa.retrieval.index as ix
+        import medeval_metrics.emsqa.retrieval.retrievers as r
         build, chunk = r.BM25Retriever.build, ix.chunk_corpus
         def slow_build(self, chunks, folder):
             print("indexing")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.retrieval import (
+from medeval_metrics.emsqa.retrieval import (
     RetrievalSettings,
     cached_build,
     chunk_corpus,
@@ -21,8 +21,8 @@ from medeval_metrics.retrieval import (
     read_retrievals,
     write_retrievals,
 )
-from medeval_metrics.retrieval.corpus import BasicTokenizer, window_bounds
-from medeval_metrics.retrieval.retrievers import top_k
+from medeval_metrics.emsqa.retrieval.corpus import BasicTokenizer, window_bounds
+from medeval_metrics.emsqa.retrieval.retrievers import top_k
 
 FIX = "Get the file again."
 
@@ -182,8 +182,8 @@ def test_second_open_does_no_work_and_gives_identical_results(small_index, monke
     def no_work(*args, **kwargs):
         raise AssertionError("the cached index was rebuilt")
 
-    monkeypatch.setattr("medeval_metrics.retrieval.index.chunk_corpus", no_work)
-    monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.build", no_work)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.index.chunk_corpus", no_work)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.build", no_work)
     second = small_index(k=3)
     assert not second.built
     assert second.retrieve(["angina nitroglycerin", "rule of nines"], None) == expected
@@ -250,7 +250,7 @@ def test_bad_precomputed_files_are_named(tmp_path, text, message):
 
 
 def test_an_unloadable_chunk_tokenizer_is_named(tmp_path):
-    from medeval_metrics.retrieval.corpus import chunk_tokenizer
+    from medeval_metrics.emsqa.retrieval.corpus import chunk_tokenizer
 
     with pytest.raises(MedevalDataError, match="cannot load the tokenizer .*no-tokenizer-here.*rag_chunk_tokenizer to basic"):
         chunk_tokenizer(str(tmp_path / "no-tokenizer-here"))

@@ -47,7 +47,7 @@ def cls_embeddings(folder, texts, max_tokens):
 
 
 def test_dense_scores_are_cls_inner_products_of_the_two_encoders(tmp_path, encoders):
-    from medeval_metrics.retrieval.retrievers import load_chunks
+    from medeval_metrics.emsqa.retrieval.retrievers import load_chunks
 
     docs = load_docs(SYNTHETIC, "synthetic")
     record = add_retrieval(docs, dense_metadata(tmp_path, encoders))
@@ -78,7 +78,7 @@ def test_dense_filtered_mode_and_cache_reuse(tmp_path, encoders, monkeypatch):
     def no_embedding(*args, **kwargs):
         raise AssertionError("articles embedded again although cached")
 
-    monkeypatch.setattr("medeval_metrics.retrieval.retrievers.DenseRetriever.build", no_embedding)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.DenseRetriever.build", no_embedding)
     again = load_docs(SYNTHETIC, "synthetic")
     record = add_retrieval(again, metadata)
     assert record["index_from_cache"] and [d["rag_chunks"] for d in again] == expected
@@ -86,7 +86,7 @@ def test_dense_filtered_mode_and_cache_reuse(tmp_path, encoders, monkeypatch):
 
 def test_same_encoder_finds_a_chunk_from_its_own_text(tmp_path, encoders):
     # With one encoder on both sides, a query equal to a chunk's indexed text scores 1.0 against it.
-    from medeval_metrics.retrieval import RetrievalSettings, open_index
+    from medeval_metrics.emsqa.retrieval import RetrievalSettings, open_index
     from medeval_metrics.emsqa.rag import knowledge_files
 
     metadata = dense_metadata(tmp_path, encoders)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from medeval_metrics.emsqa.rag import AREA_FILES, KNOWLEDGE_FILES, knowledge_files
-from medeval_metrics.retrieval import RetrievalSettings, open_index
+from medeval_metrics.emsqa.retrieval import RetrievalSettings, open_index
 
 FIX = "re-download"
 
@@ -76,8 +76,8 @@ def test_second_build_does_no_work_and_results_are_identical(kb, monkeypatch, tm
     def no_work(*args, **kwargs):
         raise AssertionError("rebuilt although cached")
 
-    monkeypatch.setattr("medeval_metrics.retrieval.index.chunk_corpus", no_work)
-    monkeypatch.setattr("medeval_metrics.retrieval.retrievers.BM25Retriever.build", no_work)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.index.chunk_corpus", no_work)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.build", no_work)
     again = index(mode="global", k=8)
     assert not again.built
     assert again.retrieve(questions, None) == expected

@@ -8,10 +8,10 @@ files written by one run and read by another). Whether a prompt with its documen
 ``medeval_metrics.context_fit``.
 """
 
-from medeval_metrics.retrieval.cache import cached_build, default_cache_root
-from medeval_metrics.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, corpus_files, corpus_version, file_sha256
-from medeval_metrics.retrieval.index import MODES, KnowledgeIndex, RetrievalSettings, chunks_version, open_index
-from medeval_metrics.retrieval.precomputed import read_retrievals, write_retrievals
+from medeval_metrics.emsqa.retrieval.cache import cached_build, default_cache_root
+from medeval_metrics.emsqa.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, corpus_files, corpus_version, file_sha256
+from medeval_metrics.emsqa.retrieval.index import MODES, KnowledgeIndex, RetrievalSettings, chunks_version, open_index
+from medeval_metrics.emsqa.retrieval.precomputed import read_retrievals, write_retrievals
 
 __all__ = [
     "Chunk", "CorpusFile", "chunk_corpus", "corpus_files", "corpus_version", "file_sha256", "cached_build",

@@ -21,11 +21,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.retrieval.cache import cached_build
-from medeval_metrics.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, chunk_tokenizer, corpus_version
-from medeval_metrics.retrieval.retrievers import BM25Retriever, DenseRetriever, load_chunks, save_chunks
+from medeval_metrics.emsqa.retrieval.cache import cached_build
+from medeval_metrics.emsqa.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, chunk_tokenizer, corpus_version
+from medeval_metrics.emsqa.retrieval.retrievers import BM25Retriever, DenseRetriever, load_chunks, save_chunks
 
-log = logging.getLogger("medeval_metrics.retrieval")
+log = logging.getLogger("medeval_metrics.emsqa.retrieval")
 
 MODES = ("global", "filter_then_retrieve", "retrieve_then_filter")
 RETRIEVERS = ("bm25", "medcpt")
@@ -67,7 +67,7 @@ class RetrievalSettings:
         return "basic" if self.retriever == "bm25" else self.article_encoder
 
     def chunking(self) -> dict[str, Any]:
-        from medeval_metrics.retrieval.retrievers import model_fingerprint
+        from medeval_metrics.emsqa.retrieval.retrievers import model_fingerprint
 
         name = self.tokenizer_name
         return {"tokens": self.chunk_tokens, "overlap": self.chunk_overlap,

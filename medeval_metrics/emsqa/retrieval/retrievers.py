@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.retrieval.corpus import Chunk
+from medeval_metrics.emsqa.retrieval.corpus import Chunk
 
 Hits = list[tuple[int, float]]
 

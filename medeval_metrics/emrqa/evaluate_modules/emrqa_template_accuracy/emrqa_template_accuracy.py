@@ -1,7 +1,7 @@
 """emrQL template accuracy (the ``template_acc`` of emrql_1 and emrql_2) as an evaluate module."""
 
 import medeval_metrics.evaluate_modules.base as base
-import medeval_metrics.evaluate_modules.emrqa_inputs as emrqa_inputs
+import medeval_metrics.emrqa.evaluate_modules.inputs as emrqa_inputs
 
 
 class EmrqaTemplateAccuracy(base.PerItemMeanMetric):
