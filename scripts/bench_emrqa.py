@@ -197,7 +197,7 @@ def run() -> list[str]:
         from medeval_metrics.emrqa.prepare import ensure_prepared
 
         ensure_prepared(meta, log=lambda _: None)
-        for name, loader in (("emrqa_risk", partial(emrqa_tasks.load_evidence, "risk")), ("emrql_1", partial(emrqa_tasks.load_logical_forms, "emrql_1"))):
+        for name, loader in (("emrqa_risk", partial(emrqa_tasks.load_evidence, "risk")), ("emrqa_emrql_1", partial(emrqa_tasks.load_logical_forms, "emrql_1"))):
             started = time.perf_counter()
             size = len(loader(**meta)["test"])
             elapsed = time.perf_counter() - started

@@ -15,7 +15,7 @@ def test_each_task_says_which_data_it_needs():
     assert "public: Xueren/EMS-MCQA" in rows["emsqa_public_cot"] and "3,721" in rows["emsqa_public_cot"]
     assert "yours: emsqa_private_path" in rows["emsqa_private_mc"] and "loglik" in rows["emsqa_private_mc"]
     assert "public: truehealth/medicationqa" in rows["medicationqa"]
-    assert "yours: emrqa_data_json" in rows["emrqa_risk"] and "yours: emrqa_data_ql_csv" in rows["emrql_1"]
+    assert "yours: emrqa_data_json" in rows["emrqa_risk"] and "yours: emrqa_data_ql_csv" in rows["emrqa_emrql_1"]
 
 
 def test_groups_are_listed_with_their_members():

@@ -482,7 +482,7 @@ def test_custom_dataset_notice_is_dropped_for_pack_tasks_only(task_logger_withou
     lm_eval_compat.quiet_pack_custom_dataset_notice()
     lm_eval_compat.quiet_pack_custom_dataset_notice()  # idempotent: one filter
     assert len(task_logger_without_filter.filters) == 1
-    for task in ("emsqa_private", "medicationqa", "emrqa_smoking", "emrql_2"):
+    for task in ("emsqa_private", "medicationqa", "emrqa_smoking", "emrqa_emrql_2"):
         _download(task)
     assert logged.messages == []
     _download("my_own_task")  # a task that is not the pack's keeps lm-eval's notice

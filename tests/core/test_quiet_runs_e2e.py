@@ -51,13 +51,13 @@ def test_medeval_run_of_each_benchmark_prints_no_pack_warnings(tmp_path):
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {}, "default": "The answer is [\"a\"]."}))
     with FakeJudgeServer() as server:
-        proc = run_cli(["run", "--tasks", "emsqa_private", "medicationqa", "emrqa_smoking", "emrql_1",
+        proc = run_cli(["run", "--tasks", "emsqa_private", "medicationqa", "emrqa_smoking", "emrqa_emrql_1",
                         "--model", "medeval-scripted", "--model_args", f"table={table}", "--limit", "4",
                         "--metadata", json.dumps(_metadata(tmp_path, server)), "--output_path", str(tmp_path / "out")],
                        cwd=tmp_path)
         _assert_quiet(proc, server.count())
     results, _ = find_results(tmp_path / "out")
-    assert set(results["results"]) == {"emsqa_private", "medicationqa", "emrqa_smoking", "emrql_1"}  # every task ran
+    assert set(results["results"]) == {"emsqa_private", "medicationqa", "emrqa_smoking", "emrqa_emrql_1"}  # every task ran
     assert results["higher_is_better"]["medicationqa"]["judge_success_a"] is True
 
 

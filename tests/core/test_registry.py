@@ -29,7 +29,7 @@ def test_the_pack_has_its_three_benchmarks_in_listing_order():
         ("emsqa_public_mc", "emsqa", 3721, "emsqa_public_path"),
         ("emsqa_private_cot", "emsqa", None, "emsqa_private_path"),
         ("medicationqa", "medicationqa", 690, "medicationqa_path"),
-        ("emrql_2", "emrqa", None, "emrqa_data_ql_csv"),
+        ("emrqa_emrql_2", "emrqa", None, "emrqa_data_ql_csv"),
         ("emrqa_smoking", "emrqa", None, "emrqa_data_json"),
     ],
 )
@@ -47,7 +47,8 @@ def test_a_task_outside_the_pack():
 
 def test_breakdowns_by_longest_prefix_so_a_new_variant_inherits_its_siblings():
     emrqa = registry.benchmark("emrqa")
-    assert registry.breakdown_for("emrql_1") is emrqa.breakdowns["emrql"]
+    assert registry.breakdown_for("emrqa_emrql_1") is emrqa.breakdowns["emrqa_emrql"]
+    assert registry.breakdown_for("emrql_1") is emrqa.breakdowns["emrqa_emrql"]  # results under the old name
     assert registry.breakdown_for("emrqa_risk") is emrqa.breakdowns["emrqa"]
     # a task added to the EMSQA spec later (e.g. a retrieval variant) is broken down like the others
     assert registry.breakdown_for("emsqa_public_rag") is registry.benchmark("emsqa").breakdowns["emsqa"]
@@ -80,7 +81,7 @@ def test_judging_comes_from_the_spec_and_matches_the_task_yaml():
 
 
 def test_sources_for_tasks_in_first_use_order():
-    sources = registry.sources_for(["emrqa_risk", "emsqa_public", "emsqa_public_mc", "emrql_1"])
+    sources = registry.sources_for(["emrqa_risk", "emsqa_public", "emsqa_public_mc", "emrqa_emrql_1"])
     # emrqa_risk reads both emrQA files (its questions, then the other one preparation needs)
     assert list(sources) == ["emrqa_data_json", "emrqa_data_ql_csv", "emsqa_public_path"]
     assert sources["emsqa_public_path"].hub == "Xueren/EMS-MCQA"
@@ -101,7 +102,7 @@ def test_every_source_has_a_preflight_check_and_the_metadata_keys_come_from_the_
             "emrqa_sample_size", "emrqa_cache_dir"} <= set(keys)
     assert set(preflight._known_metadata_keys()) == {*keys, "medeval_judges"}
     assert set(preflight._pack_key_prefixes()) == {"emsqa_", "medicationqa_", "emrqa_", "medeval_", "rag_"}  # rag_: EMSQA retrieval
-    assert set(registry.groups()) == {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emsqa_rag", "emrqa"}
+    assert set(registry.groups()) == {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emsqa_rag", "emrqa", "emrql_1", "emrql_2"}
 
 
 def test_manifest_json_is_generated_from_the_specs():

@@ -330,7 +330,7 @@ def test_emrqa_modules_equal_what_the_tasks_report(modules, emrqa_metadata):
     evidence_tasks = ["emrqa_medication", "emrqa_risk", "emrqa_evidence_window"]
     table = {"key": "qa_id", "generate": _scripted_emrqa_outputs(emrqa_metadata), "default": ""}
     manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata=emrqa_metadata)
-    results = lm_eval.simple_evaluate(model=ScriptedLM(table), tasks=[*evidence_tasks, "emrql_2"], task_manager=manager,
+    results = lm_eval.simple_evaluate(model=ScriptedLM(table), tasks=[*evidence_tasks, "emrqa_emrql_2"], task_manager=manager,
                                       log_samples=True)
     checked = []
     for task in evidence_tasks:
@@ -343,7 +343,7 @@ def test_emrqa_modules_equal_what_the_tasks_report(modules, emrqa_metadata):
             assert value[key] == reported[f"{key},none"], (task, name)
             assert value[f"{key}_stderr"] == pytest.approx(reported[f"{key}_stderr,none"], rel=1e-12), (task, name)
             checked.append((task, name))
-    reported, samples = results["results"]["emrql_2"], results["samples"]["emrql_2"]
+    reported, samples = results["results"]["emrqa_emrql_2"], results["samples"]["emrqa_emrql_2"]
     predictions = [s["filtered_resps"][0] for s in samples]
     references = [s["doc"]["logical_form"] for s in samples]
     lf = modules["emrqa_logical_form_accuracy"].compute(predictions=predictions, references=references)

@@ -16,7 +16,7 @@ from conftest import SHARED_DATA, find_results, run_cli, run_medeval
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
 EVIDENCE_TASKS = ("emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_evidence_window")
-ALL_TASKS = ("emrql_1", "emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
+ALL_TASKS = ("emrqa_emrql_1", "emrqa_emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
              "emrqa_obesity", "emrqa_evidence_window")
 
 
@@ -63,7 +63,7 @@ def test_scripted_perfect_model_scores_one_everywhere(metadata):
     for task in ("emrqa_smoking", "emrqa_obesity"):
         assert results[task]["acc,none"] == 1.0 and results[task]["macro_f1,none"] == 1.0
         assert results[task]["unparseable,none"] == 0.0
-    for task in ("emrql_1", "emrql_2"):
+    for task in ("emrqa_emrql_1", "emrqa_emrql_2"):
         assert results[task]["lf_acc,none"] == 1.0 and results[task]["template_acc,none"] == 1.0
     for task in ALL_TASKS:
         for key, value in results[task].items():
@@ -75,7 +75,7 @@ def test_scripted_perfect_model_scores_one_everywhere(metadata):
 
     for task in ALL_TASKS:
         scored = out["configs"][task]["metadata"]["scored_data"]
-        source = Path(metadata["emrqa_data_ql_csv" if task.startswith("emrql") else "emrqa_data_json"])
+        source = Path(metadata["emrqa_data_ql_csv" if task.startswith("emrqa_emrql") else "emrqa_data_json"])
         assert scored["files"] == [{"file": source.name, "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}]
         assert scored["items"] == out["n-samples"][task]["effective"] and str(source.parent) not in json.dumps(scored)
 
@@ -130,12 +130,13 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
 
     breakdown = run_medeval(["breakdown", str(output)], capsys)
     assert breakdown.returncode == 0, breakdown.stderr
-    assert "**emrqa_risk** by lf_template" in breakdown.stdout and "**emrql_1** by lf_template" in breakdown.stdout
+    assert "**emrqa_risk** by lf_template" in breakdown.stdout and "**emrqa_emrql_1** by lf_template" in breakdown.stdout
     assert "**emrqa_medication** by answer_type" in breakdown.stdout
 
 
 @pytest.mark.e2e
-def test_emrql_2_runs_five_shot_on_a_filtered_data_ql_csv(tmp_path):
+@pytest.mark.parametrize("requested", ["emrqa_emrql_2", "emrql_2"])  # emrql_2: the old name (issue 19), a group of it
+def test_emrql_2_runs_five_shot_on_a_filtered_data_ql_csv(tmp_path, requested):
     """Issue 10: a pool of two templates crashed lm-eval's sampler with a bare ValueError."""
     import medeval_metrics
     from lm_eval import simple_evaluate
@@ -150,11 +151,12 @@ def test_emrql_2_runs_five_shot_on_a_filtered_data_ql_csv(tmp_path):
     assert len(emrqa_tasks.load_logical_forms("emrql_2", **meta)["train"].filter(lambda r: r["fewshot_role"] == "pool")) < 5
     manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata=meta)
     out = simple_evaluate(model="medeval-scripted", model_args={"table": {"key": "qa_id", "generate": {}, "default": ""}},
-                          tasks=["emrql_2"], task_manager=manager, log_samples=True)
-    sample = out["samples"]["emrql_2"][0]
+                          tasks=[requested], task_manager=manager, log_samples=True)
+    sample = out["samples"]["emrqa_emrql_2"][0]
     prompt = sample["arguments"][0][0]
     assert prompt.count("Logical form:") == 6  # five examples and the question
-    assert out["results"]["emrql_2"]["lf_acc,none"] == 0.0
+    assert out["results"]["emrqa_emrql_2"]["lf_acc,none"] == 0.0
+    assert out["versions"]["emrqa_emrql_2"] == 1 and len(out["samples"]["emrqa_emrql_2"]) == out["n-samples"]["emrqa_emrql_2"]["effective"]
 
 
 @pytest.mark.e2e

@@ -61,7 +61,7 @@ def test_patch_passes_the_task_generation_kwargs_only_to_marked_functions():
 @pytest.mark.parametrize(
     "yaml_name, expected",
     [("emrqa_medication.yaml", 256), ("emrqa_evidence_window.yaml", 256), ("emrqa_smoking.yaml", 256),
-     ("emrql_1.yaml", 128), (None, 256)],  # no config known: lm-eval's own default
+     ("emrqa_emrql_1.yaml", 128), (None, 256)],  # no config known: lm-eval's own default
 )
 def test_generation_budget_is_read_from_the_task_config(yaml_name, expected):
     source = str(TASKS / yaml_name) if yaml_name else None

@@ -205,7 +205,7 @@ def test_breakdown_groups_by_subset_template_and_answer_form_and_escapes_pipes()
                sample("MedicationEvent (|medication|)", ["empty", "single"], 0.0),
                sample("ConditionEvent (|problem|)", ["complex"], 1.0)]
     spec = spec_for_task("emrqa_medication")
-    assert spec is not None and spec_for_task("emrql_2") is not spec
+    assert spec is not None and spec_for_task("emrqa_emrql_2") is not spec
     result = compute_breakdown(samples, spec)["none"]
     assert result["subset"]["medication"]["relaxed_em"]["value"] == pytest.approx(2 / 3)
     assert result["lf_template"]["MedicationEvent (|medication|)"]["relaxed_em"]["value"] == 0.5
