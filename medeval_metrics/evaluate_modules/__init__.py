@@ -53,8 +53,10 @@ def _modules() -> dict[str, Traversable]:
         for module in folder.iterdir():
             if module.is_dir() and module.joinpath(f"{module.name}.py").is_file():
                 if module.name in found:
-                    raise ValueError(f"evaluate module {module.name!r} is in both {found[module.name]} and {module}; "
-                                     "rename one (names carry their benchmark's prefix).")
+                    raise ValueError(
+                        f"evaluate module {module.name!r} is in both {found[module.name]} and {module}; "
+                        "rename one (names carry their benchmark's prefix)."
+                    )
                 found[module.name] = module
     return found
 

@@ -18,9 +18,11 @@ from medeval_metrics.spec import BenchmarkSpec, Reporting, Source, Task
 
 
 def test_the_pack_has_its_three_benchmarks_in_listing_order():
-    assert [spec.name for spec in registry.benchmarks()] == ["emsqa", "medicationqa", "emrqa"]
-    assert len(registry.all_tasks()) == 25  # 8 EMSQA, 8 EMSQA with retrieval, 1 MedicationQA, 8 emrQA
-    assert registry.all_tasks()[0].name == "emsqa_public" and registry.all_tasks()[-1].name == "emrqa_evidence_window"
+    # the pack's own, first (a benchmark added later lists after them and must not fail this test)
+    assert [spec.name for spec in registry.benchmarks()][:3] == ["emsqa", "medicationqa", "emrqa"]
+    own = [t for t in registry.all_tasks() if registry.benchmark_of(t.name).name in {"emsqa", "medicationqa", "emrqa"}]
+    assert len(own) == 25  # 8 EMSQA, 8 EMSQA with retrieval, 1 MedicationQA, 8 emrQA
+    assert own[0].name == "emsqa_public" and own[-1].name == "emrqa_evidence_window"
 
 
 @pytest.mark.parametrize(
@@ -61,7 +63,7 @@ def test_judging_comes_from_the_spec_and_matches_the_task_yaml():
 
     from test_packaging import read_task_yamls
 
-    assert registry.judged_benchmarks() == ("medicationqa",)
+    assert "medicationqa" in registry.judged_benchmarks() and not {"emsqa", "emrqa"} & set(registry.judged_benchmarks())
     assert registry.judging_for("emsqa_public") is None and registry.judging_for("emrqa_risk") is None
     configs = read_task_yamls()
     for spec in registry.benchmarks():
@@ -101,8 +103,8 @@ def test_every_source_has_a_preflight_check_and_the_metadata_keys_come_from_the_
     assert {"emsqa_public_path", "emsqa_revision", "medicationqa_path", "emrqa_data_json", "emrqa_seed",
             "emrqa_sample_size", "emrqa_cache_dir"} <= set(keys)
     assert set(preflight._known_metadata_keys()) == {*keys, "medeval_judges"}
-    assert set(preflight._pack_key_prefixes()) == {"emsqa_", "medicationqa_", "emrqa_", "medeval_", "rag_"}  # rag_: EMSQA retrieval
-    assert set(registry.groups()) == {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emsqa_rag", "emrqa", "emrql_1", "emrql_2"}
+    assert {"emsqa_", "medicationqa_", "emrqa_", "medeval_", "rag_"} <= set(preflight._pack_key_prefixes())  # rag_: EMSQA retrieval
+    assert {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emsqa_rag", "emrqa", "emrql_1", "emrql_2"} <= set(registry.groups())
 
 
 def test_manifest_json_is_generated_from_the_specs():
