@@ -56,6 +56,28 @@ def test_the_shipped_modules_are_listed():
         evaluate_modules.path("emrqa_unknown")
 
 
+def test_each_module_lives_in_its_benchmarks_package():
+    for name in evaluate_modules.available():
+        folder = Path(evaluate_modules.path(name))
+        assert folder.parent.name == "evaluate_modules" and folder.parent.parent.name == name.split("_")[0], folder
+
+
+def test_modules_are_found_in_any_package_and_a_name_twice_is_an_error(tmp_path, monkeypatch):
+    for package, name in [("toyqa", "toyqa_exact"), ("other", "other_f1"), ("other", "not_a_module")]:
+        folder = tmp_path / package / "evaluate_modules" / name
+        folder.mkdir(parents=True)
+        if name != "not_a_module":  # a folder without <name>/<name>.py is not a module
+            (folder / f"{name}.py").write_text("")
+    (tmp_path / "evaluate_modules").mkdir()  # the shared package itself holds no module folders
+    monkeypatch.setattr(evaluate_modules.resources, "files", lambda package: tmp_path)
+    assert evaluate_modules.available() == ["other_f1", "toyqa_exact"]
+    assert evaluate_modules.path("toyqa_exact") == str(tmp_path / "toyqa" / "evaluate_modules" / "toyqa_exact")
+    (tmp_path / "other" / "evaluate_modules" / "toyqa_exact").mkdir()
+    (tmp_path / "other" / "evaluate_modules" / "toyqa_exact" / "toyqa_exact.py").write_text("")
+    with pytest.raises(ValueError, match="evaluate module 'toyqa_exact' is in both .* rename one"):
+        evaluate_modules.available()
+
+
 @pytest.mark.parametrize("name, key, predictions, references, expected", CASES)
 def test_hand_computed_values(modules, name, key, predictions, references, expected):
     result = modules[name].compute(predictions=predictions, references=references)
