@@ -89,8 +89,10 @@ SHARED_CHECKS = [
 
 @pytest.mark.e2e  # pip builds the scratch copy's wheel in a subprocess
 def test_the_wheel_ships_the_new_benchmark_without_a_package_list_entry(scratch, tmp_path):
+    source = tmp_path / "src"  # pip builds in the tree (build/, *.egg-info): not in the scratch copy itself
+    shutil.copytree(scratch, source, ignore=IGNORED)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(scratch), "--no-deps", "-q", "-w", str(tmp_path)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(tmp_path)],
         check=True,
         capture_output=True,
         timeout=600,
