@@ -11,12 +11,14 @@ not counted.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 log = logging.getLogger("medeval_metrics.context_fit")
 DEFAULT_LIMIT = 2048  # lm-eval's HFLM default when the model declares no length
@@ -73,41 +75,59 @@ class ContextFit:
             return [(len(p) + 3) // 4 for p in prompts]
         if self.cache_file is None:
             return self._tokenize(prompts)
-        # Counts are kept per tokenizer (text hash -> tokens): the chunks and prompts recur across runs.
-        from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
-
+        # Counts are kept per tokenizer (text hash -> tokens), in memory for the process and on disk for
+        # later runs; new ones are written in batches and at exit, since callers count an item at a time.
         keys = [hashlib.sha1(p.encode("utf-8")).hexdigest()[:20] for p in prompts]
-        known = self._read_counts()
+        known = _known_counts(self.cache_file)
         todo = sorted({k: p for k, p in zip(keys, prompts) if k not in known}.items())
         if todo:
-            known.update(zip((k for k, _ in todo), self._tokenize([p for _, p in todo])))
-            with exclusive_lock(self.cache_file.with_suffix(".lock")):
-                merged = {**self._read_counts(), **known}
-                staging = self.cache_file.with_name(f".{self.cache_file.name}.{os.getpid()}")
-                staging.write_text(json.dumps(merged), encoding="utf-8")
-                os.replace(staging, self.cache_file)
+            new = dict(zip((k for k, _ in todo), self._tokenize([p for _, p in todo])))
+            known.update(new)
+            pending = _PENDING.setdefault(self.cache_file, {})
+            pending.update(new)
+            if len(pending) >= _FLUSH_EVERY:
+                flush_counts(self.cache_file)
         return [known[k] for k in keys]
-
-    def count_with_documents(self, bases: Sequence[str], headers: Sequence[str],
-                             documents: Sequence[Sequence[str]]) -> list[int]:
-        """Tokens of prompts made of a base prompt, a header and document lines, counted by parts.
-
-        Each distinct document line is counted once (a corpus chunk recurs across items), so a 3,721-item
-        set with 32 documents each costs one pass over the chunks used instead of 200 MB of prompts.
-        Tokenizers split on whitespace first, so the sum is within about two tokens per document of the
-        whole prompt's count (the newlines joining the parts are not counted).
-        """
-        unique = sorted({line for lines in documents for line in lines})
-        per_line = dict(zip(unique, self.count(unique)))
-        per_header = dict(zip(sorted(set(headers)), self.count(sorted(set(headers)))))
-        return [base + per_header[header] + sum(per_line[line] for line in lines)
-                for base, header, lines in zip(self.count(bases), headers, documents)]
-
-    def _read_counts(self) -> dict[str, int]:
-        try:
-            return json.loads(self.cache_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
 
     def _tokenize(self, prompts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]
+
+
+_FLUSH_EVERY = 256
+_KNOWN: dict[Path, dict[str, int]] = {}  # cache file -> counts read or made in this process
+_PENDING: dict[Path, dict[str, int]] = {}  # cache file -> counts not written yet
+
+
+def _read_counts(cache_file: Path) -> dict[str, int]:
+    try:
+        return json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _known_counts(cache_file: Path) -> dict[str, int]:
+    if cache_file not in _KNOWN:
+        _KNOWN[cache_file] = _read_counts(cache_file)
+    return _KNOWN[cache_file]
+
+
+def flush_counts(cache_file: Path | None = None) -> None:
+    """Write the counts made in this process into their cache files (merged with what others wrote)."""
+    from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
+
+    for path in [cache_file] if cache_file is not None else list(_PENDING):
+        pending = _PENDING.pop(path, None)
+        if not pending:
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with exclusive_lock(path.with_suffix(".lock")):
+                merged = {**_read_counts(path), **pending}
+                staging = path.with_name(f".{path.name}.{os.getpid()}")
+                staging.write_text(json.dumps(merged), encoding="utf-8")
+                os.replace(staging, path)
+        except OSError as exc:  # a cache that cannot be written costs a recount next run, nothing else
+            log.warning("medeval: cannot write the token-count cache %s (%s)", path, exc)
+
+
+atexit.register(flush_counts)

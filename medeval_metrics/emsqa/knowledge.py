@@ -29,6 +29,7 @@ RAG_OPTIONS = (
     "emsqa_knowledge_revision", "rag_mode", "rag_retriever", "rag_k", "rag_chunk_tokens", "rag_chunk_overlap",
     "rag_chunk_tokenizer", "rag_query_encoder", "rag_article_encoder", "rag_pool_factor", "rag_batch_size",
     "rag_device", "rag_areas", "rag_save_retrievals", "rag_retrievals", "rag_cache_dir", "rag_require_all_files",
+    "rag_prompt",
 )
 KNOWLEDGE_FILES = tuple(sorted({*AREA_FILES.values(), "terminology"}))
 

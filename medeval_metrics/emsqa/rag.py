@@ -23,15 +23,15 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from medeval_metrics.context_fit import ContextFit
 from medeval_metrics.data import MedevalDataError, download_hub_file, setting
 from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
 from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE
 from medeval_metrics.emsqa.prompts import doc_to_text_cot, doc_to_text_expert_cot
-from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.emsqa.retrieval import (
     MODES,
     CorpusFile,
@@ -44,6 +44,8 @@ from medeval_metrics.emsqa.retrieval import (
     read_retrievals,
     write_retrievals,
 )
+from medeval_metrics.emsqa.retrieval.precomputed import header_difference, read_sections, save_task_retrievals
+from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.task_yaml import own_task_config
 
 log = logging.getLogger("medeval_metrics.emsqa")
@@ -163,20 +165,47 @@ def read_predicted_areas(path: Path, item_ids: Sequence[str]) -> dict[str, list[
 
 # --- prompts -------------------------------------------------------------------------------------
 
-
+# ``rag_prompt``: "pack" (default) keeps the pack's CoT and Expert-CoT wording, so a RAG score differs
+# from the matching non-RAG task's by the documents alone; "authors" follows the authors' templates
+# (code/EMSRAG/ems_rag.py with prompts/rag_cot.txt and prompts/rag_cot_attr.txt): their system message,
+# field labels, order and answer instruction.
+PROMPT_STYLES = ("pack", "authors")
 _NO_DOCUMENTS = "Relevant documents: none were retrieved for this question."
 _DOCUMENTS_HEADER = "Relevant documents:"
+_AUTHORS_DOCUMENTS_HEADER = "EMS Knowledge:"  # the authors' knowledge-base block (their PR block: no data)
+_AUTHORS_SYSTEM_COT = (
+    "You are a helpful EMS expert, and your task is to answer a multi-choice ems question using the relevant "
+    "documents. Please first think step-by-step and then choose the answer from the provided options. Your "
+    "responses will be used for research purposes only, so please have a definite answer. Respond ONLY in the "
+    "JSON schema provided."
+)
+_AUTHORS_SYSTEM_EXPERT = (
+    "You are a helpful EMS expert, and your task is to answer a multi-choice ems question at the requested "
+    "certification depth using the relevant documents. Please first think step-by-step from the standpoint of "
+    "{category} and then choose the answer from the provided options. Your responses will be used for research "
+    "purposes only, so please have a definite answer. Respond ONLY in the JSON schema provided."
+)
 
 
 def document_line(chunk: Mapping[str, Any]) -> str:
     return f"- {chunk['title']}: {chunk['text']}"
 
 
-def documents_block(chunks: Sequence[Mapping[str, Any]]) -> str:
-    """The documents as the prompt lists them: "title: text" entries (the authors' format)."""
+def documents_block(chunks: Sequence[Mapping[str, Any]], style: str = "pack") -> str:
+    """The documents as the prompt lists them: "- title: text" entries (the authors' format)."""
+    if style == "authors":  # the authors' block, also when empty: "EMS Knowledge:" and a newline
+        return _AUTHORS_DOCUMENTS_HEADER + "\n" + "\n".join(document_line(c) for c in chunks)
     if not chunks:
         return _NO_DOCUMENTS
     return _DOCUMENTS_HEADER + "\n" + "\n".join(document_line(c) for c in chunks)
+
+
+def prompt_style(metadata: Mapping[str, Any]) -> str:
+    style = str(setting(metadata, "rag_prompt", "pack") or "pack").strip().lower()
+    if style not in PROMPT_STYLES:
+        raise MedevalDataError(f"rag_prompt={style!r} is not one of {', '.join(PROMPT_STYLES)} (pack: the pack's "
+                               "CoT wording, the default; authors: the authors' RAG templates).")
+    return style
 
 
 def _documents(doc: Mapping[str, Any]) -> str | None:
@@ -188,9 +217,47 @@ def _documents(doc: Mapping[str, Any]) -> str | None:
     return doc.get("rag_context")
 
 
+def _authors_choices(doc: Mapping[str, Any]) -> str:
+    # the data's choice strings ("a. text"), one a line, as the authors pass them
+    return "\n".join(f"{letter}. {text}" for letter, text in zip(doc["letters"], doc["options"]))
+
+
+def _authors_list(values: Sequence[str]) -> str:
+    return str([str(v) for v in values])  # their templates receive the record's list as it prints: ['trauma']
+
+
+def authors_system_message(doc: Mapping[str, Any], expert: bool) -> str:
+    """The authors' system message for the item ("\n\n" ends it: without a chat template lm-eval joins the
+    system and user text with no separator)."""
+    text = _AUTHORS_SYSTEM_EXPERT.format(category=_authors_list(doc["category"])) if expert else _AUTHORS_SYSTEM_COT
+    return text + "\n\n"
+
+
+def _authors_cot(doc: Mapping[str, Any], documents: str) -> str:  # prompts/rag_cot.txt
+    return (
+        f"Relevant Documents: {documents}\n\nQuestion: {doc['question']}\n\nChoices: {_authors_choices(doc)}\n\n"
+        "Please think step-by-step and and then choose the answer from the provided options, organize your output "
+        'in a json formatted as (only Letters e.g.: A/B/C/D) with explanation as Dict{"step_by_step_thinking": '
+        'Str(explanation), "answer": List(A, B) or List([C])}'
+    )
+
+
+def _authors_expert_cot(doc: Mapping[str, Any], documents: str) -> str:  # prompts/rag_cot_attr.txt
+    category = _authors_list(doc["category"])
+    return (
+        f"Certification Level: {_authors_list(doc['level'])}\n\nCategory: {category}\n\n"
+        f"Question: {doc['question']}\n\nChoices: {_authors_choices(doc)}\n\nRelevant Documents: {documents}\n\n"
+        f"Based on the relevant documents, think step by step from the standpoint of {category}, choose the correct "
+        'answer to the following multiple-choice question. Return your final answer as a lowercase letter in strict '
+        'JSON format, like: ["a"]'
+    )
+
+
 def doc_to_text_rag_cot(doc: dict[str, Any]) -> str:
     """KB + CoT: the retrieved documents, then the CoT prompt (plain variants show them first)."""
     documents = _documents(doc)
+    if doc.get("rag_prompt") == "authors" and documents is not None:
+        return _authors_cot(doc, documents)
     body = doc_to_text_cot(doc)
     return body if documents is None else f"{documents}\n\n{body}"
 
@@ -198,6 +265,8 @@ def doc_to_text_rag_cot(doc: dict[str, Any]) -> str:
 def doc_to_text_rag_expert_cot(doc: dict[str, Any]) -> str:
     """Expert-CoT with documents after the choices (the expertise variants' order), before the instruction."""
     documents = _documents(doc)
+    if doc.get("rag_prompt") == "authors" and documents is not None:
+        return _authors_expert_cot(doc, documents)
     body = doc_to_text_expert_cot(doc)
     if documents is None:
         return body
@@ -209,25 +278,62 @@ def doc_to_text_rag_expert_cot(doc: dict[str, Any]) -> str:
     return f"{body[:cut]}\n{documents}\n\n{body[cut:]}"
 
 
+# --- prompt length, counted for the items a run scores -------------------------------------------
+
+# add_retrieval registers how its docs' prompts are counted; the first item scored loads the tokenizer.
+# Counting when scoring, not when the data set is built, means a --limit 40 run counts 40 prompts.
+_COUNTERS: dict[str, dict[str, Any]] = {}
+
+
+def _counter(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
+    if counter is not None and counter.get("fit") is None:
+        counter["fit"] = ContextFit(counter["metadata"], counter["max_gen_toks"], counter["cache_root"])
+        counter["record"]["prompt_length"] = counter["fit"].method
+    return counter
+
+
+def prompt_tokens(doc: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(tokens of the item's whole prompt, system message included; the model's context limit), or None
+    for a doc no loader of this process registered. Counts are cached per tokenizer by content."""
+    counter = _counter(doc)
+    if counter is None or doc.get("rag_missing"):
+        return None
+    text = (doc.get("rag_system") or "") + counter["prompt"](dict(doc))
+    return counter["fit"].count([text])[0], counter["fit"].limit
+
+
 # --- scoring -------------------------------------------------------------------------------------
 
 
 def process_results_rag(doc: dict[str, Any], results: Sequence[Any],
                         generation_kwargs: Mapping[str, Any] | None = None) -> dict[str, float]:
     """The set metrics plus retrieval diagnostics: ``retrieved_own_area`` (share of the item's chunks
-    from its own subject-area files; none retrieved counts 0), ``retrieved_documents`` (chunks shown)
-    and ``prompt_too_long`` (the prompt and the generation budget exceed the model's context).
+    from its own subject-area files; none retrieved counts 0), ``retrieved_documents`` (chunks shown),
+    ``no_documents`` (1 when none were shown) and ``prompt_too_long`` (the prompt and the generation
+    budget exceed the model's context).
 
     ``generation_kwargs``: the settings lm-eval generated with (``--gen_kwargs`` included), where the
-    pack's lm-eval compat layer passes them; else the budget known when the dataset was built."""
+    pack's lm-eval compat layer passes them; else the task's budget when the data set was built."""
     metrics = process_results(doc, results)
-    budget = (generation_kwargs or {}).get("max_gen_toks")
     chunks = doc.get("rag_chunks") or []
     own = set(doc.get("rag_own_sources") or [])
     metrics["retrieved_own_area"] = sum(c["source"] in own for c in chunks) / len(chunks) if chunks else 0.0
     metrics["retrieved_documents"] = float(len(chunks))
-    if budget is not None and doc.get("context_limit"):
-        metrics["prompt_too_long"] = float(doc["prompt_tokens"] + int(budget) > doc["context_limit"])
+    metrics["no_documents"] = float(not chunks)
+    counted = prompt_tokens(doc) if doc.get("prompt_tokens") is None else (doc["prompt_tokens"], doc.get("context_limit"))
+    budget = (generation_kwargs or {}).get("max_gen_toks", doc.get("rag_max_gen_toks"))
+    if counted is not None and counted[1] and budget is not None:
+        doc["prompt_tokens"], doc["context_limit"] = counted  # the logged sample shows them
+        metrics["prompt_too_long"] = float(counted[0] + int(budget) > counted[1])
+        doc["fits_context"] = not metrics["prompt_too_long"]
+        counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
+        if metrics["prompt_too_long"] and counter is not None and not counter.get("warned"):
+            counter["warned"] = True  # once per task: the metric counts them all
+            log.warning("medeval: %s: item %s's prompt (%d tokens) and the generation budget (%d) exceed the model's "
+                        "context (%d); lm-eval cuts the prompt's start. The metric prompt_too_long gives the share; a "
+                        "smaller --gen_kwargs max_gen_toks or rag_k leaves more room (README: k vs prompt length).",
+                        counter["task"] or "EMSQA RAG", doc["id"], counted[0], int(budget), counted[1])
     else:
         metrics["prompt_too_long"] = float(not doc.get("fits_context", True))
     return metrics
@@ -281,7 +387,8 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
         max_gen_toks = int(task_config.generation_kwargs.get("max_gen_toks", max_gen_toks))
     prompt = getattr(task_config, "doc_to_text", None)
     docs = dataset["test"].to_list()
-    record = add_retrieval(docs, metadata, max_gen_toks, prompt if callable(prompt) else doc_to_text_rag_expert_cot)
+    task = str(getattr(task_config, "task", "") or "")
+    record = add_retrieval(docs, metadata, max_gen_toks, prompt if callable(prompt) else doc_to_text_rag_expert_cot, task)
     if task_config is not None:
         task_config.metadata = {**(task_config.metadata or {}), "rag": record}
     import datasets
@@ -326,13 +433,15 @@ def check_writable_settings(metadata: Mapping[str, Any]) -> Path:
 
 
 def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_gen_toks: int = _DEFAULT_MAX_GEN_TOKS,
-                  prompt: Any = None) -> dict[str, Any]:
+                  prompt: Any = None, task: str = "") -> dict[str, Any]:
     """Retrieve for every doc (or read the precomputed retrievals) and store the result in it.
 
-    Returns what the results' config records: settings, retriever, corpus version, files, timings.
+    Returns what the results' config records: how the documents were retrieved (``retrievals``: mode, k,
+    areas, retriever, knowledge, chunking), what the prompts showed (``shown``), files, timings.
     """
     started = time.perf_counter()
     settings = retrieval_settings(metadata)
+    style = prompt_style(metadata)
     files, origin = knowledge_files(metadata)
     present = {f.source for f in files}
     missing_files = [stem for stem in KNOWLEDGE_FILES if stem not in present]
@@ -367,81 +476,122 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
     cache_root = check_writable_settings(metadata)
     precomputed_path = setting(metadata, "rag_retrievals")
     index = open_index(files, settings, cache_root, _WHAT, _FIX, with_retriever=precomputed_path is None)
+    header = retrieval_header(task, settings, files, index, areas_setting,
+                              [areas[i] for i in ids] if filtered else None)
     retrieve_started = time.perf_counter()
     if precomputed_path is None:
         retrieved = _cached_retrieval(index, ids, [doc["question"] for doc in docs], sources if filtered else None, cache_root)
     else:
-        retrieved = read_retrievals(Path(precomputed_path), index.version)
-        known_ids = set(ids)
-        unknown = [i for i in retrieved if i not in known_ids]
-        if unknown:
-            raise MedevalDataError(
-                f"{precomputed_path}: item id {unknown[0]!r} is not in the evaluated set ({len(unknown)} such ids): "
-                "the file comes from another data set. Use the file of a run over the same items."
-            )
-        for item_id, chunks in retrieved.items():
-            for chunk in chunks:
-                if chunk["id"] not in index.position_of:
-                    raise MedevalDataError(
-                        f"{precomputed_path}: item {item_id!r}: chunk {chunk['id']!r} is not in {_WHAT} as chunked now. "
-                        "Use the same knowledge files and rag_chunk_* settings as the run that wrote the file."
-                    )
+        retrieved = precomputed_retrievals(Path(precomputed_path), header, ids, index)
     retrieve_seconds = time.perf_counter() - retrieve_started
 
-    lines: dict[str, list[str]] = {}  # the document lines each item shows, for counting prompt length
+    counter_key = f"{task or 'emsqa'}#{len(_COUNTERS)}"
     for item_id, doc, item_sources in zip(ids, docs, sources):
         doc["rag_own_sources"] = sorted({AREA_FILES[a] for a in doc["category"] if a in AREA_FILES})
         doc["rag_sources"] = sorted(set(item_sources)) if filtered else []
         doc["rag_chunks_version"] = index.version
+        doc["rag_header"] = header  # a sample log given back as rag_retrievals is checked against it
+        doc["rag_prompt"] = style
+        doc["rag_counter"], doc["rag_max_gen_toks"] = counter_key, int(max_gen_toks)
+        doc["prompt_tokens"], doc["context_limit"], doc["fits_context"] = None, None, True  # set when scored
         chunks = retrieved.get(item_id)
         if chunks is None:
             doc["rag_missing"] = str(precomputed_path)
-            doc["rag_chunks"], doc["rag_context"] = [], None
+            doc["rag_chunks"], doc["rag_context"], doc["rag_system"] = [], None, ""
             continue
         doc["rag_missing"] = ""
         doc["rag_chunks"] = [{"id": c["id"], "source": c.get("source", index.chunks[index.position_of[c["id"]]].source),
                               "score": float(c["score"])} for c in chunks]
         shown = [{"title": c.title, "text": c.text} for c in (index.chunks[index.position_of[c["id"]]] for c in chunks)]
-        doc["rag_context"] = documents_block(shown)
-        lines[item_id] = [document_line(c) for c in shown]
+        doc["rag_context"] = documents_block(shown, style)
+        expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
+        doc["rag_system"] = authors_system_message(doc, expert) if style == "authors" else ""
 
     save_path = setting(metadata, "rag_save_retrievals")
-    header = {"chunks_version": index.version, "corpus_version": corpus_version(files),
-              "settings": settings.record(), "areas": areas_setting}
     if save_path:
-        written = write_retrievals(Path(save_path), header, ((i, d["rag_chunks"]) for i, d in zip(ids, docs) if not d["rag_missing"]))
-        log.info("medeval: wrote the retrievals of %d items to %s (reuse with rag_retrievals)", len(docs), written)
+        written = save_task_retrievals(Path(save_path), header,
+                                       ((i, d["rag_chunks"]) for i, d in zip(ids, docs) if not d["rag_missing"]))
+        log.info("medeval: wrote the retrievals of %d items of %s to %s (reuse with rag_retrievals)", len(docs),
+                 task or "the task", written)
 
-    fit = ContextFit(metadata, max_gen_toks, cache_root)
-    prompt = prompt or doc_to_text_rag_expert_cot  # the task's own prompt when lm-eval loads it
-    shown = [(doc, lines[i]) for i, doc in zip(ids, docs) if not doc["rag_missing"]]
-    counted = iter(fit.count_with_documents(
-        [prompt({**doc, "rag_context": None}) for doc, _ in shown],
-        [_DOCUMENTS_HEADER if item_lines else _NO_DOCUMENTS for _, item_lines in shown],
-        [item_lines for _, item_lines in shown],
-    ))
-    for doc in docs:
-        doc["prompt_tokens"] = next(counted) if not doc["rag_missing"] else 0
-        doc["fits_context"] = doc["rag_missing"] != "" or fit.fits(doc["prompt_tokens"])
-        doc["context_limit"] = fit.limit
-    too_long = sum(not doc["fits_context"] for doc in docs)
-    if too_long:
-        # --gen_kwargs is applied after the data set is built: the budget here is the task's own, and
-        # prompt_too_long recounts with the one the run used
-        log.warning("medeval: %d of %d EMSQA prompts with %d document%s do not fit the model's context with the "
-                    "task's generation budget (%s); lm-eval will cut their start. A smaller --gen_kwargs "
-                    "max_gen_toks leaves more room (the metric prompt_too_long counts with the budget the run "
-                    "used); or lower rag_k (see the README's k vs prompt length table).",
-                    too_long, len(docs), settings.k, "" if settings.k == 1 else "s", fit.method)
-    return {
-        **header,
+    with_entry = [d for d in docs if not d["rag_missing"]]
+    counts = [len(d["rag_chunks"]) for d in with_entry]
+    none = sum(1 for n in counts if n == 0)
+    shown_record = {
+        "mode": settings.mode, "k": settings.k, "prompt": style, "items": len(with_entry),
+        "documents_per_item": {"mean": round(sum(counts) / len(counts), 3) if counts else 0.0,
+                               "min": min(counts, default=0), "max": max(counts, default=0)},
+        "no_documents": {"items": none, "share": round(none / len(with_entry), 4) if with_entry else 0.0},
+    }
+    if none:
+        log.warning("medeval: %s: %d of %d items (%.1f%%) got no documents (mode %s, k %d); the metric no_documents "
+                    "is their share", task or "EMSQA RAG", none, len(with_entry), 100 * none / len(with_entry),
+                    settings.mode, settings.k)
+    record = {
+        "chunks_version": index.version, "corpus_version": header["knowledge"], "settings": settings.record(),
+        "areas": areas_setting, "retrievals": {k: v for k, v in header.items() if k != "chunks_version"},
+        "shown": shown_record,
         "knowledge": origin,
         "files": {f.source: f.sha256 for f in files},
         "missing_files": missing_files,
         "retrievals_from": str(precomputed_path) if precomputed_path else None,
         "retrievals_saved_to": str(save_path) if save_path else None,
         "index_from_cache": not index.built,
-        "prompt_length": fit.method,
+        "prompt_length": "counted when each item is scored (prompt_too_long)",
         "seconds": {"index": round(index.seconds, 3), "retrieval": round(retrieve_seconds, 3),
                     "total": round(time.perf_counter() - started, 3)},
     }
+    _COUNTERS[counter_key] = {"task": task, "metadata": dict(metadata), "max_gen_toks": int(max_gen_toks),
+                              "cache_root": cache_root, "prompt": prompt or doc_to_text_rag_expert_cot, "fit": None,
+                              "record": record}
+    return record
+
+
+def retrieval_header(task: str, settings: RetrievalSettings, files: Sequence[CorpusFile], index: Any,
+                     areas_setting: str, areas: Sequence[Sequence[str]] | None) -> dict[str, Any]:
+    """How the task's documents are retrieved: what a retrievals file must match to be given back."""
+    retriever = index.retriever if index.retriever is not None else settings.make_retriever()
+    if areas is None:
+        areas_used = "not used (global retrieval)"
+    else:
+        digest = hashlib.sha256(json.dumps([list(a) for a in areas]).encode()).hexdigest()[:16]
+        areas_used = f"{'gold' if areas_setting == 'gold' else 'predicted'} (items' areas sha256 {digest})"
+    mode = settings.mode if settings.mode != "retrieve_then_filter" else f"{settings.mode} (pool {settings.pool_factor}k)"
+    return {"task": task, "mode": mode, "k": settings.k, "areas": areas_used, "retriever": retriever.spec,
+            "knowledge": corpus_version(files), "chunking": settings.chunking(), "chunks_version": index.version}
+
+
+def precomputed_retrievals(path: Path, header: Mapping[str, Any], ids: Sequence[str], index: Any) -> dict[str, list[dict[str, Any]]]:
+    """The task's retrievals from a file of a previous run: its own section, else one made the same way;
+    refused with the first difference when none was (another mode, k, areas, retriever, knowledge, chunking)."""
+    sections = read_sections(path)
+    task = header["task"]
+    own = [s for s in sections if s.task == task]
+    candidates = own or sections
+    chosen = next((s for s in candidates if header_difference(s.header, header) is None), None)
+    if chosen is None:
+        first = candidates[0]
+        holds = "" if own else f" (the file holds {', '.join(sorted({str(s.task) for s in sections}))})"
+        raise MedevalDataError(
+            f"{path}: refused for {task or 'this task'}: its retrievals were made another way, "
+            f"{header_difference(first.header, header)}{holds}. Give the file a run with these settings saved, or "
+            "retrieve again without rag_retrievals."
+        )
+    known_ids = set(ids)
+    unknown = [i for i in chosen.items if i not in known_ids]
+    if unknown:
+        raise MedevalDataError(
+            f"{path}: item id {unknown[0]!r} is not in the evaluated set ({len(unknown)} such ids): "
+            "the file comes from another data set. Use the file of a run over the same items."
+        )
+    for item_id, chunks in chosen.items.items():
+        if len(chunks) > header["k"]:
+            raise MedevalDataError(f"{path}: item {item_id!r} has {len(chunks)} chunks, more than k {header['k']}: the "
+                                   "file was changed after it was written. Save it again (rag_save_retrievals).")
+        for chunk in chunks:
+            if chunk["id"] not in index.position_of:
+                raise MedevalDataError(
+                    f"{path}: item {item_id!r}: chunk {chunk['id']!r} is not in {_WHAT} as chunked now. "
+                    "Use the same knowledge files and rag_chunk_* settings as the run that wrote the file."
+                )
+    return chosen.items

@@ -125,13 +125,14 @@ def test_diagnostics_are_hand_computed(docs):
                           {"id": "c", "source": "cardiovascular", "score": 1.0}, {"id": "d", "source": "others", "score": 0.5}]}
     metrics = process_results_rag(doc, [["a", "b", "d"]])
     assert metrics == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "retrieved_own_area": 0.5,
-                       "retrieved_documents": 4.0, "prompt_too_long": 1.0}
+                       "retrieved_documents": 4.0, "no_documents": 0.0, "prompt_too_long": 1.0}
     # With the generation settings lm-eval used (--gen_kwargs included): prompt + budget vs the context.
     sized = {**doc, "prompt_tokens": 1000, "context_limit": 2048}
     assert process_results_rag(sized, [["a"]], generation_kwargs={"max_gen_toks": 1024})["prompt_too_long"] == 0.0
     assert process_results_rag(sized, [["a"]], generation_kwargs={"max_gen_toks": 1049})["prompt_too_long"] == 1.0
     empty = process_results_rag({**doc, "rag_chunks": [], "fits_context": True}, [None])
     assert empty["retrieved_own_area"] == 0.0 and empty["retrieved_documents"] == 0.0 and empty["unparseable"] == 1.0
+    assert empty["no_documents"] == 1.0
 
 
 def test_missing_file_warns_names_the_file_and_can_be_required(docs, metadata, tmp_path, items, caplog):
@@ -286,11 +287,39 @@ def test_settings_from_metadata_then_environment(monkeypatch):
 
 def test_prompt_length_is_counted_against_the_model_context(docs, metadata):
     add_retrieval(docs, {**metadata, "max_length": 1030}, max_gen_toks=1024)  # 6 tokens left for the prompt
-    assert all(not d["fits_context"] for d in docs)
+    assert all(d["prompt_tokens"] is None for d in docs)  # counted when an item is scored, not when built
+    assert all(process_results_rag(d, [["a"]])["prompt_too_long"] == 1.0 for d in docs)
+    assert all(d["fits_context"] is False and d["context_limit"] == 1030 for d in docs)  # the logged doc says so
     add_retrieval(docs, {**metadata, "max_length": 32768}, max_gen_toks=1024)
-    assert all(d["fits_context"] for d in docs)
-    for d in docs:  # the labelled estimate (characters / 4), counted by parts: within a token per part
-        assert abs(d["prompt_tokens"] - len(doc_to_text_rag_expert_cot(d)) / 4) <= len(d["rag_chunks"]) + 3
+    assert all(process_results_rag(d, [["a"]])["prompt_too_long"] == 0.0 for d in docs)
+    for d in docs:  # the labelled estimate (characters / 4) of the whole prompt
+        assert d["prompt_tokens"] == (len(doc_to_text_rag_expert_cot(d)) + 3) // 4
+
+
+def test_only_the_items_scored_are_counted(docs, metadata, monkeypatch):
+    """A --limit run scores a few items: only their prompts are tokenized (the first run with a model
+    used to count all 3,721); a prompt counted once is not counted again."""
+    from medeval_metrics.context_fit import ContextFit
+
+    counted = []
+    monkeypatch.setattr(ContextFit, "_tokenize", lambda self, prompts: counted.extend(prompts) or [7] * len(prompts))
+    monkeypatch.setattr(ContextFit, "__init__", fake_fit_init)
+    add_retrieval(docs, metadata, max_gen_toks=8)
+    assert counted == []
+    for doc in docs[:2]:
+        process_results_rag(doc, [["a"]])
+    assert counted == [doc_to_text_rag_expert_cot(d) for d in docs[:2]]
+    process_results_rag(docs[0], [["a"]])
+    again = load_docs(SYNTHETIC, "again")
+    add_retrieval(again, metadata, max_gen_toks=8)
+    process_results_rag(again[1], [["a"]])
+    assert len(counted) == 2 and again[1]["prompt_tokens"] == 7
+
+
+def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None):
+    """A ContextFit with a 'tokenizer' (counted by the patched _tokenize) and the on-disk cache."""
+    self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"
+    self.cache_file = Path(cache_dir) / "token_counts" / "fake.json"
 
 
 def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
@@ -301,7 +330,8 @@ def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
     from medeval_metrics.emsqa import rag
 
     source = Path(rag.__file__).read_text(encoding="utf-8")
-    doc_fields = {"rag_chunks", "rag_chunks_version", "rag_context", "rag_missing", "rag_own_sources", "rag_sources"}
+    doc_fields = {"rag_chunks", "rag_chunks_version", "rag_context", "rag_missing", "rag_own_sources", "rag_sources",
+                  "rag_header", "rag_max_gen_toks", "rag_system", "rag_counter"}
     read = set(re.findall(r'"((?:rag|emsqa)_[a-z_]+)"', source)) - doc_fields
     assert read <= set(preflight._known_metadata_keys())
     assert "rag_" in preflight._pack_key_prefixes()

@@ -1,45 +1,89 @@
 """Precomputed retrievals: which chunks (ids and scores) each item got, written by one run and read by
 another so a score is reproduced exactly without the retriever.
 
-File format (JSON Lines): a header line ``{"medeval_retrievals": 1, "chunks_version": ...,
-"settings": {...}}`` then one line per item ``{"id": ..., "chunks": [{"id", "source", "score"}, ...]}``.
-An lm-eval sample log (``samples_<task>_*.jsonl``) of a retrieval task is accepted too: each line's
-``doc`` carries the same fields.
+File format (JSON Lines), one section per task: a header line ``{"medeval_retrievals": 2, "task": ...,
+"mode", "k", "areas", "retriever", "knowledge", "chunking", ...}`` then that task's items
+``{"task": ..., "id": ..., "chunks": [{"id", "source", "score"}, ...]}``. Saving one task's section
+keeps the other tasks' sections of the file, so the tasks of one run share one file. An lm-eval
+sample log (``samples_<task>_*.jsonl``) of a retrieval task is accepted too: each line's ``doc``
+carries the chunks and the same header (``rag_header``).
+
+A section is used only when its header says it was made the way the task retrieves now
+(:data:`HEADER_FIELDS`); otherwise :func:`header_difference` names the first field that differs.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 
-FORMAT = 1
+FORMAT = 2
+# What decides the documents a prompt shows, in the order a refusal names them.
+HEADER_FIELDS = ("mode", "k", "areas", "retriever", "knowledge", "chunking")
+_FIX = "Give the file a previous run wrote (rag_save_retrievals) or its samples_*.jsonl (run with --log_samples)."
+
+
+@dataclass
+class Section:
+    """One task's retrievals: its header (None for a file that records none) and item id -> chunks."""
+
+    task: str | None
+    header: dict[str, Any] | None
+    items: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def _write(path: Path, sections: Sequence[Section]) -> None:
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with staging.open("w", encoding="utf-8") as handle:
+        for section in sections:
+            handle.write(json.dumps({"medeval_retrievals": FORMAT, **(section.header or {})}, sort_keys=True) + "\n")
+            for item_id, chunks in section.items.items():
+                line = {"id": item_id, "chunks": list(chunks)}
+                if section.task is not None:
+                    line = {"task": section.task, **line}
+                handle.write(json.dumps(line) + "\n")
+    os.replace(staging, path)  # a reader never sees half a file
 
 
 def write_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> Path:
+    """A file of one section (the retrieval cache's)."""
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with staging.open("w", encoding="utf-8") as handle:
-        handle.write(json.dumps({"medeval_retrievals": FORMAT, **header}, sort_keys=True) + "\n")
-        for item_id, chunks in items:
-            handle.write(json.dumps({"id": item_id, "chunks": list(chunks)}) + "\n")
-    os.replace(staging, path)  # a reader never sees half a file
+    _write(path, [Section(header.get("task"), dict(header), {i: list(c) for i, c in items})])
     return path
 
 
-def read_retrievals(path: Path, chunks_version_now: str) -> dict[str, list[dict[str, Any]]]:
-    """item id -> its chunks, from our file or an lm-eval sample log; errors name the file and line."""
+def save_task_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> Path:
+    """Write ``header["task"]``'s section into ``path``, keeping the sections of the other tasks there."""
+    from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
+
     path = Path(path).expanduser()
-    fix = ("Give the file a previous run wrote (rag_save_retrievals) or its samples_*.jsonl "
-           "(run with --log_samples).")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    task = str(header["task"])
+    with exclusive_lock(path.with_name(f".{path.name}.lock")):
+        kept: list[Section] = []
+        if path.is_file():
+            try:
+                kept = [s for s in read_sections(path) if s.task is not None and s.task != task]
+            except MedevalDataError:  # not a file of sections (an older format): replaced
+                kept = []
+        _write(path, [*kept, Section(task, dict(header), {i: list(c) for i, c in items})])
+    return path
+
+
+def read_sections(path: Path) -> list[Section]:
+    """The sections of a retrievals file or an lm-eval sample log; errors name the file and line."""
+    path = Path(path).expanduser()
     if not path.is_file():
-        raise MedevalDataError(f"rag_retrievals points at {path}, which is not a file. {fix}")
-    out: dict[str, list[dict[str, Any]]] = {}
-    versions: set[str] = set()
+        raise MedevalDataError(f"rag_retrievals points at {path}, which is not a file. {_FIX}")
+    sections: dict[Any, Section] = {}
+    current: Section | None = None
     with path.open(encoding="utf-8") as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -47,32 +91,76 @@ def read_retrievals(path: Path, chunks_version_now: str) -> dict[str, list[dict[
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise MedevalDataError(f"{path}: line {line_number} is not valid JSON ({exc.msg}). {fix}") from exc
+                raise MedevalDataError(f"{path}: line {line_number} is not valid JSON ({exc.msg}). {_FIX}") from exc
             if not isinstance(record, dict):
-                raise MedevalDataError(f"{path}: line {line_number} is not a JSON object. {fix}")
+                raise MedevalDataError(f"{path}: line {line_number} is not a JSON object. {_FIX}")
             if "medeval_retrievals" in record:
-                versions.add(str(record.get("chunks_version")))
+                header = {k: v for k, v in record.items() if k != "medeval_retrievals"}
+                task = header.get("task")
+                current = sections.setdefault(("file", task), Section(task, header))
+                current.header = header
                 continue
             entry = record.get("doc", record)
             item_id, chunks = entry.get("id"), entry.get("rag_chunks", entry.get("chunks"))
             if item_id is None or not isinstance(chunks, list):
                 raise MedevalDataError(
                     f"{path}: line {line_number} has no item id and chunk list (fields 'id' and 'chunks', or a "
-                    f"sample's doc with 'id' and 'rag_chunks'). {fix}"
+                    f"sample's doc with 'id' and 'rag_chunks'). {_FIX}"
                 )
-            if "doc" in record and entry.get("rag_chunks_version"):
-                versions.add(str(entry["rag_chunks_version"]))
             for chunk in chunks:
                 if not isinstance(chunk, dict) or "id" not in chunk or "score" not in chunk:
-                    raise MedevalDataError(f"{path}: line {line_number}: each chunk needs 'id' and 'score'. {fix}")
-            out[str(item_id)] = chunks
-    if not out:
-        raise MedevalDataError(f"{path}: no retrievals in this file. {fix}")
-    stale = versions - {chunks_version_now}
+                    raise MedevalDataError(f"{path}: line {line_number}: each chunk needs 'id' and 'score'. {_FIX}")
+            if "doc" in record:  # a sample: its doc carries the header it was retrieved under
+                header = entry.get("rag_header")
+                key = ("sample", json.dumps(header, sort_keys=True))
+                section = sections.setdefault(key, Section((header or {}).get("task"), header))
+            elif "task" in record:
+                section = sections.setdefault(("file", record["task"]), Section(record["task"], None))
+            else:
+                section = current if current is not None else sections.setdefault(("file", None), Section(None, None))
+            section.items[str(item_id)] = chunks
+    found = [s for s in sections.values() if s.items or s.header]
+    if not any(s.items for s in found):
+        raise MedevalDataError(f"{path}: no retrievals in this file. {_FIX}")
+    return found
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_shown(v)}" for k, v in sorted(value.items()))
+    return json.dumps(value) if isinstance(value, str) else str(value)
+
+
+def header_difference(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any]) -> str | None:
+    """The first field of :data:`HEADER_FIELDS` that differs, as "<field>: the file's ..., this run's ...";
+    None when the section was made the way the task retrieves now."""
+    if not theirs or any(name not in theirs for name in HEADER_FIELDS):
+        return "the file does not record how its retrievals were made (written by an older version)"
+    for name in HEADER_FIELDS:
+        if theirs[name] == ours[name]:
+            continue
+        if isinstance(theirs[name], dict) and isinstance(ours[name], dict):
+            keys = sorted(k for k in {*theirs[name], *ours[name]} if theirs[name].get(k) != ours[name].get(k))
+            theirs_shown = _shown({k: theirs[name].get(k) for k in keys})
+            ours_shown = _shown({k: ours[name].get(k) for k in keys})
+        else:
+            theirs_shown, ours_shown = _shown(theirs[name]), _shown(ours[name])
+        return f"{name}: the file's is {theirs_shown}, this run's is {ours_shown}"
+    return None
+
+
+def read_retrievals(path: Path, chunks_version_now: str) -> dict[str, list[dict[str, Any]]]:
+    """item id -> its chunks, from a one-section file (the retrieval cache's), checked against the chunks."""
+    sections = read_sections(path)
+    stale = {str((s.header or {}).get("chunks_version")) for s in sections if s.header and "chunks_version" in s.header}
+    stale -= {chunks_version_now}
     if stale:
         raise MedevalDataError(
-            f"{path}: these retrievals were made on another corpus or chunking (chunks version {sorted(stale)[0]}, "
+            f"{path}: these retrievals were made on another corpus or chunking (chunks version {min(stale)}, "
             f"now {chunks_version_now}). Use the same knowledge files and rag_chunk_* settings as the run that "
             "wrote it, or retrieve again without rag_retrievals."
         )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for section in sections:
+        out.update(section.items)
     return out

@@ -1,0 +1,192 @@
+"""Saved retrievals per task: the tasks of one run share a file, each gets its own prompts back, and a
+file made another way (mode, k, areas, retriever, knowledge, chunking) is refused in one line naming
+the difference. Also what the results record about what the prompts showed."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from test_emsqa_rag import SYNTHETIC, make_kb
+
+from medeval_metrics.data import MedevalDataError
+from medeval_metrics.emsqa.data import load_docs
+from medeval_metrics.emsqa.rag import add_retrieval, doc_to_text_rag_cot, doc_to_text_rag_expert_cot
+from medeval_metrics.emsqa.retrieval.precomputed import read_sections
+
+# The four public RAG tasks: name, mode, prompt (as their YAMLs set them).
+PUBLIC_RAG = [
+    ("emsqa_public_rag", "global", doc_to_text_rag_cot),
+    ("emsqa_public_rag_expert_cot", "global", doc_to_text_rag_expert_cot),
+    ("emsqa_public_expertrag_ftr", "filter_then_retrieve", doc_to_text_rag_expert_cot),
+    ("emsqa_public_expertrag_rtf", "retrieve_then_filter", doc_to_text_rag_expert_cot),
+]
+
+
+@pytest.fixture
+def items():
+    return json.loads(SYNTHETIC.read_text())
+
+
+@pytest.fixture
+def metadata(tmp_path, items):
+    # item 5's planted fact sits in terminology: global and filtered retrieval show it different documents
+    kb = make_kb(tmp_path / "kb", items, wrong_area_for={5})
+    return {"emsqa_knowledge_path": str(kb), "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 3}
+
+
+def fresh():
+    return load_docs(SYNTHETIC, "the synthetic set")
+
+
+def run_task(task, mode, prompt, metadata, **extra):
+    docs = fresh()
+    record = add_retrieval(docs, {**metadata, "rag_mode": mode, **extra}, prompt=prompt, task=task)
+    return docs, record
+
+
+def no_retrieval(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("retrieved although precomputed retrievals were given")
+
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", refuse)
+
+
+def test_the_four_public_rag_tasks_share_one_file_and_each_gets_its_prompts_back(metadata, tmp_path, monkeypatch):
+    saved = tmp_path / "retrievals.jsonl"
+    first = {}
+    for task, mode, prompt in PUBLIC_RAG:
+        docs, _ = run_task(task, mode, prompt, metadata, rag_save_retrievals=str(saved))
+        first[task] = [prompt(d) for d in docs]
+    assert first["emsqa_public_rag_expert_cot"] != first["emsqa_public_expertrag_ftr"]  # the modes differ
+    assert sorted(s.task for s in read_sections(saved)) == sorted(t for t, _, _ in PUBLIC_RAG)
+    no_retrieval(monkeypatch)
+    for task, mode, prompt in PUBLIC_RAG:
+        docs, record = run_task(task, mode, prompt, {**metadata, "rag_cache_dir": str(tmp_path / "cold")},
+                                rag_retrievals=str(saved))
+        assert [prompt(d) for d in docs] == first[task], task
+        assert record["retrievals_from"] == str(saved) and record["shown"]["mode"] == mode
+
+
+def test_saving_a_task_again_replaces_only_its_own_section(metadata, tmp_path):
+    saved = tmp_path / "retrievals.jsonl"
+    for task, mode, prompt in PUBLIC_RAG[:2]:
+        run_task(task, mode, prompt, metadata, rag_save_retrievals=str(saved))
+    run_task(*PUBLIC_RAG[0], {**metadata, "rag_k": 2}, rag_save_retrievals=str(saved))
+    sections = {s.task: s for s in read_sections(saved)}
+    assert set(sections) == {"emsqa_public_rag", "emsqa_public_rag_expert_cot"}
+    assert sections["emsqa_public_rag"].header["k"] == 2 and sections["emsqa_public_rag_expert_cot"].header["k"] == 3
+    assert all(len(c) <= 2 for c in sections["emsqa_public_rag"].items.values())
+
+
+def test_a_task_without_a_section_uses_one_made_the_same_way(metadata, tmp_path, monkeypatch):
+    saved = tmp_path / "retrievals.jsonl"
+    docs, _ = run_task(*PUBLIC_RAG[0], metadata, rag_save_retrievals=str(saved))  # global, k 3
+    no_retrieval(monkeypatch)
+    again, _ = run_task(*PUBLIC_RAG[1], {**metadata, "rag_cache_dir": str(tmp_path / "cold")}, rag_retrievals=str(saved))
+    assert [d["rag_chunks"] for d in again] == [d["rag_chunks"] for d in docs]
+
+
+def write_areas(path, items, change):
+    areas = {str(i): item["category"] for i, item in enumerate(items)}
+    areas["0"] = [change]
+    path.write_text(json.dumps(areas))
+    return str(path)
+
+
+@pytest.mark.parametrize("field", ["mode", "k", "areas", "retriever", "knowledge", "chunking"])
+def test_a_file_made_another_way_is_refused_in_one_line_naming_the_difference(field, metadata, items, tmp_path,
+                                                                               monkeypatch):
+    saved = tmp_path / "retrievals.jsonl"
+    task, mode, prompt = PUBLIC_RAG[2]  # filter_then_retrieve: areas matter
+    run_task(task, mode, prompt, metadata, rag_save_retrievals=str(saved))
+    again = {**metadata, "rag_retrievals": str(saved)}
+    if field == "mode":
+        mode = "retrieve_then_filter"
+    elif field == "k":
+        again["rag_k"] = 2
+    elif field == "areas":
+        again["rag_areas"] = write_areas(tmp_path / "areas.json", items, "trauma")  # item 0: trauma, not assessment
+    elif field == "retriever":  # e.g. another bm25s version or parameters
+        from medeval_metrics.emsqa.retrieval.retrievers import BM25Retriever
+
+        spec = BM25Retriever().spec
+        monkeypatch.setattr(BM25Retriever, "spec", property(lambda self: {**spec, "k1": 1.2}))
+    elif field == "knowledge":  # the same chunk ids, one file's text changed
+        kb = make_kb(tmp_path / "kb-edited", items, wrong_area_for={5})
+        (kb / "others.json").write_text(json.dumps([{"Scene safety": "changed"}]))
+        again["emsqa_knowledge_path"] = str(kb)
+    else:
+        again["rag_chunk_tokens"] = 256
+    with pytest.raises(MedevalDataError) as caught:
+        add_retrieval(fresh(), {**again, "rag_mode": mode}, prompt=prompt, task=task)
+    message = str(caught.value)
+    assert "\n" not in message and f"refused for {task}" in message and str(saved) in message
+    assert f"made another way, {field}: the file's is " in message, message
+    expected = {"mode": '"filter_then_retrieve", this run\'s is "retrieve_then_filter (pool 10k)"',
+                "k": "3, this run's is 2", "retriever": "k1 1.5, this run's is k1 1.2",
+                "chunking": "tokens 512, this run's is tokens 256"}
+    if field in expected:
+        assert f"the file's is {expected[field]}" in message, message
+    if field == "areas":
+        assert "gold (items' areas sha256" in message and "predicted (items' areas sha256" in message
+
+
+def test_the_same_settings_are_not_refused_and_the_file_is_read_again(metadata, items, tmp_path):
+    saved = tmp_path / "retrievals.jsonl"
+    task, mode, prompt = PUBLIC_RAG[2]
+    docs, _ = run_task(task, mode, prompt, metadata, rag_save_retrievals=str(saved))
+    # predicted areas equal to the gold ones select the same files: still a different setting, refused
+    same = write_areas(tmp_path / "areas.json", items, items[0]["category"][0])
+    with pytest.raises(MedevalDataError, match="areas: "):
+        run_task(task, mode, prompt, metadata, rag_retrievals=str(saved), rag_areas=same)
+    again, _ = run_task(task, mode, prompt, metadata, rag_retrievals=str(saved))
+    assert [d["rag_context"] for d in again] == [d["rag_context"] for d in docs]
+
+
+def test_a_sample_log_is_checked_like_a_file(metadata, tmp_path):
+    task, mode, prompt = PUBLIC_RAG[3]
+    docs, _ = run_task(task, mode, prompt, metadata)
+    samples = tmp_path / f"samples_{task}_2026.jsonl"
+    samples.write_text("\n".join(json.dumps({"doc_id": n, "doc": d}) for n, d in enumerate(docs)))
+    again, _ = run_task(task, mode, prompt, metadata, rag_retrievals=str(samples))
+    assert [prompt(d) for d in again] == [prompt(d) for d in docs]
+    with pytest.raises(MedevalDataError, match=r"made another way, k: the file's is 3, this run's is 4\."):
+        run_task(task, mode, prompt, {**metadata, "rag_k": 4}, rag_retrievals=str(samples))
+    old = tmp_path / "old.jsonl"  # a file of an earlier version: no record of how it was made
+    old.write_text(json.dumps({"medeval_retrievals": 1, "chunks_version": "x"}) + "\n"
+                   + json.dumps({"id": "0", "chunks": []}) + "\n")
+    with pytest.raises(MedevalDataError, match="does not record how its retrievals were made"):
+        run_task(task, mode, prompt, metadata, rag_retrievals=str(old))
+
+
+def test_a_file_with_more_chunks_than_k_is_refused(metadata, tmp_path):
+    saved = tmp_path / "retrievals.jsonl"
+    task, mode, prompt = PUBLIC_RAG[0]
+    run_task(task, mode, prompt, metadata, rag_save_retrievals=str(saved))
+    lines = [json.loads(line) for line in saved.read_text().splitlines()]
+    lines[1]["chunks"] = lines[1]["chunks"] * 2
+    saved.write_text("\n".join(json.dumps(line) for line in lines))
+    with pytest.raises(MedevalDataError, match=r"has 6 chunks, more than k 3"):
+        run_task(task, mode, prompt, metadata, rag_retrievals=str(saved))
+
+
+def test_the_results_record_what_the_prompts_showed(metadata, items, tmp_path, caplog):
+    # without the ems_operations file, item 7 (its only area) gets no documents when filtering
+    kb = make_kb(tmp_path / "kb-short", items, skip={"ems_operations"})
+    task, mode, prompt = PUBLIC_RAG[2]
+    with caplog.at_level(logging.WARNING, logger="medeval_metrics.emsqa"):
+        docs, record = run_task(task, mode, prompt, {**metadata, "emsqa_knowledge_path": str(kb)})
+    counts = [len(d["rag_chunks"]) for d in docs]
+    assert counts[7] == 0 and sum(n == 0 for n in counts) == 1
+    shown = record["shown"]
+    assert (shown["mode"], shown["k"], shown["prompt"], shown["items"]) == ("filter_then_retrieve", 3, "pack", 12)
+    assert shown["documents_per_item"] == {"mean": round(sum(counts) / 12, 3), "min": 0, "max": max(counts)}
+    assert shown["no_documents"] == {"items": 1, "share": round(1 / 12, 4)}
+    assert record["retrievals"]["task"] == task and record["retrievals"]["k"] == 3
+    lines = [r.getMessage() for r in caplog.records if "got no documents" in r.getMessage()]
+    assert lines == [f"medeval: {task}: 1 of 12 items (8.3%) got no documents (mode filter_then_retrieve, k 3); "
+                     "the metric no_documents is their share"]
+    _, global_record = run_task(*PUBLIC_RAG[0], {**metadata, "emsqa_knowledge_path": str(kb)})
+    assert global_record["shown"]["no_documents"] == {"items": 0, "share": 0.0}
