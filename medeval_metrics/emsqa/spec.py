@@ -16,7 +16,7 @@ GENERATED = ("acc", "f1", "unparseable", "invalid_letter")
 # stated precedence, non-option letters are wrong picks
 GENERATED_VERSION = 3
 RETRIEVAL_VERSION = 2  # 2: answer extraction as in GENERATED_VERSION 3
-RETRIEVAL = (*GENERATED, "retrieved_own_area", "retrieved_documents", "prompt_too_long")
+RETRIEVAL = (*GENERATED, "retrieved_own_area", "retrieved_documents", "no_documents", "prompt_too_long")
 SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
 
 _level, _area = doc_field("level"), doc_field("category")
@@ -114,6 +114,7 @@ SPEC = BenchmarkSpec(
                                              in_model_index=False),
             "retrieved_documents": MetricInfo("Documents retrieved per item", "retrieved_documents",
                                               in_model_index=False, scale=(0.0, 32.0)),
+            "no_documents": MetricInfo("Items shown no retrieved document", "no_documents_rate", in_model_index=False),
             "prompt_too_long": MetricInfo("Prompts longer than the model's context", "prompt_too_long_rate",
                                           in_model_index=False),
         },
