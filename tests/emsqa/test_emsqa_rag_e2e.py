@@ -197,3 +197,67 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
     assert config_b["retrievals_from"] == str(saved) and config_b["settings"]["mode"] == "retrieve_then_filter"
     assert config_b["missing_files"] == ["ems_operations"]
     assert "prompt_too_long" in results_a["results"][task].__repr__()
+
+
+PUBLIC_RAG_TASKS = ["emsqa_public_rag", "emsqa_public_rag_expert_cot", "emsqa_public_expertrag_ftr",
+                    "emsqa_public_expertrag_rtf"]
+
+
+def evaluate_public(tasks, metadata, folder, **kwargs):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+
+    folder.mkdir(exist_ok=True)
+    (folder / "test_open.json").write_text(json.dumps(ITEMS))
+    manager = TaskManager(include_defaults=False, include_path=tasks_path(),
+                          metadata={"emsqa_public_path": str(folder), **metadata})
+    model = prompt_reading_model()
+    results = lm_eval.simple_evaluate(model=model, tasks=tasks, task_manager=manager, log_samples=True, **kwargs)
+    return results, model
+
+
+def test_the_four_public_rag_tasks_save_one_file_and_get_their_prompts_back(tmp_path, monkeypatch):
+    """The issue's "done when": one run of the four public RAG tasks saves their retrievals; given back,
+    every task's prompts are the same, and its scores (the old single-section file gave one task of four)."""
+    metadata = {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS, wrong_area_for={3, 5})),
+                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 2}
+    saved = tmp_path / "retrievals.jsonl"
+    first, _ = evaluate_public(PUBLIC_RAG_TASKS, {**metadata, "rag_save_retrievals": str(saved)}, tmp_path / "data")
+    prompts = {t: [s["arguments"][0][0] for s in first["samples"][t]] for t in PUBLIC_RAG_TASKS}
+    assert prompts["emsqa_public_rag_expert_cot"] != prompts["emsqa_public_expertrag_ftr"]
+
+    def no_retrieval(*args, **kwargs):
+        raise AssertionError("retrieved although precomputed retrievals were given")
+
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
+    second, _ = evaluate_public(PUBLIC_RAG_TASKS, {**metadata, "rag_retrievals": str(saved),
+                                                   "rag_cache_dir": str(tmp_path / "cold")}, tmp_path / "data")
+    for task in PUBLIC_RAG_TASKS:
+        assert [s["arguments"][0][0] for s in second["samples"][task]] == prompts[task], task
+        assert second["results"][task] == first["results"][task] or {
+            k: v for k, v in second["results"][task].items() if "," in k} == {
+            k: v for k, v in first["results"][task].items() if "," in k}
+        rag = second["configs"][task]["metadata"]["rag"]
+        assert rag["retrievals_from"] == str(saved) and rag["retrievals"]["task"] == task
+    # the ftr run shows no document to item 7 only if its area file lacks a match; the count is recorded
+    ftr = first["configs"]["emsqa_public_expertrag_ftr"]["metadata"]["rag"]["shown"]
+    share = first["results"]["emsqa_public_expertrag_ftr"]["no_documents,extract_answer"]
+    assert ftr["no_documents"]["share"] == pytest.approx(share, abs=1e-4)
+
+
+def test_the_authors_prompt_sends_their_system_message(tmp_path):
+    metadata = {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)), "rag_cache_dir": str(tmp_path / "cache"),
+                "rag_k": 2, "rag_prompt": "authors"}
+    results, model = evaluate_public(["emsqa_public_expertrag_ftr"], metadata, tmp_path / "data")
+    prompt = model.requests_seen[1].args[0]  # no chat template: system text, then the user text
+    areas = str(ITEMS[1]["category"])
+    assert prompt.startswith("You are a helpful EMS expert, and your task is to answer a multi-choice ems question "
+                             "at the requested certification depth")
+    assert f"from the standpoint of {areas} and then choose" in prompt
+    assert "JSON schema provided.\n\nCertification Level: ['emt']" in prompt or "JSON schema provided.\n\nCertification Level: [" in prompt
+    assert results["results"]["emsqa_public_expertrag_ftr"]["acc,extract_answer"] == 1.0  # documents reach it
+    pack, pack_model = evaluate_public(["emsqa_public_expertrag_ftr"], {**metadata, "rag_prompt": "pack"},
+                                       tmp_path / "data")
+    assert pack_model.requests_seen[1].args[0].startswith("You are a certified ")  # no system message

@@ -190,3 +190,51 @@ def test_the_results_record_what_the_prompts_showed(metadata, items, tmp_path, c
                      "the metric no_documents is their share"]
     _, global_record = run_task(*PUBLIC_RAG[0], {**metadata, "emsqa_knowledge_path": str(kb)})
     assert global_record["shown"]["no_documents"] == {"items": 0, "share": 0.0}
+
+
+# --- rag_prompt: authors --------------------------------------------------------------------------
+
+def test_the_authors_prompt_follows_their_templates_part_for_part(metadata):
+    """prompts/rag_cot.txt and prompts/rag_cot_attr.txt of the authors' code/EMSRAG, with their system
+    messages (ems_rag.py, methods "cot" and "cot_attr"): labels, order, instruction, documents block."""
+    docs, record = run_task(*PUBLIC_RAG[0], {**metadata, "rag_prompt": "authors"})
+    doc = docs[1]  # trauma + cardiology, EMT
+    assert record["shown"]["prompt"] == "authors"
+    chunks = doc["rag_context"].split("\n")
+    assert chunks[0] == "EMS Knowledge:" and chunks[1].startswith("- Fact 1: ")
+    cot = doc_to_text_rag_cot(doc)
+    choices = "\n".join(f"{letter}. {text}" for letter, text in zip(doc["letters"], doc["options"]))
+    assert cot == (f"Relevant Documents: {doc['rag_context']}\n\nQuestion: {doc['question']}\n\nChoices: {choices}\n\n"
+                   "Please think step-by-step and and then choose the answer from the provided options, organize "
+                   "your output in a json formatted as (only Letters e.g.: A/B/C/D) with explanation as "
+                   'Dict{"step_by_step_thinking": Str(explanation), "answer": List(A, B) or List([C])}')
+    assert doc["rag_system"].startswith("You are a helpful EMS expert, and your task is to answer a multi-choice "
+                                        "ems question using the relevant documents.")
+    assert doc["rag_system"].endswith("Respond ONLY in the JSON schema provided.\n\n")
+
+    docs, _ = run_task(*PUBLIC_RAG[2], {**metadata, "rag_prompt": "authors"})
+    doc = docs[1]
+    expert = doc_to_text_rag_expert_cot(doc)
+    areas = str(doc["category"])  # the record's list as the authors' template prints it
+    assert areas == "['trauma', 'cardiology_and_resuscitation']"
+    assert expert.startswith(f"Certification Level: {doc['level']!s}\n\nCategory: {areas}\n\nQuestion: ")
+    order = ["Certification Level:", "Category:", "Question:", "Choices:", "Relevant Documents: EMS Knowledge:",
+             f"Based on the relevant documents, think step by step from the standpoint of {areas}, choose"]
+    assert [expert.index(part) for part in order] == sorted(expert.index(part) for part in order)
+    assert expert.endswith('Return your final answer as a lowercase letter in strict JSON format, like: ["a"]')
+    assert f"from the standpoint of {areas} and then choose the answer" in doc["rag_system"]
+    assert "at the requested certification depth using the relevant documents" in doc["rag_system"]
+
+
+def test_the_pack_prompt_is_the_default_and_has_no_system_message(metadata):
+    docs, record = run_task(*PUBLIC_RAG[0], metadata)
+    assert record["shown"]["prompt"] == "pack" and all(d["rag_system"] == "" for d in docs)
+    assert doc_to_text_rag_cot(docs[1]).startswith("Relevant documents:\n- Fact 1: ")
+    with pytest.raises(MedevalDataError, match="rag_prompt='paper' is not one of pack, authors"):
+        run_task(*PUBLIC_RAG[0], {**metadata, "rag_prompt": "paper"})
+
+
+def test_an_item_without_documents_in_the_authors_prompt_keeps_their_empty_block(metadata, items, tmp_path):
+    kb = make_kb(tmp_path / "kb-short", items, skip={"ems_operations"})
+    docs, _ = run_task(*PUBLIC_RAG[2], {**metadata, "emsqa_knowledge_path": str(kb), "rag_prompt": "authors"})
+    assert "\n\nRelevant Documents: EMS Knowledge:\n\n\nBased on the relevant documents" in doc_to_text_rag_expert_cot(docs[7])
