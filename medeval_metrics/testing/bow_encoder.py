@@ -34,14 +34,21 @@ def build_bow_encoder(output_dir: str | Path, words: Sequence[str], max_position
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
     tokenizer.save(str(output_dir / "tokenizer.json"))
     fast = BertTokenizerFast(tokenizer_file=str(output_dir / "tokenizer.json"), model_max_length=max_positions)
     fast.save_pretrained(output_dir)
     n_words, hidden = len(words), 2 * len(words)
-    config = BertConfig(vocab_size=len(SPECIAL) + n_words, hidden_size=hidden, num_hidden_layers=1,
-                        num_attention_heads=1, intermediate_size=4, max_position_embeddings=max_positions,
-                        hidden_act="relu")
+    config = BertConfig(
+        vocab_size=len(SPECIAL) + n_words,
+        hidden_size=hidden,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        intermediate_size=4,
+        max_position_embeddings=max_positions,
+        hidden_act="relu",
+    )
     model = BertModel(config, add_pooling_layer=False)
     with torch.no_grad():
         for parameter in model.parameters():

@@ -63,8 +63,9 @@ def test_the_four_public_rag_tasks_share_one_file_and_each_gets_its_prompts_back
     assert sorted(s.task for s in read_sections(saved)) == sorted(t for t, _, _ in PUBLIC_RAG)
     no_retrieval(monkeypatch)
     for task, mode, prompt in PUBLIC_RAG:
-        docs, record = run_task(task, mode, prompt, {**metadata, "rag_cache_dir": str(tmp_path / "cold")},
-                                rag_retrievals=str(saved))
+        docs, record = run_task(
+            task, mode, prompt, {**metadata, "rag_cache_dir": str(tmp_path / "cold")}, rag_retrievals=str(saved)
+        )
         assert [prompt(d) for d in docs] == first[task], task
         assert record["retrievals_from"] == str(saved) and record["shown"]["mode"] == mode
 
@@ -84,7 +85,9 @@ def test_a_task_without_a_section_uses_one_made_the_same_way(metadata, tmp_path,
     saved = tmp_path / "retrievals.jsonl"
     docs, _ = run_task(*PUBLIC_RAG[0], metadata, rag_save_retrievals=str(saved))  # global, k 3
     no_retrieval(monkeypatch)
-    again, _ = run_task(*PUBLIC_RAG[1], {**metadata, "rag_cache_dir": str(tmp_path / "cold")}, rag_retrievals=str(saved))
+    again, _ = run_task(
+        *PUBLIC_RAG[1], {**metadata, "rag_cache_dir": str(tmp_path / "cold")}, rag_retrievals=str(saved)
+    )
     assert [d["rag_chunks"] for d in again] == [d["rag_chunks"] for d in docs]
 
 
@@ -96,8 +99,9 @@ def write_areas(path, items, change):
 
 
 @pytest.mark.parametrize("field", ["mode", "k", "areas", "retriever", "knowledge", "chunking"])
-def test_a_file_made_another_way_is_refused_in_one_line_naming_the_difference(field, metadata, items, tmp_path,
-                                                                               monkeypatch):
+def test_a_file_made_another_way_is_refused_in_one_line_naming_the_difference(
+    field, metadata, items, tmp_path, monkeypatch
+):
     saved = tmp_path / "retrievals.jsonl"
     task, mode, prompt = PUBLIC_RAG[2]  # filter_then_retrieve: areas matter
     run_task(task, mode, prompt, metadata, rag_save_retrievals=str(saved))
@@ -124,9 +128,12 @@ def test_a_file_made_another_way_is_refused_in_one_line_naming_the_difference(fi
     message = str(caught.value)
     assert "\n" not in message and f"refused for {task}" in message and str(saved) in message
     assert f"made another way, {field}: the file's is " in message, message
-    expected = {"mode": '"filter_then_retrieve", this run\'s is "retrieve_then_filter (pool 10k)"',
-                "k": "3, this run's is 2", "retriever": "k1 1.5, this run's is k1 1.2",
-                "chunking": "tokens 512, this run's is tokens 256"}
+    expected = {
+        "mode": '"filter_then_retrieve", this run\'s is "retrieve_then_filter (pool 10k)"',
+        "k": "3, this run's is 2",
+        "retriever": "k1 1.5, this run's is k1 1.2",
+        "chunking": "tokens 512, this run's is tokens 256",
+    }
     if field in expected:
         assert f"the file's is {expected[field]}" in message, message
     if field == "areas":
@@ -155,8 +162,12 @@ def test_a_sample_log_is_checked_like_a_file(metadata, tmp_path):
     with pytest.raises(MedevalDataError, match=r"made another way, k: the file's is 3, this run's is 4\."):
         run_task(task, mode, prompt, {**metadata, "rag_k": 4}, rag_retrievals=str(samples))
     old = tmp_path / "old.jsonl"  # a file of an earlier version: no record of how it was made
-    old.write_text(json.dumps({"medeval_retrievals": 1, "chunks_version": "x"}) + "\n"
-                   + json.dumps({"id": "0", "chunks": []}) + "\n")
+    old.write_text(
+        json.dumps({"medeval_retrievals": 1, "chunks_version": "x"})
+        + "\n"
+        + json.dumps({"id": "0", "chunks": []})
+        + "\n"
+    )
     with pytest.raises(MedevalDataError, match="does not record how its retrievals were made"):
         run_task(task, mode, prompt, metadata, rag_retrievals=str(old))
 
@@ -186,13 +197,18 @@ def test_the_results_record_what_the_prompts_showed(metadata, items, tmp_path, c
     assert shown["no_documents"] == {"items": 1, "share": round(1 / 12, 4)}
     assert record["retrievals"]["task"] == task and record["retrievals"]["k"] == 3
     lines = [r.getMessage() for r in caplog.records if "got no documents" in r.getMessage()]
-    assert lines == [f"medeval: {task}: 1 of 12 items (8.3%) got no documents (mode filter_then_retrieve, k 3); "
-                     "the metric no_documents is their share"]
+    assert lines == [
+        (
+            f"medeval: {task}: 1 of 12 items (8.3%) got no documents (mode filter_then_retrieve, k 3); "
+            "the metric no_documents is their share"
+        )
+    ]
     _, global_record = run_task(*PUBLIC_RAG[0], {**metadata, "emsqa_knowledge_path": str(kb)})
     assert global_record["shown"]["no_documents"] == {"items": 0, "share": 0.0}
 
 
 # --- rag_prompt: authors --------------------------------------------------------------------------
+
 
 def test_the_authors_prompt_follows_their_templates_part_for_part(metadata):
     """prompts/rag_cot.txt and prompts/rag_cot_attr.txt of the authors' code/EMSRAG, with their system
@@ -204,12 +220,16 @@ def test_the_authors_prompt_follows_their_templates_part_for_part(metadata):
     assert chunks[0] == "EMS Knowledge:" and chunks[1].startswith("- Fact 1: ")
     cot = doc_to_text_rag_cot(doc)
     choices = "\n".join(f"{letter}. {text}" for letter, text in zip(doc["letters"], doc["options"]))
-    assert cot == (f"Relevant Documents: {doc['rag_context']}\n\nQuestion: {doc['question']}\n\nChoices: {choices}\n\n"
-                   "Please think step-by-step and and then choose the answer from the provided options, organize "
-                   "your output in a json formatted as (only Letters e.g.: A/B/C/D) with explanation as "
-                   'Dict{"step_by_step_thinking": Str(explanation), "answer": List(A, B) or List([C])}')
-    assert doc["rag_system"].startswith("You are a helpful EMS expert, and your task is to answer a multi-choice "
-                                        "ems question using the relevant documents.")
+    assert cot == (
+        f"Relevant Documents: {doc['rag_context']}\n\nQuestion: {doc['question']}\n\nChoices: {choices}\n\n"
+        "Please think step-by-step and and then choose the answer from the provided options, organize "
+        "your output in a json formatted as (only Letters e.g.: A/B/C/D) with explanation as "
+        'Dict{"step_by_step_thinking": Str(explanation), "answer": List(A, B) or List([C])}'
+    )
+    assert doc["rag_system"].startswith(
+        "You are a helpful EMS expert, and your task is to answer a multi-choice "
+        "ems question using the relevant documents."
+    )
     assert doc["rag_system"].endswith("Respond ONLY in the JSON schema provided.\n\n")
 
     docs, _ = run_task(*PUBLIC_RAG[2], {**metadata, "rag_prompt": "authors"})
@@ -218,8 +238,14 @@ def test_the_authors_prompt_follows_their_templates_part_for_part(metadata):
     areas = str(doc["category"])  # the record's list as the authors' template prints it
     assert areas == "['trauma', 'cardiology_and_resuscitation']"
     assert expert.startswith(f"Certification Level: {doc['level']!s}\n\nCategory: {areas}\n\nQuestion: ")
-    order = ["Certification Level:", "Category:", "Question:", "Choices:", "Relevant Documents: EMS Knowledge:",
-             f"Based on the relevant documents, think step by step from the standpoint of {areas}, choose"]
+    order = [
+        "Certification Level:",
+        "Category:",
+        "Question:",
+        "Choices:",
+        "Relevant Documents: EMS Knowledge:",
+        f"Based on the relevant documents, think step by step from the standpoint of {areas}, choose",
+    ]
     assert [expert.index(part) for part in order] == sorted(expert.index(part) for part in order)
     assert expert.endswith('Return your final answer as a lowercase letter in strict JSON format, like: ["a"]')
     assert f"from the standpoint of {areas} and then choose the answer" in doc["rag_system"]
@@ -237,4 +263,6 @@ def test_the_pack_prompt_is_the_default_and_has_no_system_message(metadata):
 def test_an_item_without_documents_in_the_authors_prompt_keeps_their_empty_block(metadata, items, tmp_path):
     kb = make_kb(tmp_path / "kb-short", items, skip={"ems_operations"})
     docs, _ = run_task(*PUBLIC_RAG[2], {**metadata, "emsqa_knowledge_path": str(kb), "rag_prompt": "authors"})
-    assert "\n\nRelevant Documents: EMS Knowledge:\n\n\nBased on the relevant documents" in doc_to_text_rag_expert_cot(docs[7])
+    assert "\n\nRelevant Documents: EMS Knowledge:\n\n\nBased on the relevant documents" in doc_to_text_rag_expert_cot(
+        docs[7]
+    )
