@@ -4,6 +4,7 @@ README's test command the one CI runs."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 from pathlib import Path
@@ -130,3 +131,32 @@ def test_ci_runs_the_readmes_test_command():
         elif words == ["pytest"]:
             steps.append(words)
     assert steps == readme_test_command()
+
+
+REPO_PATH = re.compile(r"`((?:medeval_metrics|tests|scripts|tasks|docs|\.ci)/[^`\s<*{]+?)(?:::\w+)?`")
+DOTTED = re.compile(r"`(medeval_metrics(?:\.\w+)+)`")
+
+
+def resolves(dotted: str) -> bool:
+    """`medeval_metrics.a.b.c` is a module, or an attribute chain under the longest importable module."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO_ROOT).as_posix())
+def test_paths_and_names_the_docs_quote_exist(page):
+    """A file moved or a function renamed leaves no stale `path` or `medeval_metrics.name` behind."""
+    text = page.read_text(encoding="utf-8")
+    missing = [path for path in REPO_PATH.findall(text) if not (REPO_ROOT / path.rstrip("/")).exists()]
+    missing += [name for name in DOTTED.findall(text) if not resolves(name)]
+    assert not missing, missing
