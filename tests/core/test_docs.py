@@ -157,6 +157,13 @@ def resolves(dotted: str) -> bool:
 def test_paths_and_names_the_docs_quote_exist(page):
     """A file moved or a function renamed leaves no stale `path` or `medeval_metrics.name` behind."""
     text = page.read_text(encoding="utf-8")
-    missing = [path for path in REPO_PATH.findall(text) if not (REPO_ROOT / path.rstrip("/")).exists()]
+    # CONTRIBUTING's worked example (`# medeval_metrics/toyqa/spec.py` heading a code block) names a
+    # benchmark that exists only in the test that writes it out.
+    example = set(re.findall(r"```python\n# medeval_metrics/(\w+)/", text))
+    missing = [
+        path
+        for path in REPO_PATH.findall(text)
+        if not (REPO_ROOT / path.rstrip("/")).exists() and path.split("/")[1] not in example
+    ]
     missing += [name for name in DOTTED.findall(text) if not resolves(name)]
     assert not missing, missing
