@@ -431,7 +431,7 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
         log.warning("medeval: %d of %d EMSQA prompts with %d document%s do not fit the model's context with the "
                     "task's generation budget (%s); lm-eval will cut their start. A smaller --gen_kwargs "
                     "max_gen_toks leaves more room (the metric prompt_too_long counts with the budget the run "
-                    "used); or lower rag_k (see the README's k vs prompt length table).",
+                    "used); or lower rag_k (see tasks/emsqa/README.md, 'k vs prompt length').",
                     too_long, len(docs), settings.k, "" if settings.k == 1 else "s", fit.method)
     return {
         **header,
