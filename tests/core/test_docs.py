@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO_ROOT
+
 from medeval_metrics import registry
 
 README = REPO_ROOT / "README.md"
