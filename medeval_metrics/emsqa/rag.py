@@ -332,7 +332,7 @@ def process_results_rag(doc: dict[str, Any], results: Sequence[Any],
             counter["warned"] = True  # once per task: the metric counts them all
             log.warning("medeval: %s: item %s's prompt (%d tokens) and the generation budget (%d) exceed the model's "
                         "context (%d); lm-eval cuts the prompt's start. The metric prompt_too_long gives the share; a "
-                        "smaller --gen_kwargs max_gen_toks or rag_k leaves more room (README: k vs prompt length).",
+                        "smaller --gen_kwargs max_gen_toks or rag_k leaves more room (tasks/emsqa/README.md, 'k vs prompt length').",
                         counter["task"] or "EMSQA RAG", doc["id"], counted[0], int(budget), counted[1])
     else:
         metrics["prompt_too_long"] = float(not doc.get("fits_context", True))
