@@ -296,11 +296,15 @@ def _counter(doc: Mapping[str, Any]) -> dict[str, Any] | None:
 def prompt_tokens(doc: Mapping[str, Any]) -> tuple[int, int] | None:
     """(tokens of the item's whole prompt, system message included; the model's context limit), or None
     for a doc no loader of this process registered. Counts are cached per tokenizer by content."""
+    started = time.perf_counter()
     counter = _counter(doc)
     if counter is None or doc.get("rag_missing"):
         return None
     text = (doc.get("rag_system") or "") + counter["prompt"](dict(doc))
-    return counter["fit"].count([text])[0], counter["fit"].limit
+    tokens = counter["fit"].count([text])[0]
+    seconds = counter["record"]["seconds"]  # the results' config shows the counting's share of the run
+    seconds["prompt_length"] = round(seconds.get("prompt_length", 0.0) + time.perf_counter() - started, 4)
+    return tokens, counter["fit"].limit
 
 
 # --- scoring -------------------------------------------------------------------------------------
