@@ -258,6 +258,6 @@ def test_the_authors_prompt_sends_their_system_message(tmp_path):
     assert f"from the standpoint of {areas} and then choose" in prompt
     assert "JSON schema provided.\n\nCertification Level: ['emt']" in prompt or "JSON schema provided.\n\nCertification Level: [" in prompt
     assert results["results"]["emsqa_public_expertrag_ftr"]["acc,extract_answer"] == 1.0  # documents reach it
-    pack, pack_model = evaluate_public(["emsqa_public_expertrag_ftr"], {**metadata, "rag_prompt": "pack"},
+    _, pack_model = evaluate_public(["emsqa_public_expertrag_ftr"], {**metadata, "rag_prompt": "pack"},
                                        tmp_path / "data")
     assert pack_model.requests_seen[1].args[0].startswith("You are a certified ")  # no system message

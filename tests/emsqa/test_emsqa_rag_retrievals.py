@@ -266,3 +266,20 @@ def test_an_item_without_documents_in_the_authors_prompt_keeps_their_empty_block
     assert "\n\nRelevant Documents: EMS Knowledge:\n\n\nBased on the relevant documents" in doc_to_text_rag_expert_cot(
         docs[7]
     )
+
+
+@pytest.mark.parametrize(
+    "reply, letters",
+    [
+        # the answer formats the authors' templates ask for, as models write them
+        ('{"step_by_step_thinking": "Moderate burns are 2-10% full thickness.", "answer": ["A", "C"]}', ["a", "c"]),
+        ('```json\n{"step_by_step_thinking": "Aspirin first.", "answer": "B"}\n```', ["b"]),
+        ('Dict{"step_by_step_thinking": "copying the template", "answer": List([C])}', ["c"]),
+        ('Based on the relevant documents, from the standpoint of trauma the splint comes first.\n["d"]', ["d"]),
+        ('<think>Document 2 says oxygen.</think>\n["b", "c"]', ["b", "c"]),
+    ],
+)
+def test_replies_in_the_authors_answer_formats_are_read(reply, letters):
+    from medeval_metrics.emsqa.extract import extract_answer
+
+    assert extract_answer(reply, ["a", "b", "c", "d"]) == letters
