@@ -283,3 +283,12 @@ def test_replies_in_the_authors_answer_formats_are_read(reply, letters):
     from medeval_metrics.emsqa.extract import extract_answer
 
     assert extract_answer(reply, ["a", "b", "c", "d"]) == letters
+
+
+def test_the_report_shows_the_share_of_items_without_documents():
+    from medeval_metrics.report.tables import ScoreRow, results_table
+
+    row = ScoreRow(
+        "emsqa_public_expertrag_ftr", "emsqa", 2, "extract_answer", "no_documents", 712 / 3721, 0.0064, 0, 3721, 3721
+    )
+    assert "| Items shown no retrieved document (`no_documents`) | 0.1913 |" in results_table([row])
