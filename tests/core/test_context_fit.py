@@ -3,6 +3,7 @@ would use, the answer's tokens reserved, and a labelled estimate when no tokeniz
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -52,7 +53,26 @@ def test_counts_with_the_models_tokenizer_and_caches_them(tiny_model, tmp_path):
     prompts = ["What is the first step in CPR?", "Give oxygen."]
     direct = [len(fit.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
     assert fit.count(prompts) == direct
-    assert fit.cache_file is not None and fit.cache_file.exists()
     again = ContextFit({"pretrained": str(tiny_model)}, 16, cache_dir=tmp_path)
     again._tokenize = lambda texts: pytest.fail("counted again instead of read from the cache")
+    assert again.count(prompts) == direct  # the same process: from memory
+    # written in batches and when the process ends: a later process reads them from the file
+    from medeval_metrics import context_fit
+
+    assert fit.cache_file is not None and not fit.cache_file.exists()
+    context_fit.flush_counts()
+    assert fit.cache_file.exists()
+    context_fit._KNOWN.clear()
     assert again.count(prompts) == direct
+    assert again.count(["Give oxygen.", "Give oxygen."]) == [direct[1], direct[1]]
+
+
+def test_counts_are_written_in_batches(tiny_model, tmp_path, monkeypatch):
+    from medeval_metrics import context_fit
+
+    monkeypatch.setattr(context_fit, "_FLUSH_EVERY", 3)
+    fit = ContextFit({"pretrained": str(tiny_model)}, 16, cache_dir=tmp_path)
+    fit.count(["one", "two"])
+    assert not fit.cache_file.exists()
+    fit.count(["three"])  # the third new count writes the batch
+    assert len(json.loads(fit.cache_file.read_text())) == 3
