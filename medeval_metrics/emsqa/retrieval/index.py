@@ -101,7 +101,7 @@ def chunks_version(files: Sequence[CorpusFile], settings: RetrievalSettings) -> 
 
 @dataclass
 class KnowledgeIndex:
-    chunks: list[Chunk]
+    chunks: Sequence[Chunk]  # StoredChunks from the cache
     retriever: Any  # None when only the chunks were needed (precomputed retrievals)
     settings: RetrievalSettings
     version: str  # chunks_version
@@ -111,11 +111,14 @@ class KnowledgeIndex:
     positions_by_source: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # ids and sources without making every chunk (StoredChunks has them as lists)
+        ids = getattr(self.chunks, "ids", None) or [c.id for c in self.chunks]
+        sources = getattr(self.chunks, "sources", None) or [c.source for c in self.chunks]
         by_source: dict[str, list[int]] = {}
-        for position, chunk in enumerate(self.chunks):
-            by_source.setdefault(chunk.source, []).append(position)
+        for position, source in enumerate(sources):
+            by_source.setdefault(source, []).append(position)
         self.positions_by_source = {s: np.asarray(p, dtype=np.int64) for s, p in by_source.items()}
-        self.position_of = {chunk.id: position for position, chunk in enumerate(self.chunks)}
+        self.position_of = {chunk_id: position for position, chunk_id in enumerate(ids)}
 
     def retrieve(self, queries: Sequence[str], sources: Sequence[Sequence[str]] | None) -> list[list[tuple[int, float]]]:
         """Hits (chunk position, score) per query; ``sources[i]`` limits query i in the filtered modes."""

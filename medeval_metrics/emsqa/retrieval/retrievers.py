@@ -9,7 +9,9 @@ position, so results are identical across runs.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import operator
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -216,10 +218,41 @@ def save_chunks(chunks: Sequence[Chunk], folder: Path) -> None:
     (folder / "chunks.json").write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
 
 
-def load_chunks(folder: Path) -> list[Chunk]:
-    text = (folder / "chunks.txt").read_text(encoding="utf-8")
-    chunks, start = [], 0
-    for chunk_id, source, title, length in json.loads((folder / "chunks.json").read_text(encoding="utf-8")):
-        chunks.append(Chunk(chunk_id, source, title, text[start:start + length]))
-        start += length
-    return chunks
+class StoredChunks(Sequence[Chunk]):
+    """The chunks of a cache folder; a chunk's text is cut from the texts file when first asked for, so a
+    run whose retrievals are cached makes only the chunks its prompts show (not all 14,679)."""
+
+    def __init__(self, folder: Path) -> None:
+        records = json.loads((folder / "chunks.json").read_text(encoding="utf-8"))
+        self.ids = [r[0] for r in records]
+        self.sources = [r[1] for r in records]
+        self._titles = [r[2] for r in records]
+        self._ends = list(itertools.accumulate(r[3] for r in records))
+        self._folder = folder
+        self._text: str | None = None
+        self._made: dict[int, Chunk] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, position):  # type: ignore[override]
+        if isinstance(position, slice):
+            return [self[i] for i in range(*position.indices(len(self)))]
+        position = operator.index(position)
+        if position < 0:
+            position += len(self.ids)
+        chunk = self._made.get(position)
+        if chunk is None:
+            if not 0 <= position < len(self.ids):
+                raise IndexError(position)
+            if self._text is None:
+                self._text = (self._folder / "chunks.txt").read_text(encoding="utf-8")
+            start = self._ends[position - 1] if position else 0
+            chunk = Chunk(self.ids[position], self.sources[position], self._titles[position],
+                          self._text[start:self._ends[position]])
+            self._made[position] = chunk
+        return chunk
+
+
+def load_chunks(folder: Path) -> StoredChunks:
+    return StoredChunks(folder)
