@@ -3,8 +3,10 @@ subject areas) settings.
 
 The loaders retrieve once per item when the dataset is built and store in each doc what it got:
 ``rag_chunks`` (chunk ids, source files and scores: visible in ``--log_samples``), ``rag_context``
-(the documents block the prompt shows) and the prompt length. Settings come from ``--metadata``
-(or ``MEDEVAL_<KEY>``), first match wins; the task YAML sets ``rag_mode``:
+(the documents block the prompt shows) and ``rag_header`` (how they were retrieved). The prompt's
+length is counted when the item is scored (``prompt_too_long``), so a ``--limit`` run counts only
+its items. Settings come from ``--metadata`` (or ``MEDEVAL_<KEY>``), first match wins; the task YAML
+sets ``rag_mode``:
 
 - ``emsqa_knowledge_path``: folder of the knowledge files (default: the Hub dataset EMS-Knowledge);
 - ``rag_retriever``: ``bm25`` (default) or ``medcpt`` (dense; ``rag_query_encoder`` /
@@ -12,8 +14,11 @@ The loaders retrieve once per item when the dataset is built and store in each d
   ``rag_chunk_overlap`` (128), ``rag_chunk_tokenizer``, ``rag_pool_factor`` (10), ``rag_device``;
 - ``rag_areas``: ``gold`` (the items' own subject areas, the paper's "GT" rows) or a file of
   predicted areas per item id (the "Filter" rows);
-- ``rag_save_retrievals``: write the retrievals to this file; ``rag_retrievals``: read them from
-  such a file (or a run's samples_*.jsonl) instead of retrieving;
+- ``rag_prompt``: ``pack`` (default, the pack's CoT wording) or ``authors`` (the authors' RAG templates);
+- ``rag_save_retrievals``: write the task's retrievals into this file (a section per task, so the
+  tasks of a run share it); ``rag_retrievals``: read them from such a file (or a run's
+  samples_*.jsonl) instead of retrieving, refused when made with another mode, k, areas, retriever,
+  knowledge or chunking;
 - ``rag_cache_dir``: where built indexes are kept (default ~/.cache/medeval/retrieval).
 """
 
