@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from medeval_metrics.context_fit import ContextFit
 from medeval_metrics.data import MedevalDataError, download_hub_file, setting
 from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
@@ -46,8 +48,6 @@ from medeval_metrics.emsqa.retrieval import (
     default_cache_root,
     file_sha256,
     open_index,
-    read_retrievals,
-    write_retrievals,
 )
 from medeval_metrics.emsqa.retrieval.precomputed import header_difference, read_sections, save_task_retrievals
 from medeval_metrics.emsqa.scoring import process_results
@@ -412,17 +412,28 @@ def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], 
     settings, items and areas): lm-eval runs of one task on many models retrieve once."""
     settings = index.settings
     queries = json.dumps([ids, questions, sources], ensure_ascii=False)
-    spec = {"kind": "retrievals", "chunks": index.version, "retriever": index.retriever.spec, "mode": settings.mode,
-            "k": settings.k, "pool_factor": settings.pool_factor, "queries": hashlib.sha256(queries.encode()).hexdigest()}
+    spec = {"kind": "retrievals", "store": "npz", "chunks": index.version, "retriever": index.retriever.spec,
+            "mode": settings.mode, "k": settings.k, "pool_factor": settings.pool_factor,
+            "queries": hashlib.sha256(queries.encode()).hexdigest()}
 
     def retrieve(folder: Path) -> None:
+        # positions and scores as arrays: read back in a fraction of the time 3,721 JSON lines take
         hits = index.retrieve(questions, sources)
-        items = ((i, [{"id": index.chunks[p].id, "source": index.chunks[p].source, "score": s} for p, s in item_hits])
-                 for i, item_hits in zip(ids, hits))
-        write_retrievals(folder / "retrievals.jsonl", {"chunks_version": index.version}, items)
+        np.savez(folder / "retrievals.npz", counts=np.asarray([len(h) for h in hits], dtype=np.int64),
+                 positions=np.asarray([p for h in hits for p, _ in h], dtype=np.int64),
+                 scores=np.asarray([s for h in hits for _, s in h], dtype=np.float64))
 
     folder, _ = cached_build(cache_root, spec, retrieve)
-    return read_retrievals(folder / "retrievals.jsonl", index.version)
+    stored = np.load(folder / "retrievals.npz")
+    positions, scores = stored["positions"].tolist(), stored["scores"].tolist()
+    ends = np.cumsum(stored["counts"]).tolist()
+    chunk_ids, chunk_sources = index.chunk_ids, index.chunk_sources
+    out, start = {}, 0
+    for item_id, end in zip(ids, ends):
+        out[item_id] = [{"id": chunk_ids[p], "source": chunk_sources[p], "score": s}
+                        for p, s in zip(positions[start:end], scores[start:end])]
+        start = end
+    return out
 
 
 def check_writable_settings(metadata: Mapping[str, Any]) -> Path:
@@ -509,10 +520,10 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
             doc["rag_chunks"], doc["rag_context"], doc["rag_system"] = [], None, ""
             continue
         doc["rag_missing"] = ""
-        doc["rag_chunks"] = [{"id": c["id"], "source": c.get("source", index.chunks[index.position_of[c["id"]]].source),
-                              "score": float(c["score"])} for c in chunks]
-        shown = [{"title": c.title, "text": c.text} for c in (index.chunks[index.position_of[c["id"]]] for c in chunks)]
-        doc["rag_context"] = documents_block(shown, style)
+        stored = [index.chunks[index.position_of[c["id"]]] for c in chunks]
+        doc["rag_chunks"] = [{"id": c["id"], "source": c.get("source", chunk.source),
+                              "score": float(c["score"])} for c, chunk in zip(chunks, stored)]
+        doc["rag_context"] = documents_block([{"title": c.title, "text": c.text} for c in stored], style)
         expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
         doc["rag_system"] = authors_system_message(doc, expert) if style == "authors" else ""
 

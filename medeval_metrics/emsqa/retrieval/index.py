@@ -119,6 +119,7 @@ class KnowledgeIndex:
             by_source.setdefault(source, []).append(position)
         self.positions_by_source = {s: np.asarray(p, dtype=np.int64) for s, p in by_source.items()}
         self.position_of = {chunk_id: position for position, chunk_id in enumerate(ids)}
+        self.chunk_ids, self.chunk_sources = list(ids), list(sources)
 
     def retrieve(self, queries: Sequence[str], sources: Sequence[Sequence[str]] | None) -> list[list[tuple[int, float]]]:
         """Hits (chunk position, score) per query; ``sources[i]`` limits query i in the filtered modes."""
