@@ -8,7 +8,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 1. ``index_pack_tasks``: ``TaskManager.__init__`` also indexes the pack's tasks (``medeval run``).
 2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs,
-   with functions left in task configs by name rather than by memory address.
+   with functions left in task configs by name rather than by memory address, each file whole or not
+   at all, a failed write kept for ``take_write_failures``.
 4. ``set_api_request_headers``: an API backend sends exactly the headers it was configured with
    (``TemplateAPI.header``); ``api_request_payload``: the JSON body ``model_call`` would send, for the
    judges' asyncio transport.
@@ -41,7 +42,7 @@ from typing import Any, Iterator
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "capture_results", "model_key_only_for_its_endpoint", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "capture_results", "model_key_only_for_its_endpoint", "take_write_failures", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -194,16 +195,80 @@ def redact_results_writer() -> None:
     save_samples = EvaluationTracker.save_results_samples
 
     def save_results_aggregated(self: Any, results: dict, samples: dict | None = None) -> None:
-        return save_aggregated(self, redact_obj(_named_callables(results)), samples)
+        with _whole_files_or_none():
+            return save_aggregated(self, redact_obj(_named_callables(results)), samples)
 
     def save_results_samples(self: Any, task_name: str, samples: Any) -> None:
-        return save_samples(self, task_name, redact_obj(samples, patterns=False))
+        with _whole_files_or_none():
+            return save_samples(self, task_name, redact_obj(samples, patterns=False))
 
     save_results_aggregated._medeval_redacting = True  # type: ignore[attr-defined]
     save_results_aggregated._medeval_original = save_aggregated  # type: ignore[attr-defined]
     save_results_samples._medeval_original = save_samples  # type: ignore[attr-defined]
     EvaluationTracker.save_results_aggregated = save_results_aggregated  # type: ignore[method-assign]
     EvaluationTracker.save_results_samples = save_results_samples  # type: ignore[method-assign]
+
+
+# The same writer writes with ``Path.write_text`` and ``open(..., "a")`` and turns every exception
+# into the warning "Could not save results aggregated" (lm-eval 0.4.x, 0.4.13 checked): a full disk
+# leaves a truncated results_*.json or sample log, the run exits 0, and the next step (the pack's
+# breakdowns) reads the cut file. While the pack's wrappers run, the tracker's module-level ``Path``
+# and ``open`` write through ``safe_files`` (a temporary file renamed into place: whole or absent),
+# and each failure is kept for ``medeval run`` (``take_write_failures``), which names the file and
+# exits non-zero. Remove once lm-eval writes atomically and lets a failed write fail the run (the
+# test checks that the unpatched writer still swallows the error and leaves the truncated file).
+
+_write_failures: list[Any] = []
+
+
+def take_write_failures() -> list[Any]:
+    """The ``MedevalWriteError`` of each results or samples file lm-eval could not write since the last call."""
+    failures = list(_write_failures)
+    _write_failures.clear()
+    return failures
+
+
+@contextlib.contextmanager
+def _whole_files_or_none() -> Iterator[None]:
+    import lm_eval.loggers.evaluation_tracker as tracker
+
+    from medeval_metrics.safe_files import MedevalWriteError, atomic_open, atomic_write_text
+
+    class WholeFilePath(type(Path())):  # type: ignore[misc]
+        def write_text(self, data: str, encoding: str | None = None, errors: str | None = None,
+                       newline: str | None = None) -> int:
+            try:
+                atomic_write_text(self, data, encoding=encoding or "utf-8")
+            except MedevalWriteError as exc:
+                _write_failures.append(exc)
+                raise
+            return len(data)
+
+    @contextlib.contextmanager
+    def whole_file_open(file: Any, mode: str = "r", encoding: str | None = None, **kwargs: Any) -> Iterator[Any]:
+        if mode not in ("a", "w"):
+            with open(file, mode, encoding=encoding, **kwargs) as handle:
+                yield handle
+            return
+        try:
+            earlier = Path(file).read_text(encoding=encoding) if mode == "a" and Path(file).is_file() else ""
+            with atomic_open(file, "w", encoding=encoding or "utf-8") as handle:
+                handle.write(earlier)
+                yield handle
+        except MedevalWriteError as exc:
+            _write_failures.append(exc)
+            raise
+
+    saved = tracker.__dict__.get("Path"), tracker.__dict__.get("open")
+    tracker.Path, tracker.open = WholeFilePath, whole_file_open  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        tracker.Path = saved[0]  # type: ignore[attr-defined]
+        if saved[1] is None:
+            del tracker.open
+        else:
+            tracker.open = saved[1]  # type: ignore[attr-defined]
 
 
 # --- 4. API backend requests: exact headers, and the request body for the judges' transport -------

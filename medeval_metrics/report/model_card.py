@@ -9,6 +9,7 @@ is inside the same repository (``safe_files.card_target``). The old import names
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,11 @@ def update_card(card_path: Path, model_name: str, results: list, section_markdow
     A card that does not exist yet is created (and its folder), holding the pack's results alone."""
     import yaml
 
-    card_path = Path(card_path)
+    from medeval_metrics.safe_files import card_target
+
+    card_path, note = card_target(Path(card_path))
+    if note:
+        print(f"medeval report: note: {note}", file=sys.stderr)
     try:
         raw = card_path.read_bytes() if card_path.exists() else b""
     except OSError as exc:
@@ -132,28 +137,14 @@ def update_card(card_path: Path, model_name: str, results: list, section_markdow
     new_text = bom + opening + "".join(new_header) + closing + new_body
     if new_text.encode("utf-8") == raw:
         return False
+    from medeval_metrics.safe_files import MedevalWriteError, atomic_write_bytes
+
     try:
-        _replace_file(card_path, new_text.encode("utf-8"))
-    except OSError as exc:
+        atomic_write_bytes(card_path, new_text.encode("utf-8"))  # the card's permissions are kept
+    except MedevalWriteError as exc:
+        reason = exc.__cause__.strerror if isinstance(exc.__cause__, OSError) else None
         raise MedevalDataError(
-            f"--update-card {card_path}: cannot write the card ({exc.strerror or exc}); it was not changed. "
+            f"--update-card {card_path}: cannot write the card ({reason or exc}); it was not changed. "
             "The report itself is written; pass a card path you can write to, then re-run."
         ) from exc
     return True
-
-
-def _replace_file(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a file beside it, so that a failed write (a full disk) leaves
-    the card as it was; the card's permissions are kept."""
-    import os
-    import shutil
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.medeval-partial")
-    try:
-        partial.write_bytes(data)
-        if path.exists():
-            shutil.copymode(path, partial)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
