@@ -128,7 +128,9 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S.%f")
         folder = samples_path.parent
         verdicts_path = folder / f"judged_{task}_{stamp}.jsonl"
-        with verdicts_path.open("w", encoding="utf-8") as handle:
+        from medeval_metrics.safe_files import atomic_open, atomic_write_text
+
+        with atomic_open(verdicts_path) as handle:
             for sample, record, metrics in zip(ordered, records, per_item):
                 handle.write(json.dumps({
                     "doc_id": sample["doc_id"],
@@ -167,7 +169,7 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         best_before = max(_scored_items(out_path, task) if out_path.is_file() else 0, _items_scored_in_samples(ordered))
         kept = best_before > items_scored
         if not kept:
-            out_path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+            atomic_write_text(out_path, json.dumps(results, indent=2, ensure_ascii=False, default=str))
         written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path,
                         "results": out_path, "kept_existing": kept, "per_judge": judges_summary,
                         "items_scored": items_scored,

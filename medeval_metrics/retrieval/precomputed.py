@@ -10,7 +10,6 @@ An lm-eval sample log (``samples_<task>_*.jsonl``) of a retrieval task is accept
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -22,12 +21,12 @@ FORMAT = 1
 def write_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> Path:
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with staging.open("w", encoding="utf-8") as handle:
+    from medeval_metrics.safe_files import atomic_open
+
+    with atomic_open(path) as handle:  # a reader never sees half a file
         handle.write(json.dumps({"medeval_retrievals": FORMAT, **header}, sort_keys=True) + "\n")
         for item_id, chunks in items:
             handle.write(json.dumps({"id": item_id, "chunks": list(chunks)}) + "\n")
-    os.replace(staging, path)  # a reader never sees half a file
     return path
 
 

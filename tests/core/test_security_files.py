@@ -103,8 +103,8 @@ def _limited(code: str, limit: int, cwd) -> subprocess.CompletedProcess:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True,
-                          preexec_fn=cap, timeout=120)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True, check=False,
+                          preexec_fn=cap, timeout=120, check=False)
 
 
 @pytest.mark.e2e
@@ -230,7 +230,7 @@ def test_medeval_run_on_a_full_disk_exits_non_zero_naming_the_file_and_writes_no
         [sys.executable, "-c", script, "run", "--model", "medeval-scripted", "--model_args", f"table={table}",
          "--tasks", "emsqa_private", "--metadata", json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)}),
          "--output_path", str(tmp_path / "out"), "--log_samples"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, preexec_fn=cap, timeout=300)
+        cwd=tmp_path, env=env, capture_output=True, text=True, preexec_fn=cap, timeout=300, check=False)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("medeval: error:")]
     assert any("could not write" in line and "/results_" in line and "File too large" in line for line in errors)
