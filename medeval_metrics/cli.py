@@ -72,7 +72,8 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     started = time.time()
     try:
         with _task_index(selection, argv), lm_eval_compat.capture_results() as evaluations, \
-                lm_eval_compat.model_key_only_for_its_endpoint(), _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
+                lm_eval_compat.model_key_only_for_its_endpoint(), lm_eval_compat.guard_model_replies(), \
+                _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
             cli_evaluate()
         failed = lm_eval_compat.take_write_failures()
         if failed:  # the results are printed above; no later step reads a file that was not written
