@@ -85,6 +85,9 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         if code:
             print(f"medeval: error: {reason}", file=saved_stderr)
             return code
+        from medeval_metrics.judge.cli import _cache_failure_exit_code
+
+        return _cache_failure_exit_code(0, "medeval")
     except MedevalDataError as exc:
         print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
         return 2

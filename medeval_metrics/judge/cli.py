@@ -289,6 +289,21 @@ def _cmd(args: argparse.Namespace) -> int:
         if reason:
             print(f"medeval judge: {reason}", file=sys.stderr)
         code = max(code, task_code)
+    return _cache_failure_exit_code(code, "medeval judge")
+
+
+def _cache_failure_exit_code(code: int, prog: str) -> int:
+    """``code``, or ``CACHE_FAILED_EXIT`` (4) when all else went well but a judge cache was not fully
+    updated in this process (the results hold every verdict; a later run asks for those again)."""
+    import sys
+
+    from medeval_metrics.judge import runner
+
+    failures, runner.cache_failures[:] = list(runner.cache_failures), []
+    if failures and code == 0:
+        print(f"{prog}: warning: the judge cache was not fully updated ({'; '.join(failures)}); the results are "
+              "written and hold every verdict.", file=sys.stderr)
+        return runner.CACHE_FAILED_EXIT
     return code
 
 
