@@ -224,3 +224,16 @@ def test_unguarded_lm_eval_still_forwards_x_api_key_across_origins(ask):
         ask(_chat_model(endpoint.chat_url, header={"x-api-key": KEY}))
         moved = [{k.lower(): v for k, v in r["headers"].items()} for r in elsewhere.requests]
     assert [h.get("x-api-key") for h in moved] == [KEY]
+
+
+def test_the_model_reply_setting_is_known_to_the_run_check_and_checked():
+    from medeval_metrics.data import MedevalDataError
+    from medeval_metrics.http_safety import model_reply_limit
+    from medeval_metrics.preflight import environment_problems
+
+    assert environment_problems({"MEDEVAL_MODEL_MAX_REPLY_MB": "256"}) == []
+    assert model_reply_limit({"MEDEVAL_MODEL_MAX_REPLY_MB": "256"}) == 256 * 2**20
+    assert model_reply_limit({}) == 64 * 2**20
+    for bad in ("0", "-3", "lots"):
+        with pytest.raises(MedevalDataError, match="MEDEVAL_MODEL_MAX_REPLY_MB="):
+            model_reply_limit({"MEDEVAL_MODEL_MAX_REPLY_MB": bad})
