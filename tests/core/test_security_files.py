@@ -104,7 +104,7 @@ def _limited(code: str, limit: int, cwd) -> subprocess.CompletedProcess:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True, check=False,
-                          preexec_fn=cap, timeout=120, check=False)
+                          preexec_fn=cap, timeout=120)
 
 
 @pytest.mark.e2e
