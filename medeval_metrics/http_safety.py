@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from medeval_metrics.data import MedevalDataError
@@ -38,8 +39,9 @@ class ReplyTooLarge(MedevalDataError):
 
     def __init__(self, limit: int, what: str = "reply", setting: str | None = None) -> None:
         hint = f" Raise it with {setting}=N (megabytes) if replies this large are expected." if setting else ""
-        super().__init__(f"the {what} is larger than {limit / 2**20:g} MB, the most the pack reads; it was not "
-                         f"read.{hint}")
+        super().__init__(
+            f"the {what} is larger than {limit / 2**20:g} MB, the most the pack reads; it was not read.{hint}"
+        )
         self.limit = limit
 
 
@@ -77,8 +79,10 @@ class Unpacker:
         elif encoding == "identity":
             self._decoder = None
         else:
-            raise MedevalDataError(f"the {what} uses the content encoding {encoding!r}, which the pack does not "
-                                   f"read (it asks for {ACCEPT_ENCODING}).")
+            raise MedevalDataError(
+                f"the {what} uses the content encoding {encoding!r}, which the pack does not "
+                f"read (it asks for {ACCEPT_ENCODING})."
+            )
         self.limit, self.what, self.setting = limit, what, setting
         self.parts: list[bytes] = []
         self.size = 0
@@ -123,7 +127,9 @@ class _Deflate:
         return self._inner.flush() if self._inner is not None else b""
 
 
-def read_capped(chunks: Any, encoding: str | None, limit: int, what: str = "reply", setting: str | None = None) -> bytes:
+def read_capped(
+    chunks: Any, encoding: str | None, limit: int, what: str = "reply", setting: str | None = None
+) -> bytes:
     """The unpacked body from an iterable of raw ``chunks``; at most ``limit`` bytes read and kept."""
     unpacker = Unpacker(encoding, limit, what, setting)
     received = 0

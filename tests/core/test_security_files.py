@@ -18,8 +18,13 @@ def emsqa_result(value):
     from huggingface_hub import EvalResult
 
     return EvalResult(
-        task_type="multiple-choice", task_name="emsqa_public", dataset_type="Xueren/EMS-MCQA",
-        dataset_name="EMSQA (emsqa_public)", dataset_split="test", metric_type="accuracy", metric_value=value,
+        task_type="multiple-choice",
+        task_name="emsqa_public",
+        dataset_type="Xueren/EMS-MCQA",
+        dataset_name="EMSQA (emsqa_public)",
+        dataset_split="test",
+        metric_type="accuracy",
+        metric_value=value,
     )
 
 
@@ -103,20 +108,31 @@ def _limited(code: str, limit: int, cwd) -> subprocess.CompletedProcess:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True, check=False,
-                          preexec_fn=cap, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=cap,
+        timeout=120,
+    )
 
 
 @pytest.mark.e2e
 def test_a_full_disk_is_an_error_naming_the_file_and_leaves_nothing_partial(tmp_path):
     (tmp_path / "old.json").write_text('{"kept": true}\n')
-    done = _limited("""
+    done = _limited(
+        """
         from medeval_metrics.safe_files import MedevalWriteError, atomic_write_text
         try:
             atomic_write_text("old.json", "x" * 100_000)
         except MedevalWriteError as exc:
             print("ERROR", exc)
-        """, 4096, tmp_path)
+        """,
+        4096,
+        tmp_path,
+    )
     assert done.stdout.startswith("ERROR could not write old.json (File too large)"), done.stdout + done.stderr
     assert (tmp_path / "old.json").read_text() == '{"kept": true}\n'  # the old file as it was
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]  # no temporary left behind
@@ -192,8 +208,14 @@ def test_a_failed_results_or_samples_write_leaves_no_file_and_is_reported(tmp_pa
     if which == "results":
         tracker.save_results_aggregated({"results": {"t": {"acc": 0.5}}, "padding": "x" * 1000})
     else:
-        sample = {"doc_id": 0, "arguments": [["prompt", {}]], "resps": [["a"]], "filtered_resps": ["a"],
-                  "target": "a", "doc": {"q": "x" * 1000}}
+        sample = {
+            "doc_id": 0,
+            "arguments": [["prompt", {}]],
+            "resps": [["a"]],
+            "filtered_resps": ["a"],
+            "target": "a",
+            "doc": {"q": "x" * 1000},
+        }
         tracker.save_results_samples("t", [sample])
     (failure,) = lm_eval_compat.take_write_failures()
     assert f"could not write {tmp_path / 'out' / 'model'}/{which}_" in str(failure)
@@ -221,16 +243,37 @@ def test_medeval_run_on_a_full_disk_exits_non_zero_naming_the_file_and_writes_no
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
     env = {**os.environ, "MEDEVAL_DATASET_CACHE": str(tmp_path / "cache"), "HF_DATASETS_CACHE": str(tmp_path / "hf")}
-    script = ("import sys; from medeval_metrics.cli import main; sys.exit(main(sys.argv[1:]))")
+    script = "import sys; from medeval_metrics.cli import main; sys.exit(main(sys.argv[1:]))"
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))  # the results file (about 10 KB) does not fit
 
     done = subprocess.run(
-        [sys.executable, "-c", script, "run", "--model", "medeval-scripted", "--model_args", f"table={table}",
-         "--tasks", "emsqa_private", "--metadata", json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)}),
-         "--output_path", str(tmp_path / "out"), "--log_samples"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, preexec_fn=cap, timeout=300, check=False)
+        [
+            sys.executable,
+            "-c",
+            script,
+            "run",
+            "--model",
+            "medeval-scripted",
+            "--model_args",
+            f"table={table}",
+            "--tasks",
+            "emsqa_private",
+            "--metadata",
+            json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)}),
+            "--output_path",
+            str(tmp_path / "out"),
+            "--log_samples",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        preexec_fn=cap,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("medeval: error:")]
     assert any("could not write" in line and "/results_" in line and "File too large" in line for line in errors)

@@ -8,6 +8,7 @@ import gzip
 import json
 import threading
 import tracemalloc
+from typing import Self
 
 import pytest
 
@@ -15,8 +16,12 @@ from medeval_metrics.testing.loopback import send_json, start_server, stop_serve
 from medeval_metrics.testing.recording_api import RecordingChatServer
 
 KEY = "sk-ant-api03-canaryKEY0001"
-SECRETS = {"x-api-key": KEY, "api-key": "azure-canary-0002", "Authorization": "Bearer canary-0003",
-           "X-Custom-Token": "custom-canary-0004"}
+SECRETS = {
+    "x-api-key": KEY,
+    "api-key": "azure-canary-0002",
+    "Authorization": "Bearer canary-0003",
+    "X-Custom-Token": "custom-canary-0004",
+}
 VERDICT = json.dumps({"accuracy": 4, "completeness": 4, "clarity": 4})
 
 
@@ -48,7 +53,7 @@ class Redirector:
         else:
             send_json(handler, self.status, b"{}", {"Location": self.target or "/moved"})
 
-    def __enter__(self) -> "Redirector":
+    def __enter__(self) -> Self:
         self._httpd = start_server(self._handle, "redirector")
         return self
 
@@ -86,7 +91,7 @@ class BigReplies:
             pass
         handler.close_connection = True
 
-    def __enter__(self) -> "BigReplies":
+    def __enter__(self) -> Self:
         self._httpd = start_server(self._handle, "big-replies")
         return self
 
@@ -111,8 +116,14 @@ def _judge(url: str):
     from medeval_metrics.judge.runner import JudgeItem, PanelRunner
     from medeval_metrics.medicationqa import RUBRIC
 
-    panel = panel_from_obj({"judges": [{"name": "j", "backend": "local-chat-completions", "model": "m",
-                                        "base_url": url}], "cache": None, "max_retries": 2}, "t")
+    panel = panel_from_obj(
+        {
+            "judges": [{"name": "j", "backend": "local-chat-completions", "model": "m", "base_url": url}],
+            "cache": None,
+            "max_retries": 2,
+        },
+        "t",
+    )
     runner = PanelRunner(panel, RUBRIC, sleep=lambda s: None)
     runner.judge([JudgeItem("warm-up", "r", "a")], progress=False)  # imports and first-use allocations, untraced
     tracemalloc.start()
@@ -124,11 +135,14 @@ def _judge(url: str):
     return out[0]["j"], peak
 
 
-@pytest.mark.parametrize("body, encoding, length", [
-    pytest.param(gzip_bomb(64), "gzip", True, id="64 MB of zeros in a 64 KB gzip"),
-    pytest.param(b" " * (6 * 2**20) + b"{}", None, True, id="6 MB plain, announced"),
-    pytest.param(b" " * (6 * 2**20) + b"{}", None, False, id="6 MB plain, no Content-Length"),
-])
+@pytest.mark.parametrize(
+    "body, encoding, length",
+    [
+        pytest.param(gzip_bomb(64), "gzip", True, id="64 MB of zeros in a 64 KB gzip"),
+        pytest.param(b" " * (6 * 2**20) + b"{}", None, True, id="6 MB plain, announced"),
+        pytest.param(b" " * (6 * 2**20) + b"{}", None, False, id="6 MB plain, no Content-Length"),
+    ],
+)
 def test_an_oversized_judge_reply_is_a_transport_failure_read_only_up_to_the_cap(body, encoding, length):
     with BigReplies(body, encoding, length) as server:
         verdict, peak = _judge(server.chat_url)
@@ -162,8 +176,9 @@ def _ask_sync(lm):
 
 def _ask_async(lm):
     context = lm.apply_chat_template([{"role": "user", "content": "hi"}])
-    return asyncio.run(lm.get_batched_requests([context], ["k"], generate=True,
-                                                gen_kwargs={"until": [], "max_gen_toks": 4}))
+    return asyncio.run(
+        lm.get_batched_requests([context], ["k"], generate=True, gen_kwargs={"until": [], "max_gen_toks": 4})
+    )
 
 
 @pytest.mark.parametrize("ask", [_ask_sync, _ask_async], ids=["sync", "async"])
@@ -172,17 +187,23 @@ def test_an_oversized_model_reply_is_an_error_naming_the_setting(ask, monkeypatc
     from medeval_metrics.http_safety import ReplyTooLarge
 
     monkeypatch.setenv("MEDEVAL_MODEL_MAX_REPLY_MB", "2")
-    with BigReplies(gzip_bomb(16), "gzip") as server, lm_eval_compat.guard_model_replies():
-        with pytest.raises(ReplyTooLarge, match=r"model endpoint's reply is larger than 2 MB.*MEDEVAL_MODEL_MAX_REPLY_MB"):
-            ask(_chat_model(server.chat_url))
+    with (
+        BigReplies(gzip_bomb(16), "gzip") as server,
+        lm_eval_compat.guard_model_replies(),
+        pytest.raises(ReplyTooLarge, match=r"model endpoint's reply is larger than 2 MB.*MEDEVAL_MODEL_MAX_REPLY_MB"),
+    ):
+        ask(_chat_model(server.chat_url))
 
 
 @pytest.mark.parametrize("ask", [_ask_sync, _ask_async], ids=["sync", "async"])
 def test_no_credential_header_follows_a_redirect_to_another_origin(ask):
     from medeval_metrics import lm_eval_compat
 
-    with RecordingChatServer(reply="A") as elsewhere, Redirector(elsewhere.chat_url) as endpoint, \
-            lm_eval_compat.guard_model_replies():
+    with (
+        RecordingChatServer(reply="A") as elsewhere,
+        Redirector(elsewhere.chat_url) as endpoint,
+        lm_eval_compat.guard_model_replies(),
+    ):
         ask(_chat_model(endpoint.chat_url, header=dict(SECRETS)))
         first = {k.lower(): v for k, v in endpoint.requests[0][1].items()}
         moved = [{k.lower(): v for k, v in r["headers"].items()} for r in elsewhere.requests]
@@ -198,7 +219,9 @@ def test_a_redirect_within_the_origin_keeps_the_credentials(ask):
 
     with Redirector() as endpoint, lm_eval_compat.guard_model_replies():
         assert ask(_chat_model(endpoint.chat_url, header=dict(SECRETS)))
-        paths = [(path, {k.lower(): v for k, v in headers.items()}.get("x-api-key")) for path, headers in endpoint.requests]
+        paths = [
+            (path, {k.lower(): v for k, v in headers.items()}.get("x-api-key")) for path, headers in endpoint.requests
+        ]
     assert paths == [("/v1/chat/completions", KEY), ("/moved", KEY)]
 
 
@@ -208,8 +231,11 @@ def test_anthropic_key_does_not_follow_a_redirect(monkeypatch):
     from medeval_metrics import lm_eval_compat
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    with RecordingChatServer(reply="A") as elsewhere, Redirector(elsewhere.chat_url) as endpoint, \
-            lm_eval_compat.guard_model_replies():
+    with (
+        RecordingChatServer(reply="A") as elsewhere,
+        Redirector(elsewhere.chat_url) as endpoint,
+        lm_eval_compat.guard_model_replies(),
+    ):
         lm = AnthropicChat(base_url=endpoint.chat_url, model="claude", max_retries=1)
         lm.model_call([[{"role": "user", "content": "hi"}]], generate=True, gen_kwargs={"until": [], "max_gen_toks": 4})
         moved = [r["headers"] for r in elsewhere.requests]

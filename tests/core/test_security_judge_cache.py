@@ -20,9 +20,15 @@ ITEMS = [JudgeItem(f"q{i}", "r", "a") for i in range(5)]
 
 
 def _panel(server, cache_path):
-    return panel_from_obj({"judges": [{"name": "j", "backend": "local-chat-completions", "model": "m",
-                                        "base_url": server.url}], "cache": str(cache_path), "backoff_base": 0.001,
-                           "backoff_max": 0.001}, "t")
+    return panel_from_obj(
+        {
+            "judges": [{"name": "j", "backend": "local-chat-completions", "model": "m", "base_url": server.url}],
+            "cache": str(cache_path),
+            "backoff_base": 0.001,
+            "backoff_max": 0.001,
+        },
+        "t",
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +55,9 @@ def test_a_cache_locked_by_another_process_is_retried_then_the_run_goes_on(tmp_p
     assert all(row["j"]["scores"] for row in out)  # every verdict paid for is in the results
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1 and "5 verdicts could not be stored" in warnings[0] and "locked" in warnings[0]
-    assert runner_module.cache_failures == [f"{cache_path}: 5 verdicts not stored (OperationalError: database is locked)"]
+    assert runner_module.cache_failures == [
+        f"{cache_path}: 5 verdicts not stored (OperationalError: database is locked)"
+    ]
     assert waits.count(runner_module.CACHE_RETRY_S) == 1 and 2 * runner_module.CACHE_RETRY_S in waits  # retried
     # the lock gone, the next run stores what it asks
     with FakeJudgeServer() as server:
@@ -67,7 +75,9 @@ def test_a_full_disk_under_the_cache_is_retried_and_kept_until_the_end(tmp_path,
 
     monkeypatch.setattr(cache_module.VerdictCache, "put_many", disk_full)
     with FakeJudgeServer() as server:
-        out = PanelRunner(_panel(server, tmp_path / "c.sqlite"), RUBRIC, sleep=lambda s: None).judge(ITEMS, progress=False)
+        out = PanelRunner(_panel(server, tmp_path / "c.sqlite"), RUBRIC, sleep=lambda s: None).judge(
+            ITEMS, progress=False
+        )
     assert all(row["j"]["scores"] for row in out)
     assert calls[-1] == 5  # the last try at the end stores every verdict held back: no warning
     assert runner_module.cache_failures == []
@@ -86,16 +96,25 @@ def test_medeval_judge_exits_4_with_one_line_when_the_cache_was_not_updated(tmp_
     with (run / "samples_medicationqa_2026-01-01T00-00-00.jsonl").open("w") as handle:
         for i in range(3):
             doc = {"question": f"q{i}", "answer": "Take with food.", "question_type": "Dose"}
-            handle.write(json.dumps({"doc_id": i, "doc": doc, "resps": [["Take it with food."]], "filter": "scored"}) + "\n")
+            handle.write(
+                json.dumps({"doc_id": i, "doc": doc, "resps": [["Take it with food."]], "filter": "scored"}) + "\n"
+            )
     (run / "results_2026-01-01T00-00-00.json").write_text(json.dumps({"results": {"medicationqa": {}}}))
     with FakeJudgeServer() as server:
-        judges = {"judges": [{"name": "j", "backend": "local-chat-completions", "model": "m", "base_url": server.url}],
-                  "cache": str(tmp_path / "c.sqlite"), "backoff_base": 0.001, "backoff_max": 0.001}
+        judges = {
+            "judges": [{"name": "j", "backend": "local-chat-completions", "model": "m", "base_url": server.url}],
+            "cache": str(tmp_path / "c.sqlite"),
+            "backoff_base": 0.001,
+            "backoff_max": 0.001,
+        }
         code = main(["judge", str(run), "--quiet", "--judges", json.dumps(judges)])
     err = capsys.readouterr().err
     assert code == 4
-    assert [line for line in err.splitlines() if line.startswith("medeval judge:")] == [
-        f"medeval judge: warning: the judge cache was not fully updated ({tmp_path / 'c.sqlite'}: 3 verdicts not "
-        "stored (OperationalError: database or disk is full)); the results are written and hold every verdict."]
+    expected = (
+        f"medeval judge: warning: the judge cache was not fully updated ({tmp_path / 'c.sqlite'}: 3 verdicts "
+        "not stored (OperationalError: database or disk is full)); the results are written and hold every "
+        "verdict."
+    )
+    assert [line for line in err.splitlines() if line.startswith("medeval judge:")] == [expected]
     (judged,) = run.glob("*_judged.json")
     assert json.loads(judged.read_text())["medeval_judge"]["medicationqa"]["items_scored"] == 3

@@ -15,15 +15,18 @@ from medeval_metrics.testing.emrqa_synthetic import write_synthetic
 
 def test_a_relabelled_file_of_the_same_size_with_its_time_restored_is_prepared_again(tmp_path):
     data = write_synthetic(tmp_path / "data")
-    meta = {"emrqa_data_json": str(data.data_json), "emrqa_data_ql_csv": str(data.data_ql_csv),
-            "emrqa_cache_dir": str(tmp_path / "cache")}
+    meta = {
+        "emrqa_data_json": str(data.data_json),
+        "emrqa_data_ql_csv": str(data.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path / "cache"),
+    }
     first, manifest = ensure_prepared(meta, log=lambda _: None)
     old_sha = manifest["inputs"]["data_json_sha256"]
     # relabel one question in place: same size, then the old modification time back (cp -p, rsync -a, touch -r)
     before = os.stat(data.data_json)
     raw = data.data_json.read_bytes()
     at = raw.index(b'"question": ["') + len(b'"question": ["')
-    swapped = raw[:at] + (b"Y" if raw[at:at + 1] != b"Y" else b"Z") + raw[at + 1:]
+    swapped = raw[:at] + (b"Y" if raw[at : at + 1] != b"Y" else b"Z") + raw[at + 1 :]
     data.data_json.write_bytes(swapped)
     os.utime(data.data_json, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = os.stat(data.data_json)
@@ -40,8 +43,11 @@ def test_a_relabelled_file_of_the_same_size_with_its_time_restored_is_prepared_a
 @pytest.mark.parametrize("where", ["qas", "context"])
 def test_a_deeply_nested_data_json_is_a_clear_error_without_note_text(tmp_path, where):
     deep = "[" * 100_000 + "]" * 100_000
-    note = ('{"note_id": "1", "context": ["PATIENT SECRET"], "qas": ' + deep + "}") if where == "qas" else \
-        ('{"note_id": "1", "context": ' + deep + ', "qas": []}')
+    note = (
+        ('{"note_id": "1", "context": ["PATIENT SECRET"], "qas": ' + deep + "}")
+        if where == "qas"
+        else ('{"note_id": "1", "context": ' + deep + ', "qas": []}')
+    )
     path = tmp_path / "data.json"
     path.write_text('{"data": [{"title": "medication", "paragraphs": [' + note + "]}]}", encoding="utf-8")
     with pytest.raises(MedevalDataError, match=r"data.json: emrQA data.json nests arrays/objects too deeply") as caught:
@@ -52,7 +58,11 @@ def test_a_deeply_nested_data_json_is_a_clear_error_without_note_text(tmp_path, 
 def test_a_deeply_nested_note_before_its_title_is_a_clear_error(tmp_path):
     deep = "[" * 100_000 + "]" * 100_000
     path = tmp_path / "data.json"
-    path.write_text(json.dumps({"data": [{"paragraphs": ["PLACEHOLDER"], "title": "medication"}]})
-                    .replace('"PLACEHOLDER"', '{"note_id": "1", "qas": ' + deep + "}"), encoding="utf-8")
+    path.write_text(
+        json.dumps({"data": [{"paragraphs": ["PLACEHOLDER"], "title": "medication"}]}).replace(
+            '"PLACEHOLDER"', '{"note_id": "1", "qas": ' + deep + "}"
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(MedevalDataError, match="too deeply"):
         list(jsonstream.iter_notes(path))
