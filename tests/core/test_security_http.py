@@ -263,3 +263,44 @@ def test_the_model_reply_setting_is_known_to_the_run_check_and_checked():
     for bad in ("0", "-3", "lots"):
         with pytest.raises(MedevalDataError, match="MEDEVAL_MODEL_MAX_REPLY_MB="):
             model_reply_limit({"MEDEVAL_MODEL_MAX_REPLY_MB": bad})
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("concurrent", [1, 2], ids=["sync", "async"])
+def test_medeval_run_sends_no_model_args_header_across_a_redirect(tmp_path, concurrent):
+    """The guard is on for the whole of `medeval run`: the model endpoint answers 307 to another port."""
+    from conftest import EMSQA_SYNTHETIC, run_cli
+
+    with RecordingChatServer(reply='["a"]') as elsewhere, Redirector(elsewhere.chat_url, max_requests=50) as endpoint:
+        model_args = json.dumps(
+            {
+                "model": "m",
+                "base_url": endpoint.chat_url,
+                "num_concurrent": concurrent,
+                "max_retries": 1,
+                "header": {"x-api-key": KEY, "Content-Type": "application/json"},
+            }
+        )
+        result = run_cli(
+            [
+                "run",
+                "--model",
+                "local-chat-completions",
+                "--model_args",
+                model_args,
+                "--tasks",
+                "emsqa_private",
+                "--limit",
+                "2",
+                "--apply_chat_template",
+                "--metadata",
+                json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)}),
+            ],
+            cwd=tmp_path,
+            timeout=300,
+        )
+        moved = [r["headers"] for r in elsewhere.requests]
+        first = [headers for _, headers in endpoint.requests]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(moved) == 2 and all(KEY in json.dumps(h) for h in first)
+    assert KEY not in json.dumps(moved)
