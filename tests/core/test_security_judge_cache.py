@@ -118,3 +118,60 @@ def test_medeval_judge_exits_4_with_one_line_when_the_cache_was_not_updated(tmp_
     assert [line for line in err.splitlines() if line.startswith("medeval judge:")] == [expected]
     (judged,) = run.glob("*_judged.json")
     assert json.loads(judged.read_text())["medeval_judge"]["medicationqa"]["items_scored"] == 3
+
+
+@pytest.mark.e2e
+def test_medeval_run_writes_its_results_and_exits_4_when_the_judge_cache_cannot_be_written(
+    tmp_path, monkeypatch, capsys
+):
+    from conftest import find_results, run_medeval
+
+    def locked(self, rows):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(cache_module.VerdictCache, "put_many", locked)
+    monkeypatch.setattr(runner_module, "CACHE_RETRY_S", 0.001)
+    rows = [
+        {
+            "question": f"can i take drug{i} with food",
+            "focus_drug": f"drug{i}",
+            "question_type": "Usage",
+            "answer": f"Drug{i} can be taken with or without food.",
+            "section_title": "How to use",
+            "url": f"https://example.org/{i}",
+        }
+        for i in range(3)
+    ]
+    (tmp_path / "medicationqa.json").write_text(json.dumps(rows))
+    table = tmp_path / "table.json"
+    table.write_text(json.dumps({"key": "question", "generate": {}, "default": "Take it with food."}))
+    with FakeJudgeServer() as server:
+        judges = {
+            "judges": [{"name": "a", "backend": "local-chat-completions", "model": "judge-a", "base_url": server.url}],
+            "cache": str(tmp_path / "verdicts.sqlite"),
+        }
+        metadata = {"medicationqa_path": str(tmp_path / "medicationqa.json"), "medeval_judges": json.dumps(judges)}
+        out = run_medeval(
+            [
+                "run",
+                "--model",
+                "medeval-scripted",
+                "--model_args",
+                f"table={table}",
+                "--tasks",
+                "medicationqa",
+                "--metadata",
+                json.dumps(metadata),
+                "--output_path",
+                str(tmp_path / "out"),
+                "--log_samples",
+            ],
+            capsys,
+            monkeypatch,
+        )
+    assert out.returncode == 4, out.stderr[-3000:]
+    assert "medeval: warning: the judge cache was not fully updated" in out.stderr
+    assert "3 verdicts not stored (OperationalError: database is locked)" in out.stderr
+    results, samples = find_results(tmp_path / "out")
+    assert results["results"]["medicationqa"]["judge_success_a,scored"] == 1.0  # every verdict paid for is counted
+    assert len(samples["medicationqa"]) == 3
