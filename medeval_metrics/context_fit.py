@@ -15,7 +15,6 @@ import atexit
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -113,7 +112,9 @@ def _known_counts(cache_file: Path) -> dict[str, int]:
 
 def flush_counts(cache_file: Path | None = None) -> None:
     """Write the counts made in this process into their cache files (merged with what others wrote)."""
+    from medeval_metrics.data import MedevalDataError
     from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
+    from medeval_metrics.safe_files import atomic_write_text
 
     for path in [cache_file] if cache_file is not None else list(_PENDING):
         pending = _PENDING.pop(path, None)
@@ -123,10 +124,8 @@ def flush_counts(cache_file: Path | None = None) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             with exclusive_lock(path.with_suffix(".lock")):
                 merged = {**_read_counts(path), **pending}
-                staging = path.with_name(f".{path.name}.{os.getpid()}")
-                staging.write_text(json.dumps(merged), encoding="utf-8")
-                os.replace(staging, path)
-        except OSError as exc:  # a cache that cannot be written costs a recount next run, nothing else
+                atomic_write_text(path, json.dumps(merged))
+        except (OSError, MedevalDataError) as exc:  # an unwritable cache costs a recount next run, nothing else
             log.warning("medeval: cannot write the token-count cache %s (%s)", path, exc)
 
 

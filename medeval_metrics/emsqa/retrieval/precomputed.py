@@ -15,7 +15,7 @@ A section is used only when its header says it was made the way the task retriev
 from __future__ import annotations
 
 import json
-import os
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +39,9 @@ class Section:
 
 
 def _write(path: Path, sections: Sequence[Section]) -> None:
-    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with staging.open("w", encoding="utf-8") as handle:
+    from medeval_metrics.safe_files import atomic_open
+
+    with atomic_open(path) as handle:  # a reader never sees half a file
         for section in sections:
             handle.write(json.dumps({"medeval_retrievals": FORMAT, **(section.header or {})}, sort_keys=True) + "\n")
             for item_id, chunks in section.items.items():
@@ -48,7 +49,6 @@ def _write(path: Path, sections: Sequence[Section]) -> None:
                 if section.task is not None:
                     line = {"task": section.task, **line}
                 handle.write(json.dumps(line) + "\n")
-    os.replace(staging, path)  # a reader never sees half a file
 
 
 def write_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> Path:
@@ -77,6 +77,36 @@ def save_task_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[
     return path
 
 
+def checked_text(path: Path, description: str) -> str:
+    """The file's text, or one error naming the file when it is not UTF-8 (as the data files' reader says it)."""
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise MedevalDataError(f"{path}: {description} is not UTF-8 text (byte {exc.start}, line {line}). Re-save "
+                               "the file as UTF-8.") from exc
+    except OSError as exc:
+        raise MedevalDataError(f"{path}: cannot read {description} ({exc.strerror}).") from exc
+
+
+def checked_loads(text: str, path: Path, description: str, where: str = "") -> Any:
+    """``json.loads`` whose too-deep nesting is the data files' clear error, not a RecursionError."""
+    from medeval_metrics.data import _too_deep
+
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise _too_deep(path, description, where) from None
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _is_score(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def read_sections(path: Path) -> list[Section]:
     """The sections of a retrievals file or an lm-eval sample log; errors name the file and line."""
     path = Path(path).expanduser()
@@ -84,41 +114,52 @@ def read_sections(path: Path) -> list[Section]:
         raise MedevalDataError(f"rag_retrievals points at {path}, which is not a file. {_FIX}")
     sections: dict[Any, Section] = {}
     current: Section | None = None
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise MedevalDataError(f"{path}: line {line_number} is not valid JSON ({exc.msg}). {_FIX}") from exc
-            if not isinstance(record, dict):
-                raise MedevalDataError(f"{path}: line {line_number} is not a JSON object. {_FIX}")
-            if "medeval_retrievals" in record:
-                header = {k: v for k, v in record.items() if k != "medeval_retrievals"}
-                task = header.get("task")
-                current = sections.setdefault(("file", task), Section(task, header))
-                current.header = header
-                continue
-            entry = record.get("doc", record)
-            item_id, chunks = entry.get("id"), entry.get("rag_chunks", entry.get("chunks"))
-            if item_id is None or not isinstance(chunks, list):
+    description = "the rag_retrievals file"
+    # one line per record: every error names the line
+    for line_number, line in enumerate(checked_text(path, description).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = checked_loads(line, path, description, f" (line {line_number})")
+        except json.JSONDecodeError as exc:
+            raise MedevalDataError(f"{path}: line {line_number} is not valid JSON ({exc.msg}). {_FIX}") from exc
+        if not isinstance(record, dict):
+            raise MedevalDataError(f"{path}: line {line_number} is not a JSON object. {_FIX}")
+        if "medeval_retrievals" in record:
+            header = {k: v for k, v in record.items() if k != "medeval_retrievals"}
+            task = header.get("task")
+            current = sections.setdefault(("file", task), Section(task, header))
+            current.header = header
+            continue
+        entry = record.get("doc", record)
+        if not isinstance(entry, dict):
+            raise MedevalDataError(f"{path}: line {line_number}: its 'doc' is a {type(entry).__name__}, not an "
+                                   f"object. {_FIX}")
+        item_id, chunks = entry.get("id"), entry.get("rag_chunks", entry.get("chunks"))
+        if item_id is not None and not _is_id(item_id):
+            raise MedevalDataError(f"{path}: line {line_number}: the item id is a {type(item_id).__name__}; "
+                                   f"expected a string or a number. {_FIX}")
+        if item_id is None or not isinstance(chunks, list):
+            raise MedevalDataError(
+                f"{path}: line {line_number} has no item id and chunk list (fields 'id' and 'chunks', or a "
+                f"sample's doc with 'id' and 'rag_chunks'). {_FIX}"
+            )
+        for number, chunk in enumerate(chunks):
+            if not isinstance(chunk, dict) or "id" not in chunk or "score" not in chunk:
+                raise MedevalDataError(f"{path}: line {line_number}: each chunk needs 'id' and 'score'. {_FIX}")
+            if not _is_id(chunk["id"]) or not _is_score(chunk["score"]):
                 raise MedevalDataError(
-                    f"{path}: line {line_number} has no item id and chunk list (fields 'id' and 'chunks', or a "
-                    f"sample's doc with 'id' and 'rag_chunks'). {_FIX}"
-                )
-            for chunk in chunks:
-                if not isinstance(chunk, dict) or "id" not in chunk or "score" not in chunk:
-                    raise MedevalDataError(f"{path}: line {line_number}: each chunk needs 'id' and 'score'. {_FIX}")
-            if "doc" in record:  # a sample: its doc carries the header it was retrieved under
-                header = entry.get("rag_header")
-                key = ("sample", json.dumps(header, sort_keys=True))
-                section = sections.setdefault(key, Section((header or {}).get("task"), header))
-            elif "task" in record:
-                section = sections.setdefault(("file", record["task"]), Section(record["task"], None))
-            else:
-                section = current if current is not None else sections.setdefault(("file", None), Section(None, None))
-            section.items[str(item_id)] = chunks
+                    f"{path}: line {line_number}, chunk {number}: 'id' must be a string and 'score' a number "
+                    f"(got {type(chunk['id']).__name__} and {type(chunk['score']).__name__}). {_FIX}")
+        if "doc" in record:  # a sample: its doc carries the header it was retrieved under
+            header = entry.get("rag_header") if isinstance(entry.get("rag_header"), dict) else None
+            key = ("sample", json.dumps(header, sort_keys=True))
+            section = sections.setdefault(key, Section((header or {}).get("task"), header))
+        elif "task" in record:
+            section = sections.setdefault(("file", record["task"]), Section(record["task"], None))
+        else:
+            section = current if current is not None else sections.setdefault(("file", None), Section(None, None))
+        section.items[str(item_id)] = chunks
     found = [s for s in sections.values() if s.items or s.header]
     if not any(s.items for s in found):
         raise MedevalDataError(f"{path}: no retrievals in this file. {_FIX}")
