@@ -117,13 +117,45 @@ _BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
 _OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])(?:\)|\.|:|\*\*[.):]?)(?:\*\*)?[ \t]")
 _VERDICT = re.compile(r"(?i)(?<![a-z])(?:(in|not[ \t]+|un)?correct|true|false|wrong|right|✓|✔|✅|✗|✘|❌)(?![a-z])")
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
-_WORD_AFTER_LOWER = re.compile(r"[ \t]+[a-z]")
+# a word after a lowercase letter makes it an article ("a fracture"), unless it joins the next letter ("a, b and c")
+_WORD_AFTER_LOWER = re.compile(r"[ \t]+(?!(?:and|or|nor)[ \t]+\(?[a-h](?![A-Za-z0-9'’-]))[a-z]")
 # A real reply names its answer a handful of times; only the last mentions of each kind are read,
 # so 1 MB of repeated answer-like text costs one regex scan, not 100,000 span readings.
 _LAST_MENTIONS = 48
 # Free text is read in the last 32,000 characters (replies of 1,024 tokens are about 5,000): the
 # requested JSON format is still found anywhere, and the opening line is read separately.
 _FREE_TEXT_WINDOW = 32_000
+
+
+# --- folding: one spelling for quotes, full-width forms and the common non-English answer phrases ---------
+# Curly quotes and full-width ASCII (U+FF01-FF5E, common in Chinese output) become their ASCII forms, so
+# every rule below reads ［"d"］, “B” and Answer：C as it reads ["d"], "B" and Answer: C.
+_FOLD = {**{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}, 0x201C: '"', 0x201D: '"', 0x201E: '"',
+         0x2033: '"', 0x2018: "'", 0x2019: "'", 0x201A: "'", 0x2032: "'", 0x3001: ", ", 0x3002: ". ",
+         0xFF64: ", ", 0x3000: " "}
+# Answer phrases in Chinese and Spanish, written the English way the rules read them. Only phrases that
+# frame an answer and the separators between letters: the rest of the reply is left as written.
+_FOREIGN = [
+    (re.compile(r"(?:最终|正确)?答案(?:应该|应)?(?:是|为)"), " the answer is "),
+    (re.compile(r"我(?:会)?(?:选择|选)|选择"), " I choose "),
+    (re.compile(r"(?<=[A-Ha-h])[ \t]*(?:和|及|与|以及)[ \t]*(?=[A-Ha-h](?![A-Za-z]))"), " and "),
+    (re.compile(r"(?<=[A-Ha-h])[ \t]*(?:或者|或)[ \t]*(?=[A-Ha-h](?![A-Za-z]))"), " or "),
+    (re.compile(r"(?i)\bl(?:a|as)[ \t]+respuestas?[ \t]+(?:correctas?[ \t]+)?(?:es|son|ser[ií]a)(?:[ \t]+las?)?\b"),
+     " the answer is"),
+    (re.compile(r"(?i)\bl(?:a|as)[ \t]+opci(?:ó|o)n(?:es)?[ \t]+(?:correctas?[ \t]+)?(?:es|son)(?:[ \t]+las?)?\b"),
+     " the correct option is"),
+    (re.compile(r"(?i)\b(?:yo[ \t]+)?(?:elijo|elegir[ií]a|escojo|selecciono)(?:[ \t]+la)?\b"), " I choose"),
+    (re.compile(r"(?<=(?<![A-Za-z])[A-Ha-h])[ \t]+y[ \t]+(?=[A-Ha-h](?![A-Za-z]))"), " and "),
+    (re.compile(r"(?<=(?<![A-Za-z])[A-Ha-h])[ \t]+o[ \t]+(?=[A-Ha-h](?![A-Za-z]))"), " or "),
+]
+
+
+def _fold(text: str) -> str:
+    text = text.translate(_FOLD)
+    if re.search(r"[\u3400-\u9fff]|respuesta|opci|elijo|elegir|escojo|selecciono", text, re.IGNORECASE):
+        for pattern, english in _FOREIGN:
+            text = pattern.sub(english, text)
+    return text
 
 
 def _last(matches: Iterable[Any]) -> list[Any]:
@@ -566,7 +598,7 @@ next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
     valid = {letter.lower() for letter in valid_letters}
     if options is not None and not isinstance(options, Mapping):
         options = dict(zip(sorted(valid), options))
-    body = strip_reasoning(text)
+    body = strip_reasoning(_fold(text))
     markers = list(_CONTINUATION.finditer(body, 0)) if "uestion" in body or "Q" in body else []
     if markers and not body[:markers[0].start()].strip():
         # The output opens with a question: this item restated, or (a base model) the next item.
