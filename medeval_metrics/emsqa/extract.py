@@ -114,8 +114,13 @@ _HYPOTHETICAL = re.compile(r"(?i)\b(?:if|instead|otherwise|were|unless|had)\b")
 _FORCED_CHOICE = re.compile(r"(?i)\bif[ \t]+(?:i|we)[ \t]+(?:had|have|must|were)[ \t]+to[ \t]+\w+|\bif[ \t]+forced\b")
 _WEAK_VERB = re.compile(r"(?i)would|could|might|should")
 _BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
-_OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])(?:\)|\.|:|\*\*[.):]?)(?:\*\*)?[ \t]")
-_VERDICT = re.compile(r"(?i)(?<![a-z])(?:(in|not[ \t]+|un)?correct|true|false|wrong|right|✓|✔|✅|✗|✘|❌)(?![a-z])")
+_OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])(?:\)|\.|:|\*\*[.):]?|[ \t]+[-–—](?=[ \t]))"
+                          r"(?:\*\*)?(?:[ \t]|$)")
+_NUMBERED_LINE = re.compile(r"^[ \t>]{0,6}(?:\*\*)?([1-8])[.)](?:\*\*)?[ \t]+")
+# The line before a partial option list that makes it the answer: "The correct answers are:", "Answer:"
+_FRAMES_A_LIST = re.compile(r"(?i)(?:answers?|correct|choose|choice|pick|select\w*)\b[^\n]{0,40}:[ \t*]*$")
+_POSITIVE_VERDICTS = ("correct", "true", "right", "yes", "✓", "✔", "✅")
+_VERDICT = re.compile(r"(?i)(?<![a-z])(?:(in|not[ \t]+|un)?correct|true|false|wrong|right|yes|no|✓|✔|✅|✗|✘|❌)(?![a-z])")
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 # a word after a lowercase letter makes it an article ("a fracture"), unless it joins the next letter ("a, b and c")
 _WORD_AFTER_LOWER = re.compile(r"[ \t]+(?!(?:and|or|nor)[ \t]+\(?[a-h](?![A-Za-z0-9'’-]))[a-z]")
@@ -324,36 +329,109 @@ def _structured(body: str) -> list[str] | None:
     return bare
 
 
-def _mask_option_lists(body: str, valid: set[str]) -> tuple[str, list[str] | None]:
-    """Blank out option lists restated from the prompt (consecutive option lines covering every
-    option); returns the text and, where such a list marks options correct/incorrect line by line,
-    the letters marked correct."""
-    lines = body.split("\n")
-    runs: list[list[tuple[int, str]]] = []
-    current: list[tuple[int, str]] = []
-    for number, line in enumerate(lines):
+def _key(text: str) -> str:
+    """An option text for comparison: lowercase words and digits only ("Pharmacokinetics." -> "pharmacokinetics")."""
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
+
+
+def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) -> list[tuple[int, str, str] | None]:
+    """Per line: (letter, what follows the option's own text) where the line is an option line ("B. aspirin",
+    "B – True", "2. aspirin" numbering the options, "aspirin" alone), else None. The text after the label is
+    kept whole when it does not restate the option ("B. flat nose and face" on another option's text)."""
+    order = sorted(valid)
+    found: list[tuple[int, str, str] | None] = []
+    for line in lines:
         match = _OPTION_LINE.match(line)
+        letter, rest = None, ""
         if match:
-            current.append((number, match.group(1).lower()))
-        elif line.strip() and current:
+            letter, rest = match.group(1).lower(), line[match.end():]
+        else:
+            numbered = _NUMBERED_LINE.match(line)
+            if numbered and 0 < int(numbered.group(1)) <= len(order):
+                candidate = order[int(numbered.group(1)) - 1]
+                if keys.get(candidate) and _key(line[numbered.end():]).startswith(keys[candidate]):
+                    letter, rest = candidate, line[numbered.end():]
+            elif line.strip():
+                bare = _key(line)
+                letter = next((x for x in order if keys.get(x) and keys[x] == bare), None)
+                rest = line.strip() if letter else ""
+        if letter is None:
+            found.append(None)
+            continue
+        own = keys.get(letter, "")
+        rest_key = _key(rest)
+        if own and rest_key.startswith(own):
+            # drop the option's own text, so a verdict is read from what follows it ("B. aspirin - correct")
+            words = len(own.split())
+            tail = re.match(r"[^0-9A-Za-z]*(?:[0-9A-Za-z]+[^0-9A-Za-z]+){%d}" % words, rest + " ")
+            found.append((letter, "\x00" + (rest[tail.end():] if tail else "")))
+        else:
+            found.append((letter, rest))
+    return found
+
+
+def _restated_on_one_line(line: str, order: list[str], keys: Mapping[str, str]) -> bool:
+    """"A. red B. green C. black D. yellow": two or more options, from the first on, each with its own text."""
+    labels = list(re.finditer(r"(?<![A-Za-z0-9])\(?([A-Ha-h])[.)][ \t]+", line))
+    if len(labels) < 2 or line[:labels[0].start()].strip(" \t*>-"):
+        return False
+    for position, label in enumerate(labels):
+        if position >= len(order) or label.group(1).lower() != order[position]:
+            return False
+        stop = labels[position + 1].start() if position + 1 < len(labels) else len(line)
+        if _key(line[label.end():stop]) != keys.get(order[position]):
+            return False
+    return True
+
+
+def _mask_option_lists(body: str, valid: set[str],
+                       keys: Mapping[str, str] | None = None) -> tuple[str, list[str] | None]:
+    """Blank out option lists restated from the prompt; returns the text and, where such a list marks
+    options correct/incorrect line by line, the letters marked correct.
+
+    A restatement is no answer: consecutive option lines covering every option (any labels, numbered,
+    or the texts alone), or the first options in prompt order each restating its own text ("A. narrow
+    airways\nB. rounded cheeks", a small model echoing the prompt and stopping), or the options on one
+    line. A partial list after a line that frames it as the answer ("The correct answers are:") stays."""
+    keys = keys or {}
+    order = sorted(valid)
+    lines = body.split("\n")
+    parsed = _option_lines(lines, valid, keys) if len(lines) < 20_000 else [None] * len(lines)
+    runs: list[list[int]] = []
+    current: list[int] = []
+    for number, entry in enumerate(parsed):
+        if entry is not None and not (current and entry[0] == parsed[current[-1]][0]):
+            current.append(number)
+        elif entry is not None:  # the same letter again starts a new list
+            runs.append(current)
+            current = [number]
+        elif lines[number].strip() and current:
             runs.append(current)
             current = []
     if current:
         runs.append(current)
     marked: list[str] | None = None
     for run in runs:
-        letters = {letter for _, letter in run}
-        if len(run) < 2 or not valid or not valid <= letters:
-            continue
-        verdicts = []
-        for number, letter in run:
-            found = list(_VERDICT.finditer(lines[number]))
-            if found:
-                verdicts.append((letter, re.sub(r"[ \t]", "", found[-1].group(0).lower())))
-            lines[number] = " " * len(lines[number])
-        if len(verdicts) == len(run):
-            positive = sorted({letter for letter, word in verdicts if word in ("correct", "true", "right", "✓", "✔", "✅")})
-            marked = positive or marked
+        letters = [parsed[number][0] for number in run]
+        restating = all(parsed[number][1].startswith("\x00") or not parsed[number][1].strip(" \t*_") for number in run)
+        if len(run) >= 2 and valid and valid <= set(letters):
+            verdicts = []
+            for number in run:
+                found = list(_VERDICT.finditer(parsed[number][1]))
+                if found:
+                    verdicts.append((parsed[number][0], re.sub(r"[ \t]", "", found[-1].group(0).lower())))
+                lines[number] = " " * len(lines[number])
+            if len(verdicts) == len(run):
+                positive = sorted({letter for letter, word in verdicts if word in _POSITIVE_VERDICTS})
+                marked = positive or marked
+        elif len(run) >= 2 and restating and letters == order[:len(letters)]:
+            before = next((lines[n] for n in range(run[0] - 1, -1, -1) if lines[n].strip()), "")
+            if not _FRAMES_A_LIST.search(before):
+                for number in run:
+                    lines[number] = " " * len(lines[number])
+    for number, line in enumerate(lines):
+        if keys and _restated_on_one_line(line, order, keys):
+            lines[number] = " " * len(line)
     return "\n".join(lines), marked
 
 
@@ -404,12 +482,12 @@ def _negated(text: str, start: int, end: int) -> bool:
 
 def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
                closing_letters: bool = True) -> list[str] | None:
+    span = _Span(options)
+    body, marked_correct = _mask_option_lists(body, valid, {k: _key(v) for k, v in span.options.items()})
     opening = body.strip()[:400]
     first_line = opening.split("\n", 1)[0].strip()
     if len(body) > _FREE_TEXT_WINDOW:  # a reply's closing answer is near its end; bounded work on 1 MB
         body = body[-_FREE_TEXT_WINDOW:]
-    body, marked_correct = _mask_option_lists(body, valid)
-    span = _Span(options)
     tiers: dict[int, tuple[int, list[str]]] = {}
 
     def offer(tier: int, pos: int, letters: list[str] | None) -> None:
