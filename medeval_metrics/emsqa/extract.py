@@ -208,6 +208,7 @@ class _Span:
 
     def __init__(self, options: Mapping[str, str] | None) -> None:
         self.options = {k.lower(): _normal(v) for k, v in (options or {}).items() if _normal(v)}
+        self.conflicted: set[str] = set()  # letters written with another option's text ("C. aspirin", aspirin is B)
 
     def read(self, text: str, pos: int, limit: int = 240) -> list[str] | None:
         chunk = text[pos:pos + limit]
@@ -224,6 +225,9 @@ class _Span:
                 break  # "a fracture": an article, not a letter
             letters.append(letter.lower())
             at = self._skip_option_text(chunk, after, letter.lower())
+            if self._other_options_text(chunk, after, letter.lower()):
+                self.conflicted.add(letter.lower())
+                return None  # the letter says one option, the text another: no answer
             sep = self._SEP.match(chunk, at)
             if sep is None or sep.end() == at:
                 break
@@ -237,6 +241,22 @@ class _Span:
     def _option_text_at(self, chunk: str, at: int, letter: str) -> bool:
         text = self.options.get(letter.lower())
         return bool(text) and _normal(chunk[at:at + len(text) + 20]).startswith(text[:30])
+
+    def _other_options_text(self, chunk: str, at: int, letter: str) -> bool:
+        """Whether the letter at ``at`` is followed ("C. ", "C) ", "C - ") by another option's text, not its own."""
+        at = re.compile(r"[*_\"”’'`\]]*").match(chunk, at).end()
+        after = self._AFTER.match(chunk, at)
+        if not after.group(0).strip() or not self.options:
+            return False
+        rest = chunk[after.end():after.end() + 240]
+        own = _key(self.options.get(letter, ""))
+        if own and _key(rest).startswith(own):
+            return False
+        # the rest of the sentence is exactly another option's text ("C. aspirin"); "C. Pupil response (D)
+        # is not part of the scale" and "B: insulin would worsen it" start new sentences about that option
+        stop = re.search(r"[.!?;](?:[ \t]|$)|\n", rest)
+        said = _key(rest[:stop.start()] if stop else rest)
+        return any(other != letter and said == _key(text) for other, text in self.options.items())
 
     def _skip_option_text(self, chunk: str, at: int, letter: str) -> int:
         at = re.compile(r"[*_\"”’'`\]]*").match(chunk, at).end()
@@ -273,6 +293,10 @@ class _Span:
             return None
         hits = [letter for letter, text in self.options.items() if _states_option(sentence, text)]
         return hits if len(hits) == 1 else None
+
+
+def _starts_with_words(text: str, words: str) -> bool:
+    return bool(words) and (text == words or text.startswith(words + " "))
 
 
 def _states_option(sentence: str, text: str) -> bool:
@@ -602,7 +626,10 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
         offer(0, len(body), marked_correct)
     if not tiers:
         return None
-    return sorted(set(tiers[max(tiers)][1]))
+    answer = sorted(set(tiers[max(tiers)][1]))
+    if span.conflicted & set(answer):
+        return None  # the same letter was also written with another option's text: unsure
+    return answer
 
 
 def _closing_letters(body: str) -> tuple[int, list[str]] | None:
