@@ -321,17 +321,81 @@ _STATES_THE_OPTION = re.compile(r"(?P<mark>[ \t]*[,;:(—–-])|[ \t]+(?:is|are|
 _UNSURE_OR_NEGATED = re.compile(r"\b(?:not|isn't|aren't|don't|dont|unsure|idea|cannot|can't|cant)\b", re.IGNORECASE)
 
 
-def _structured(body: str) -> list[str] | None:
-    """The answer in the requested format; None if there is none.
+class _NoAnswer(Exception):
+    """The requested format was written but says nothing readable ("["a. aspirin"]", a = ibuprofen)."""
+
+
+def _resolve(element: str, keys: Mapping[str, str]) -> str | None:
+    """One JSON list element as an option letter: "b", "B. aspirin", or an option's text ("aspirin",
+    "Pharmacokinetics.") exact after normalisation; None if it names no option or several. Raises
+    _NoAnswer where a letter comes with another option's text."""
+    element = element.strip(" \t\"'`*")
+    whole = re.fullmatch(r"\(?([A-Za-z])\)?\.?", element)
+    if whole:
+        return whole.group(1).lower()
+    labelled = re.fullmatch(r"(?:(?i:option|choice)[ \t]+)?\(?([A-Ha-h])(?:[.):]|[ \t]+[-–—])[ \t]*(.+)", element)
+    if labelled:
+        letter, said = labelled.group(1).lower(), _key(labelled.group(2))
+        if keys.get(letter) and said.startswith(keys[letter]):
+            return letter
+        if any(other != letter and said == text for other, text in keys.items()):
+            raise _NoAnswer
+        return letter if letter in keys else None
+    said = re.sub(r"^(?:(?:the|an?|option|choice)[ \t]+)+", "", _key(element))
+    hits = [letter for letter, text in keys.items() if text and said == text]
+    return hits[0] if len(hits) == 1 else None
+
+
+# A list that the words around it make an example, a rejection or a hypothetical, not the answer:
+# 'e.g. ["a", "c"]', 'Incorrect: ["d"]', '["b"] is correct, not ["d"]', 'Options ["a"] are wrong'.
+_LIST_AS_EXAMPLE = re.compile(r"(?i)\b(?:e\.g|i\.e|for[ \t]+(?:example|instance)|such[ \t]+as|like|format(?:ted)?"
+                              r"|example|template|would[ \t]+(?:write|be[ \t]+written|look)|if)\b")
+_LIST_REJECTED_AFTER = re.compile(r"(?i)[ \t*]*(?:is|are|would[ \t]+be|seems?|seem)?[ \t]*(?:also[ \t]+)?"
+                                  r"(?:not\b|n't|incorrect|wrong|false|ruled|eliminated|excluded)")
+_REJECTING_LABEL = re.compile(r"(?i)\b(?:incorrect|wrong|false|eliminated|excluded|ruled[ \t]+out|not)\b[^:\n]{0,30}:[ \t*]*$")
+_QUOTED_TEXT_LIST = re.compile(r"\[[ \t]*(?:\"[^\"\n\[\]]{1,200}\"|'[^'\n\[\]]{1,200}')"
+                               r"(?:[ \t]*,[ \t]*(?:\"[^\"\n\[\]]{1,200}\"|'[^'\n\[\]]{1,200}')){0,15}[ \t]*,?[ \t]*\]")
+
+
+def _framed_as_no_answer(body: str, start: int, end: int) -> bool:
+    line = body[max(body.rfind("\n", 0, start) + 1, start - 160):start]
+    # the clause before the list, across "e.g." but not across a sentence end ("Wait, that is wrong. ["b"]")
+    clause = re.split(r"(?<!\be\.g)(?<!\bi\.e)[.!?](?:[ \t]+|$)", line)[-1]
+    if (_LIST_AS_EXAMPLE.search(_FORCED_CHOICE.sub("", clause)) or _negation_reaches(clause, letter=True)
+            or _REJECTING_LABEL.search(clause)):
+        return True
+    return bool(_LIST_REJECTED_AFTER.match(body, end))
+
+
+def _list_letters(inner: str, keys: Mapping[str, str]) -> list[str] | None:
+    """The letters a list's elements name; None if any element names no option (not an answer list)."""
+    elements = re.findall(r"\"([^\"\n]*)\"|'([^'\n]*)'", inner)
+    letters = []
+    for double, single in elements:
+        letter = _resolve(double or single, keys)
+        if letter is None:
+            return None
+        letters.append(letter)
+    return letters
+
+
+def _structured(body: str, valid: set[str] | None = None, keys: Mapping[str, str] | None = None) -> list[str] | None:
+    """The answer in the requested format; None if there is none (raises _NoAnswer if it is unreadable).
 
     An ``answer`` field (the CoT format) is authoritative: its last usable occurrence wins, and no
     JSON list elsewhere overrides it (``{"answer": ["c"], "eliminated": ["a", "b"]}``). Without one,
-    the last JSON list of quoted letters (the zero-shot format, ``["b"]``) wins; a bare bracketed
-    letter (``[a]``, a citation or a footnote) counts only where no quoted list exists.
+    the last JSON list of quoted letters (the zero-shot format, ``["b"]``) wins, unless the words
+    around it make it an example or a rejection; a bare bracketed letter (``[a]``, a citation or a
+    footnote) counts only where no quoted list exists. An option's text counts wherever its letter
+    does (``["pull on the legs to deliver"]``); the options restated in order are no answer.
     """
+    keys = keys or {}
     for match in reversed(_last(_ANSWER_FIELD.finditer(body))):
         inner = match.group(1)
         if inner.startswith("["):
+            named = _list_letters(inner, keys) if keys and re.search(r"[\"'][^\"'\n]{2,}[\"']", inner) else None
+            if named:
+                return named
             letters = [m.lower() for m in re.findall(r"(?<![A-Za-z])([a-zA-Z])(?![A-Za-z])", inner)]
             if letters or not re.search(r"[A-Za-z]", inner):
                 return letters
@@ -340,14 +404,28 @@ def _structured(body: str) -> list[str] | None:
             whole = re.fullmatch(r"[ \t]*\(?([a-zA-Z])\)?[.]?[ \t]*", inner[1:-1])
             if whole:
                 letters = [whole.group(1).lower()]
+            if not letters and keys:
+                named_one = _resolve(inner[1:-1], keys)
+                letters = [named_one] if named_one else []
             if letters:
                 return letters
+    candidates = [(m.start(), m.end(), m.group(1) or "", False) for m in _last(_JSON_LIST.finditer(body))]
+    if keys:
+        candidates += [(m.start(), m.end(), m.group(0)[1:-1], True) for m in _last(_QUOTED_TEXT_LIST.finditer(body))]
     bare: list[str] | None = None
-    for match in reversed(list(_JSON_LIST.finditer(body))):
-        inner = match.group(1) or ""
-        letters = [m.lower() for m in re.findall(r"([a-zA-Z])", inner)]
-        if not inner.strip() or re.search(r"[\"'`]", inner):
-            return letters  # quoted letters, or an explicit empty list: the requested format
+    for start, end, inner, texts in sorted(candidates, reverse=True):
+        if texts:
+            letters = _list_letters(inner, keys)
+            if letters is None or re.fullmatch(r"[\"'][ \t]*\(?[A-Za-z]\)?\.?[ \t]*[\"']", inner.strip()):
+                continue  # not a list of options, or a one-letter list the letter reader has
+            if len(letters) >= 2 and letters == sorted(keys)[:len(letters)] and len(letters) == len(keys):
+                continue  # every option, in prompt order: the prompt echoed
+        else:
+            letters = [m.lower() for m in re.findall(r"([a-zA-Z])", inner)]
+        if _framed_as_no_answer(body, start, end):
+            continue
+        if texts or not inner.strip() or re.search(r"[\"'`]", inner):
+            return letters  # quoted letters, an option's text, or an explicit empty list: the requested format
         if bare is None:
             bare = letters
     return bare
@@ -355,7 +433,7 @@ def _structured(body: str) -> list[str] | None:
 
 def _key(text: str) -> str:
     """An option text for comparison: lowercase words and digits only ("Pharmacokinetics." -> "pharmacokinetics")."""
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", text.lower()).split())
+    return " ".join(re.sub(r"[^0-9a-z]+", " ", re.sub(r"['’`]", "", text.lower())).split())
 
 
 def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) -> list[tuple[int, str, str] | None]:
@@ -721,7 +799,11 @@ next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
 
 def _read(body: str, valid: set[str], options: Mapping[str, str] | None,
           closing_letters: bool = True) -> list[str] | None:
-    structured = _structured(body)
+    keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
+    try:
+        structured = _structured(body, valid, keys)
+    except _NoAnswer:
+        return None
     if structured is not None:
         return sorted(set(structured))
     return _free_text(body, valid, options, closing_letters)
