@@ -63,7 +63,8 @@ _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers a
     r"(?P<verb>is|are|=|:|would[ \t]+be|will[ \t]+be|should[ \t]+be|must[ \t]+be|could[ \t]+be|might[ \t]+be"
     r"|seems[ \t]+to[ \t]+be|appears[ \t]+to[ \t]+be|is[ \t]+clearly|is[ \t]+therefore|therefore[ \t]+is"
     r"|here[ \t]+is|then[ \t]+is)[ \t:*]{0,4}"
-    r"|\b(?:i(?:'d|’d|[ \t]+would|[ \t]+will|'ll|’ll)?|we(?:'d|[ \t]+would)?)[ \t]+(?:choose|pick|select|go[ \t]+with"
+    r"|\b(?:i(?:'d|’d|[ \t]+would|[ \t]+will|'ll|’ll)?|we(?:'d|[ \t]+would)?"
+    r"|you(?:'d|[ \t]+should|[ \t]+must|[ \t]+would|[ \t]+need[ \t]+to|[ \t]+want[ \t]+to))[ \t]+(?:choose|pick|select|go[ \t]+with|go[ \t]+for"
     r"|say|answer|opt[ \t]+for|mark|circle)[ \t:*]{0,4}"
     r"|\b(?:which|this|that)[ \t]+(?:is|corresponds[ \t]+to|matches)[ \t]+(?=(?:option|choice|answer)[ \t]+[\"'“*(]{0,3}[A-H]\b)"
     r"|\b(?:it(?:'s|’s|[ \t]+is|[ \t]+has[ \t]+to[ \t]+be|[ \t]+must[ \t]+be)|that(?:'s|[ \t]+is)|so)[ \t]+(?=[\"'“*(]{0,3}[A-H]\b)"
@@ -74,7 +75,7 @@ _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers a
 # "C is the correct answer", "Options B and C are both correct"
 _LETTER_FIRST = re.compile(
     r"(?i)(?:is|are)[ \t]+(?:both[ \t]+|all[ \t]+|also[ \t]+|each[ \t]+)?(?:the[ \t]+)?(?:most[ \t]+|only[ \t]+)?"
-    r"(?:correct|right|best|true|accurate|appropriate|valid|(?<=the[ \t])better)\b(?![ \t]+(?:if|only|when|unless)\b)"
+    r"(?:correct|right|best|true|accurate|appropriate|valid|(?<=the[ \t])better|(?<=the[ \t])one[ \t]+to[ \t]+(?:choose|pick|select))\b(?![ \t]+(?:if|only|when|unless)\b)"
 )
 _NEGATION_BEFORE = re.compile(
     r"(?i)\b(?:not|n't|never|neither|nor|none|incorrect|wrong|false|eliminat\w*|rule[sd]?[ \t]+out|ruled[ \t]+out"
@@ -291,8 +292,43 @@ class _Span:
         sentence = _normal(chunk[:stop.start()] if stop else chunk)
         if not sentence:
             return None
+        named = _texts_named(sentence, self.options)
+        if named is not None:
+            return named or None  # several texts joined by "or", or one text among words that name no option
         hits = [letter for letter, text in self.options.items() if _states_option(sentence, text)]
         return hits if len(hits) == 1 else None
+
+
+_TEXT_JOIN = {"and", "or", "both", "plus", "either", "also", "option", "options", "the"}
+
+
+def _texts_named(sentence: str, options: Mapping[str, str]) -> list[str] | None:
+    """The options a phrase names by their texts, joined by commas and "and" ("aspirin and morphine",
+    "red, green and yellow"), longest text first; [] where it names two or more joined by "or" or
+    some of it names no option ("aspirin and nitroglycerin"); None where it is not such a list."""
+    words = _key(sentence).split()
+    texts = sorted(((letter, _key(text).split()) for letter, text in options.items() if _key(text)),
+                   key=lambda item: -len(item[1]))
+    letters: list[str] = []
+    position, saw_or, joined = 0, False, False
+    while position < len(words):
+        if words[position] in _TEXT_JOIN:
+            saw_or = saw_or or words[position] in ("or", "either")
+            joined = joined or words[position] in ("and", "or", "plus")
+            position += 1
+            continue
+        hit = next(((letter, text) for letter, text in texts if words[position:position + len(text)] == text), None)
+        if hit is None:
+            break
+        letters.append(hit[0])
+        position += len(hit[1])
+    if position == len(words) and letters:
+        if len(set(letters)) == 1:
+            return letters[:1]
+        return [] if saw_or else sorted(set(letters))
+    if len(set(letters)) >= 2 or (letters and joined):
+        return []  # several texts, or a text joined to something that is no option: unclear
+    return None
 
 
 def _starts_with_words(text: str, words: str) -> bool:
@@ -629,10 +665,13 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
             head,
             re.IGNORECASE,
         )
-        if not found:
-            continue
-        start = match.start() - len(head) + found.start()
-        if start > 0 and re.match(r"[A-Za-z0-9'’]", body[start - 1]):
+        start = match.start() - len(head) + found.start() if found else 0
+        if not found or (start > 0 and re.match(r"[A-Za-z0-9'’]", body[start - 1])):
+            # "Both aspirin and morphine are correct": the options named by their texts
+            clause = re.split(r"[.!?](?:[ \t]|$)|[;:\n]", _sentence_before(body, match.start()))[-1]
+            named = _texts_named(_normal(clause), span.options) if span.options and clause.strip() else None
+            if named and not _negation_reaches(clause):
+                offer(3, match.start() - len(clause), named)
             continue
         if _negation_reaches(_sentence_before(body, start), letter=True):
             continue
