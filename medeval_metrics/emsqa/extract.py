@@ -29,6 +29,7 @@ the hardening tests run 1 MB adversarial outputs through it.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -158,6 +159,12 @@ _FOREIGN = [
 
 def _fold(text: str) -> str:
     text = text.translate(_FOLD)
+    if len(text) > 2 * _FREE_TEXT_WINDOW:  # only the opening and the closing window are read as prose
+        return _fold_phrases(text[:4_000]) + text[4_000:-_FREE_TEXT_WINDOW] + _fold_phrases(text[-_FREE_TEXT_WINDOW:])
+    return _fold_phrases(text)
+
+
+def _fold_phrases(text: str) -> str:
     if re.search(r"[\u3400-\u9fff]|respuesta|opci|elijo|elegir|escojo|selecciono", text, re.IGNORECASE):
         for pattern, english in _FOREIGN:
             text = pattern.sub(english, text)
@@ -621,11 +628,13 @@ def _negated(text: str, start: int, end: int) -> bool:
 def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
                closing_letters: bool = True) -> list[str] | None:
     span = _Span(options)
-    body, marked_correct = _mask_option_lists(body, valid, {k: _key(v) for k, v in span.options.items()})
-    opening = body.strip()[:400]
+    keys = {k: _key(v) for k, v in span.options.items()}
+    head = body[:4_000] if len(body) > _FREE_TEXT_WINDOW else body
+    opening = _mask_option_lists(head, valid, keys)[0].strip()[:400]
     first_line = opening.split("\n", 1)[0].strip()
     if len(body) > _FREE_TEXT_WINDOW:  # a reply's closing answer is near its end; bounded work on 1 MB
         body = body[-_FREE_TEXT_WINDOW:]
+    body, marked_correct = _mask_option_lists(body, valid, keys)
     tiers: dict[int, tuple[int, list[str]]] = {}
 
     def offer(tier: int, pos: int, letters: list[str] | None) -> None:
@@ -821,7 +830,9 @@ next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
     if options is not None and not isinstance(options, Mapping):
         options = dict(zip(sorted(valid), options))
     body = strip_reasoning(_fold(text))
+    body = _before_alphabet_run(body, valid)
     markers = list(_CONTINUATION.finditer(body, 0)) if "uestion" in body or "Q" in body else []
+    markers = sorted(markers + _next_numbered_items(body, options), key=lambda m: m.start())
     if markers and not body[:markers[0].start()].strip():
         # The output opens with a question: this item restated, or (a base model) the next item.
         if question is not None and not _normal(body[markers[0].end():markers[0].end() + 400]).startswith(_normal(question)[:40]):
@@ -829,11 +840,41 @@ next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
         markers = markers[1:]
     if markers:
         found = _read(body[:markers[0].start()], valid, options)
-        if found is not None:
-            return found
+        if found is not None or markers[0].re is _NEXT_ITEM:
+            return found  # a numbered next item with its options ends the answer: nothing past it is read
         # past a question the closing line may be the next item's answer ("Q: ...\nA."): not read
         return _read(body, valid, options, closing_letters=False)
     return _read(body, valid, options)
+
+
+# A base model running on into the next numbered item: "12. A 45-year-old man ...?" over its own "A." and
+# "B." lines. The options must differ from this item's (a reply may number its steps over this item's options).
+_NEXT_ITEM = re.compile(r"(?:^|\n)[ \t>#*]{0,6}\d{1,4}[.)][ \t]+(?=[^\n]{8,300}[?:_][ \t*]*\n(?:[ \t]*\n)?"
+                        r"[ \t]*\(?[Aa][.)][ \t]*(?P<first>[^\n]{0,200})\n[ \t]*\(?[Bb][.)])")
+
+
+def _next_numbered_items(body: str, options: Mapping[str, str] | None) -> list[re.Match[str]]:
+    if "\n" not in body or not re.search(r"\n[ \t]*\(?[Aa][.)]", body):
+        return []
+    own = _key((options or {}).get("a", ""))
+    return [m for m in _last(_NEXT_ITEM.finditer(body)) if not own or _key(m.group("first")) != own][:1]
+
+
+def _before_alphabet_run(body: str, valid: set[str]) -> str:
+    """The reply up to a run through the alphabet past the options (``["A"] ["B"] ... ["Z"]``, "A\nB\n...G",
+    ``["a", ..., "j"]``): a model counting, not choosing, and what follows is no answer either."""
+    match = _alphabet_run(len(valid) + 2).search(body)
+    if match is None:
+        return body
+    line_start = body.rfind("\n", 0, match.start()) + 1
+    return body[:line_start] if re.fullmatch(r"[\s\[\"']*", body[line_start:match.start()]) else body[:match.start()]
+
+
+@functools.lru_cache(maxsize=16)
+def _alphabet_run(length: int) -> re.Pattern[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"[:max(3, min(length, 26))]
+    gap = r"[\s\[\]\"',]{1,8}"
+    return re.compile(gap.join(f"(?<![A-Za-z0-9])[{c}{c.upper()}](?![A-Za-z0-9])" for c in letters))
 
 
 def _read(body: str, valid: set[str], options: Mapping[str, str] | None,
