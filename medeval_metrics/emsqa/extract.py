@@ -508,7 +508,7 @@ def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) ->
         if own and rest_key.startswith(own):
             # drop the option's own text, so a verdict is read from what follows it ("B. aspirin - correct")
             words = len(own.split())
-            tail = re.match(r"[^0-9A-Za-z]*(?:[0-9A-Za-z]+[^0-9A-Za-z]+){%d}" % words, rest + " ")
+            tail = re.match(rf"[^0-9A-Za-z]*(?:[0-9A-Za-z]+[^0-9A-Za-z]+){{{words}}}", rest + " ")
             found.append((letter, "\x00" + (rest[tail.end():] if tail else "")))
         else:
             found.append((letter, rest))
@@ -905,7 +905,13 @@ class ExtractAnswerFilter:
         pass
 
     def apply(self, resps: Iterable[Sequence[str]], docs: Iterable[dict[str, Any]]) -> list[list[list[str] | None]]:
-        return [
+        resps, docs = list(resps), list(docs)
+        answers = [
             [extract_answer(r, doc["letters"], doc.get("options"), doc.get("question")) for r in responses]
             for responses, doc in zip(resps, docs)
         ]
+        if any(isinstance(doc, dict) and doc.get("extraction_model") for doc in docs):
+            from medeval_metrics.emsqa import fallback  # opt-in: outputs the rules cannot read go to a model
+
+            answers = fallback.fill_in(answers, resps, docs)
+        return answers

@@ -30,8 +30,20 @@ DATA = Path(__file__).parent / "data"
 FRESH = DATA / "emsqa_fresh_outputs.jsonl"
 SMOLLM2 = DATA / "smollm2_outputs.jsonl"
 # The issue's classes, each with outputs in the fresh corpus.
-ISSUE_CLASSES = {"restated-all", "restated-first", "letter-text-conflict", "alphabet", "choose-verb", "json-text",
-                 "later-list", "run-on", "quotes-fullwidth", "verdicts", "zh-es", "texts-prose"}
+ISSUE_CLASSES = {
+    "restated-all",
+    "restated-first",
+    "letter-text-conflict",
+    "alphabet",
+    "choose-verb",
+    "json-text",
+    "later-list",
+    "run-on",
+    "quotes-fullwidth",
+    "verdicts",
+    "zh-es",
+    "texts-prose",
+}
 
 
 def load(path: Path) -> list[dict]:
@@ -68,8 +80,10 @@ def report(cases: list[dict]) -> dict[str, object]:
 def summary(name: str, cases: list[dict]) -> str:
     result = report(cases)
     share = result["read"] / max(1, result["total"])
-    return (f"EMSQA {name}: {result['read']}/{result['total']} read as a careful grader reads them ({share:.1%}); "
-            f"silent changes of answer {len(result['silent'])}, read as no answer {len(result['unread'])}")
+    return (
+        f"EMSQA {name}: {result['read']}/{result['total']} read as a careful grader reads them ({share:.1%}); "
+        f"silent changes of answer {len(result['silent'])}, read as no answer {len(result['unread'])}"
+    )
 
 
 FRESH_CASES = load(FRESH)
@@ -101,6 +115,7 @@ def test_no_output_is_read_as_a_different_answer():
 
 
 def test_no_restated_option_list_is_read_as_an_answer():
-    restated = [case for case in ALL_CASES if case["style"] in ("restated-all", "restated-first")]
+    # the restatements that single out nothing (a pick written after the list is read: fresh-023)
+    restated = [c for c in ALL_CASES if c["style"] in ("restated-all", "restated-first") and c["expected"] is None]
     assert restated
     assert [case["id"] for case in restated if read(case) is not None] == []
