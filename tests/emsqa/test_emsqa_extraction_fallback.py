@@ -136,3 +136,40 @@ def test_the_loader_checks_the_config_and_hands_it_to_the_filter(tmp_path, monke
         bad = json.loads(cfg)
         bad["judges"][0]["backend"] = "no-such-backend"
         load_private(emsqa_private_path=str(items), emsqa_extraction_model=json.dumps(bad))
+
+
+@pytest.mark.e2e
+def test_through_lm_eval_only_unread_outputs_are_read_by_the_model_and_counted(tmp_path):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    synthetic = Path(__file__).resolve().parents[1] / "fixtures" / "emsqa_synthetic.json"
+    items = json.loads(synthetic.read_text(encoding="utf-8"))
+    gold = [[item["answer"]] if isinstance(item["answer"], str) else sorted(item["answer"]) for item in items]
+    # even items answered in the requested format; odd items in prose the rules cannot read, which the
+    # extraction model reads as the gold answer for items 1 and 3 and as no answer for the rest
+    outputs, replies = {}, {}
+    for index, (item, answer) in enumerate(zip(items, gold)):
+        if index % 2 == 0:
+            outputs[item["question"]] = json.dumps(answer)
+        else:
+            outputs[item["question"]] = f"Hard to say for item {index}; several look right to me."
+            replies[f"item {index};"] = json.dumps({"letters": answer if index in (1, 3) else []})
+    manager = TaskManager(
+        include_defaults=False,
+        include_path=tasks_path(),
+        metadata={"emsqa_private_path": str(synthetic), fallback.METADATA_KEY: config(tmp_path, replies)},
+    )
+    model = ScriptedLM({"key": "question", "generate": outputs})
+    results = lm_eval.simple_evaluate(model=model, tasks=["emsqa_private"], task_manager=manager, log_samples=True)
+    metrics = results["results"]["emsqa_private"]
+    n = len(items)
+    assert metrics["extracted_by_model,extract_answer"] == pytest.approx(2 / n)
+    assert metrics["acc,extract_answer"] == pytest.approx((n // 2 + 2) / n)
+    assert metrics["unparseable,extract_answer"] == pytest.approx((n // 2 - 2) / n)
+    assert requests_made(tmp_path) == n // 2  # only the unread half was asked
+    samples = results["samples"]["emsqa_private"]
+    assert sum(s["extracted_by_model"] for s in samples) == 2  # the logged samples carry the same count
