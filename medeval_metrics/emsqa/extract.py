@@ -23,6 +23,15 @@ The rules, in order of precedence (``tasks/emsqa/README.md`` states them for use
    made only of such letters as ``invalid_letter``.
 5. Prose that commits to no option is ``None`` (unparseable); the extractor never guesses.
 
+Throughout (version 4, issue 20's real small-model outputs): a list or phrase counts only where it is
+framed as the answer, so a restatement of the options (all, or the first ones in prompt order each with
+its own text) is no answer, and a later JSON list framed as an example or a rejection does not override
+the answer; an option's text counts wherever its letter does (exact after normalisation), a letter
+written with another option's text is no answer, several texts named as the answer give all of them; a
+run through the alphabet or a base model's next numbered item ends the answer; curly quotes, full-width
+forms and the common Chinese and Spanish answer phrases are folded to what the rules read. Outputs that
+stay unreadable may go to the opt-in model fallback (``emsqa.fallback``).
+
 Every pattern is linear-time (bounded repeats, no nested quantifiers over the same characters):
 the hardening tests run 1 MB adversarial outputs through it.
 """
