@@ -173,3 +173,32 @@ def test_through_lm_eval_only_unread_outputs_are_read_by_the_model_and_counted(t
     assert requests_made(tmp_path) == n // 2  # only the unread half was asked
     samples = results["samples"]["emsqa_private"]
     assert sum(s["extracted_by_model"] for s in samples) == 2  # the logged samples carry the same count
+
+
+@pytest.mark.e2e
+def test_smollm2_as_the_extraction_model(request, tmp_path):
+    """SmolLM2-135M-Instruct (``medeval make-real-model``) on the hf backend, on CPU, reads outputs the rules
+    cannot: the run completes on CPU, every reading is one the item allows (its own letters, or none), and a
+    rerun is answered from the cache."""
+    try:
+        model_dir = request.getfixturevalue("real_model")
+    except pytest.FixtureLookupError:
+        pytest.skip("the real_model fixture (medeval make-real-model, issue 20) is not in this checkout")
+    # two outputs, one round (max_reasks 0): about a minute of CPU; on two busy cores, several
+    outputs = ["I'd go with the second one.", "Probably the last of them, though I am torn."]
+    judge = {
+        "name": "smollm2",
+        "backend": "hf",
+        "model": str(model_dir),
+        "max_tokens": 24,
+        "model_args": {"device": "cpu", "dtype": "float32"},
+    }
+    cfg = json.dumps({"judges": [judge], "cache": str(tmp_path / "cache.sqlite"), "max_reasks": 0})
+    docs = [doc(cfg) for _ in outputs]
+    answers = ExtractAnswerFilter().apply([[o] for o in outputs], docs)
+    for (answer,) in answers:
+        assert answer is None or (isinstance(answer, ModelRead) and set(answer) <= set("abcd"))
+    metrics = [process_results(d, a) for d, a in zip(docs, answers)]
+    assert [m["extracted_by_model"] for m in metrics] == [float(a[0] is not None) for a in answers]
+    # a rerun is answered from the cache: the same readings
+    assert ExtractAnswerFilter().apply([[o] for o in outputs], docs) == answers
