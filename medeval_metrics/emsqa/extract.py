@@ -483,9 +483,14 @@ def _structured(body: str, valid: set[str] | None = None, keys: Mapping[str, str
     return bare
 
 
+_APOSTROPHE = re.compile(r"['’`]")
+_NOT_WORD = re.compile(r"[^0-9a-z]+")
+
+
+@functools.lru_cache(maxsize=4096)  # option texts are keyed again for every line and list that might restate them
 def _key(text: str) -> str:
     """An option text for comparison: lowercase words and digits only ("Pharmacokinetics." -> "pharmacokinetics")."""
-    return " ".join(re.sub(r"[^0-9a-z]+", " ", re.sub(r"['’`]", "", text.lower())).split())
+    return " ".join(_NOT_WORD.sub(" ", _APOSTROPHE.sub("", text.lower())).split())
 
 
 def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) -> list[tuple[int, str, str] | None]:
