@@ -127,6 +127,8 @@ _WEAK_VERB = re.compile(r"(?i)would|could|might|should")
 _BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
 _OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])(?:\)|\.|:|\*\*[.):]?|[ \t]+[-–—](?=[ \t]))"
                           r"(?:\*\*)?(?:[ \t]|$)")
+_LABEL_BEFORE_OPTION = re.compile(r"(?i)[ \t*#>]{0,6}(?:(?:the|my|final|correct)[ \t]+){0,2}answers?(?:[ \t]+(?:is|are))?"
+                                  r"[ \t*]*:[ \t*]*")
 _NUMBERED_LINE = re.compile(r"^[ \t>]{0,6}(?:\*\*)?([1-8])[.)](?:\*\*)?[ \t]+")
 # The line before a partial option list that makes it the answer: "The correct answers are:", "Answer:"
 _FRAMES_A_LIST = re.compile(r"(?i)(?:answers?|correct|choose|choice|pick|select\w*)\b[^\n]{0,40}:[ \t*]*$")
@@ -501,6 +503,13 @@ def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) ->
     found: list[tuple[int, str, str] | None] = []
     for line in lines:
         match = _OPTION_LINE.match(line)
+        if match is None and ":" in line[:40]:
+            # "Answer: A. narrow airways" opening a list that goes on "B. rounded cheeks": the label is
+            # part of the restatement (the prompt ends in "Answer:"), so the line is option a's
+            label = _LABEL_BEFORE_OPTION.match(line)
+            match = _OPTION_LINE.match(line[label.end():]) if label else None
+            if match:
+                line = line[label.end():]
         letter, rest = None, ""
         if match:
             letter, rest = match.group(1).lower(), line[match.end():]

@@ -171,6 +171,11 @@ DRUGS = ["ibuprofen", "aspirin", "acetaminophen", "morphine"]
         ("1. narrow airways\n2. rounded cheeks\n3. smaller head\n4. flat nose and face", MASK, None),
         ("narrow airways\nrounded cheeks\nsmaller head\nflat nose and face", MASK, None),
         ("A. narrow airways B. rounded cheeks C. smaller head D. flat nose and face", MASK, None),
+        # ... also where the first option line carries an answer label (the prompt ends in "Answer:")
+        ("Answer: A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face", MASK, None),
+        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nAnswer: A. narrow airways\n"
+         "B. rounded cheeks", MASK, None),
+        ("Answer: A. narrow airways\nC. smaller head", MASK, ["a", "c"]),
         # ... while a partial list framed as the answer, a list not from the first option, or a pick after it is read
         ("The correct answers are:\nA. narrow airways\nB. rounded cheeks", MASK, ["a", "b"]),
         ("B. rounded cheeks\nD. flat nose and face", MASK, ["b", "d"]),
