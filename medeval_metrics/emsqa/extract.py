@@ -74,7 +74,8 @@ _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers a
     r"|seems[ \t]+to[ \t]+be|appears[ \t]+to[ \t]+be|is[ \t]+clearly|is[ \t]+therefore|therefore[ \t]+is"
     r"|here[ \t]+is|then[ \t]+is)[ \t:*]{0,4}"
     r"|\b(?:i(?:'d|’d|[ \t]+would|[ \t]+will|'ll|’ll)?|we(?:'d|[ \t]+would)?"
-    r"|you(?:'d|[ \t]+should|[ \t]+must|[ \t]+would|[ \t]+need[ \t]+to|[ \t]+want[ \t]+to))[ \t]+(?:choose|pick|select|go[ \t]+with|go[ \t]+for"
+    r"|you(?:'d|[ \t]+should|[ \t]+must|[ \t]+would|[ \t]+need[ \t]+to|[ \t]+want[ \t]+to))"
+    r"[ \t]+(?:choose|pick|select|go[ \t]+with|go[ \t]+for"
     r"|say|answer|opt[ \t]+for|mark|circle)[ \t:*]{0,4}"
     r"|\b(?:which|this|that)[ \t]+(?:is|corresponds[ \t]+to|matches)[ \t]+(?=(?:option|choice|answer)[ \t]+[\"'“*(]{0,3}[A-H]\b)"
     r"|\b(?:it(?:'s|’s|[ \t]+is|[ \t]+has[ \t]+to[ \t]+be|[ \t]+must[ \t]+be)|that(?:'s|[ \t]+is)|so)[ \t]+(?=[\"'“*(]{0,3}[A-H]\b)"
@@ -85,7 +86,8 @@ _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers a
 # "C is the correct answer", "Options B and C are both correct"
 _LETTER_FIRST = re.compile(
     r"(?i)(?:is|are)[ \t]+(?:both[ \t]+|all[ \t]+|also[ \t]+|each[ \t]+)?(?:the[ \t]+)?(?:most[ \t]+|only[ \t]+)?"
-    r"(?:correct|right|best|true|accurate|appropriate|valid|(?<=the[ \t])better|(?<=the[ \t])one[ \t]+to[ \t]+(?:choose|pick|select))\b(?![ \t]+(?:if|only|when|unless)\b)"
+    r"(?:correct|right|best|true|accurate|appropriate|valid|(?<=the[ \t])better"
+    r"|(?<=the[ \t])one[ \t]+to[ \t]+(?:choose|pick|select))\b(?![ \t]+(?:if|only|when|unless)\b)"
 )
 _NEGATION_BEFORE = re.compile(
     r"(?i)\b(?:not|n't|never|neither|nor|none|incorrect|wrong|false|eliminat\w*|rule[sd]?[ \t]+out|ruled[ \t]+out"
@@ -125,15 +127,18 @@ _HYPOTHETICAL = re.compile(r"(?i)\b(?:if|instead|otherwise|were|unless|had)\b")
 _FORCED_CHOICE = re.compile(r"(?i)\bif[ \t]+(?:i|we)[ \t]+(?:had|have|must|were)[ \t]+to[ \t]+\w+|\bif[ \t]+forced\b")
 _WEAK_VERB = re.compile(r"(?i)would|could|might|should")
 _BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
-_OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])(?:\)|\.|:|\*\*[.):]?|[ \t]+[-–—](?=[ \t]))"
+_OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])"
+                          r"(?:\)|\.|:|\*\*[.):]?|[ \t]+[-–—](?=[ \t]))"
                           r"(?:\*\*)?(?:[ \t]|$)")
-_LABEL_BEFORE_OPTION = re.compile(r"(?i)[ \t*#>]{0,6}(?:(?:the|my|final|correct)[ \t]+){0,2}answers?(?:[ \t]+(?:is|are))?"
+_LABEL_BEFORE_OPTION = re.compile(r"(?i)[ \t*#>]{0,6}(?:(?:the|my|final|correct)[ \t]+){0,2}"
+                                  r"answers?(?:[ \t]+(?:is|are))?"
                                   r"[ \t*]*:[ \t*]*")
 _NUMBERED_LINE = re.compile(r"^[ \t>]{0,6}(?:\*\*)?([1-8])[.)](?:\*\*)?[ \t]+")
 # The line before a partial option list that makes it the answer: "The correct answers are:", "Answer:"
 _FRAMES_A_LIST = re.compile(r"(?i)(?:answers?|correct|choose|choice|pick|select\w*)\b[^\n]{0,40}:[ \t*]*$")
 _POSITIVE_VERDICTS = ("correct", "true", "right", "yes", "✓", "✔", "✅")
-_VERDICT = re.compile(r"(?i)(?<![a-z])(?:(in|not[ \t]+|un)?correct|true|false|wrong|right|yes|no|✓|✔|✅|✗|✘|❌)(?![a-z])")
+_VERDICT = re.compile(r"(?i)(?<![a-z])(?:(in|not[ \t]+|un)?correct|true|false|wrong|right|yes|no"
+                      r"|✓|✔|✅|✗|✘|❌)(?![a-z])")
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 # a word after a lowercase letter makes it an article ("a fracture"), unless it joins the next letter ("a, b and c")
 _WORD_AFTER_LOWER = re.compile(r"[ \t]+(?!(?:and|or|nor)[ \t]+\(?[a-h](?![A-Za-z0-9'’-]))[a-z]")
@@ -406,7 +411,8 @@ _LIST_AS_EXAMPLE = re.compile(r"(?i)\b(?:e\.g|i\.e|for[ \t]+(?:example|instance)
                               r"|example|template|would[ \t]+(?:write|be[ \t]+written|look)|if)\b")
 _LIST_REJECTED_AFTER = re.compile(r"(?i)[ \t*]*(?:is|are|would[ \t]+be|seems?|seem)?[ \t]*(?:also[ \t]+)?"
                                   r"(?:not\b|n't|incorrect|wrong|false|ruled|eliminated|excluded)")
-_REJECTING_LABEL = re.compile(r"(?i)\b(?:incorrect|wrong|false|eliminated|excluded|ruled[ \t]+out|not)\b[^:\n]{0,30}:[ \t*]*$")
+_REJECTING_LABEL = re.compile(r"(?i)\b(?:incorrect|wrong|false|eliminated|excluded|ruled[ \t]+out|not)\b"
+                              r"[^:\n]{0,30}:[ \t*]*$")
 _QUOTED_TEXT_LIST = re.compile(r"\[[ \t]*(?:\"[^\"\n\[\]]{1,200}\"|'[^'\n\[\]]{1,200}')"
                                r"(?:[ \t]*,[ \t]*(?:\"[^\"\n\[\]]{1,200}\"|'[^'\n\[\]]{1,200}')){0,15}[ \t]*,?[ \t]*\]")
 
