@@ -130,9 +130,9 @@ _BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
 _OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])"
                           r"(?:\)|\.|:|\*\*[.):]?|[ \t]+[-–—](?=[ \t]))"
                           r"(?:\*\*)?(?:[ \t]|$)")
-_LABEL_BEFORE_OPTION = re.compile(r"(?i)[ \t*#>]{0,6}(?:(?:the|my|final|correct)[ \t]+){0,2}"
-                                  r"answers?(?:[ \t]+(?:is|are))?"
-                                  r"[ \t*]*:[ \t*]*")
+_LABEL_BEFORE_OPTION = re.compile(r"(?i)[ \t*#>]{0,6}(?:(?:the|my|final|correct|right|best)[ \t]+){0,2}"
+                                  r"answers?(?:[ \t]+(?P<verb>is|are))?(?P<colon>[ \t*]*:)?[ \t*]*")
+_MAY_BE_LABELLED = re.compile(r"(?i)[ \t*#>]{0,6}(?:\w+[ \t]+){0,2}answer")
 _NUMBERED_LINE = re.compile(r"^[ \t>]{0,6}(?:\*\*)?([1-8])[.)](?:\*\*)?[ \t]+")
 # The line before a partial option list that makes it the answer: "The correct answers are:", "Answer:"
 _FRAMES_A_LIST = re.compile(r"(?i)(?:answers?|correct|choose|choice|pick|select\w*)\b[^\n]{0,40}:[ \t*]*$")
@@ -501,21 +501,28 @@ def _key(text: str) -> str:
     return " ".join(_NOT_WORD.sub(" ", _APOSTROPHE.sub("", text.lower())).split())
 
 
-def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) -> list[tuple[int, str, str] | None]:
+def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) -> list[tuple[str, str, str] | None]:
     """Per line: (letter, what follows the option's own text) where the line is an option line ("B. aspirin",
     "B – True", "2. aspirin" numbering the options, "aspirin" alone), else None. The text after the label is
     kept whole when it does not restate the option ("B. flat nose and face" on another option's text)."""
     order = sorted(valid)
-    found: list[tuple[int, str, str] | None] = []
+    by_text = {text: letter for letter, text in reversed(list(keys.items())) if text}
+    found: list[tuple[str, str, str] | None] = []
     for line in lines:
         match = _OPTION_LINE.match(line)
-        if match is None and ":" in line[:40]:
+        labelled = ""
+        if match is None and _MAY_BE_LABELLED.match(line):
             # "Answer: A. narrow airways" opening a list that goes on "B. rounded cheeks": the label is
-            # part of the restatement (the prompt ends in "Answer:"), so the line is option a's
+            # part of the restatement (the prompt ends in "Answer:"), so the line is option a's.
+            # "The correct answer is A. ..." over the other options too, but only where they are all there.
             label = _LABEL_BEFORE_OPTION.match(line)
-            match = _OPTION_LINE.match(line[label.end():]) if label else None
-            if match:
+            if label and (label.group("colon") or label.group("verb")):
+                match = _OPTION_LINE.match(line[label.end():])
+            if match and match.group(1).lower() == order[0]:  # only the first option opens such a list
+                labelled = "colon" if label.group("colon") else "phrase"
                 line = line[label.end():]
+            else:
+                match = None
         letter, rest = None, ""
         if match:
             letter, rest = match.group(1).lower(), line[match.end():]
@@ -526,8 +533,7 @@ def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) ->
                 if keys.get(candidate) and _key(line[numbered.end():]).startswith(keys[candidate]):
                     letter, rest = candidate, line[numbered.end():]
             elif line.strip():
-                bare = _key(line)
-                letter = next((x for x in order if keys.get(x) and keys[x] == bare), None)
+                letter = by_text.get(_key(line))
                 rest = line.strip() if letter else ""
         if letter is None:
             found.append(None)
@@ -538,9 +544,11 @@ def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) ->
             # drop the option's own text, so a verdict is read from what follows it ("B. aspirin - correct")
             words = len(own.split())
             tail = re.match(rf"[^0-9A-Za-z]*(?:[0-9A-Za-z]+[^0-9A-Za-z]+){{{words}}}", rest + " ")
-            found.append((letter, "\x00" + (rest[tail.end():] if tail else "")))
+            found.append((letter, "\x00" + (rest[tail.end():] if tail else ""), labelled))
+        elif labelled:  # "Answer: A." after a list is that answer, not a restatement's first line
+            found.append(None)
         else:
-            found.append((letter, rest))
+            found.append((letter, rest, labelled))
     return found
 
 
@@ -574,9 +582,9 @@ def _mask_option_lists(body: str, valid: set[str],
     runs: list[list[int]] = []
     current: list[int] = []
     for number, entry in enumerate(parsed):
-        if entry is not None and not (current and entry[0] == parsed[current[-1]][0]):
+        if entry is not None and not (current and (entry[0] == parsed[current[-1]][0] or entry[2])):
             current.append(number)
-        elif entry is not None:  # the same letter again starts a new list
+        elif entry is not None:  # the same letter again, or an answer label, starts a new list
             runs.append(current)
             current = [number]
         elif lines[number].strip() and current:
@@ -598,7 +606,7 @@ def _mask_option_lists(body: str, valid: set[str],
             if len(verdicts) == len(run):
                 positive = sorted({letter for letter, word in verdicts if word in _POSITIVE_VERDICTS})
                 marked = positive or marked
-        elif len(run) >= 2 and restating and letters == order[:len(letters)]:
+        elif len(run) >= 2 and restating and letters == order[:len(letters)] and parsed[run[0]][2] != "phrase":
             before = next((lines[n] for n in range(run[0] - 1, -1, -1) if lines[n].strip()), "")
             if not _FRAMES_A_LIST.search(before):
                 for number in run:

@@ -176,10 +176,15 @@ DRUGS = ["ibuprofen", "aspirin", "acetaminophen", "morphine"]
         ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nAnswer: A. narrow airways\n"
          "B. rounded cheeks", MASK, None),
         ("Answer: A. narrow airways\nC. smaller head", MASK, ["a", "c"]),
+        ("The correct answer is A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face",
+         MASK, None),
+        ("The correct answers are A. narrow airways\nB. rounded cheeks", MASK, ["a", "b"]),
+        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\nAnswer: A.", MASK, ["a"]),
         # ... while a partial list framed as the answer, a list not from the first option, or a pick after it is read
         ("The correct answers are:\nA. narrow airways\nB. rounded cheeks", MASK, ["a", "b"]),
         ("B. rounded cheeks\nD. flat nose and face", MASK, ["b", "d"]),
-        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nThe answer is D.", MASK, ["d"]),
+        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nThe answer is D.",
+         MASK, ["d"]),
         ("1. Consider the options:\nA. narrow airways\nB. rounded cheeks\n2. A child's face is flat.\nThe answer is D.",
          MASK, ["d"]),
         # A letter with another option's text is a conflict; with its own text, or a sentence about another, it is read
