@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -46,14 +47,32 @@ ISSUE_CLASSES = {
 }
 
 
+def _expected(label: object) -> list[str] | None:
+    """A hand label as the letters a grader takes: a list of letters, or no answer (null, "no answer")."""
+    if isinstance(label, list):
+        return sorted(str(letter).lower() for letter in label)
+    if isinstance(label, str) and re.fullmatch(r"[a-hA-H](?:[ ,]+[a-hA-H])*", label.strip()):
+        return sorted(re.findall(r"[a-h]", label.lower()))
+    return None
+
+
 def load(path: Path) -> list[dict]:
+    """Rows of either corpus shape: ours (``expected``, ``reason``, ``style``) or the recorded one
+    (``label``, ``label_reason``, ``variant`` and ``chat_template``); a recorded row not yet labelled is left out."""
     cases = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            case = json.loads(line)
-            record = {"question": case["question"], "choices": case["choices"], "answer": "a"}
-            case["doc"] = normalise_record(record, number, path)
-            cases.append(case)
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        if "expected" not in case:
+            if "label" not in case:
+                continue
+            case["expected"] = _expected(case["label"])
+            case["reason"] = case.get("label_reason") or str(case["label"])
+            case["style"] = f"{case.get('variant')}-{'chat' if case.get('chat_template') else 'plain'}"
+        record = {"question": case["question"], "choices": case["choices"], "answer": "a"}
+        case["doc"] = normalise_record(record, number, path)
+        cases.append(case)
     return cases
 
 
