@@ -280,7 +280,16 @@ class _Span:
         # is not part of the scale" and "B: insulin would worsen it" start new sentences about that option
         stop = re.search(r"[.!?;](?:[ \t]|$)|\n", rest)
         said = _key(rest[:stop.start()] if stop else rest)
-        return any(other != letter and said == _key(text) for other, text in self.options.items())
+        if any(other != letter and said == _key(text) for other, text in self.options.items()):
+            return True
+        # or a text that is no option's but more like another's than its own: "A. full-thickness burns
+        # covering 15% to 30% of bsa" where A is full-thickness 5% to 15% and C partial-thickness 15% to 30%
+        words = set(said.split())
+        if not words:
+            return False
+        likeness = {other: _likeness(words, _key(text)) for other, text in self.options.items()}
+        best = max((score for other, score in likeness.items() if other != letter), default=0.0)
+        return best >= 0.5 and best > likeness.get(letter, 0.0)
 
     def _skip_option_text(self, chunk: str, at: int, letter: str) -> int:
         at = re.compile(r"[*_\"”’'`\]]*").match(chunk, at).end()
@@ -354,6 +363,12 @@ def _texts_named(sentence: str, options: Mapping[str, str]) -> list[str] | None:
     return None
 
 
+def _likeness(words: set[str], text: str) -> float:
+    """Shared words over all words (Jaccard) between what was said and an option's text."""
+    theirs = set(text.split())
+    return len(words & theirs) / len(words | theirs) if theirs else 0.0
+
+
 def _starts_with_words(text: str, words: str) -> bool:
     return bool(words) and (text == words or text.startswith(words + " "))
 
@@ -397,8 +412,11 @@ def _resolve(element: str, keys: Mapping[str, str]) -> str | None:
         letter, said = labelled.group(1).lower(), _key(labelled.group(2))
         if keys.get(letter) and said.startswith(keys[letter]):
             return letter
-        if any(other != letter and said == text for other, text in keys.items()):
-            raise _NoAnswer
+        words = set(said.split())
+        likeness = {other: _likeness(words, text) for other, text in keys.items()}
+        best = max((score for other, score in likeness.items() if other != letter), default=0.0)
+        if best == 1.0 or (best >= 0.5 and best > likeness.get(letter, 0.0)):
+            raise _NoAnswer  # another option's text, or one more like another's than its own
         return letter if letter in keys else None
     said = re.sub(r"^(?:(?:the|an?|option|choice)[ \t]+)+", "", _key(element))
     hits = [letter for letter, text in keys.items() if text and said == text]

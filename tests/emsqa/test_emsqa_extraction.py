@@ -160,6 +160,9 @@ def test_a_two_option_reply_that_only_begins_with_an_options_word(output, option
 
 MASK = ["narrow airways", "rounded cheeks", "smaller head", "flat nose and face"]
 DRUGS = ["ibuprofen", "aspirin", "acetaminophen", "morphine"]
+BURNS = ["full-thickness burns involving 5% to 15% of body surface area (bsa)",
+         "full-thickness burns involving 2% to 10% of bsa (excluding hands, feet, face, genitalia, and upper airway)",
+         "partial-thickness burns covering 15% to 30% of bsa", "superficial burns covering more than 50% of bsa"]
 
 
 @pytest.mark.parametrize(
@@ -191,6 +194,10 @@ DRUGS = ["ibuprofen", "aspirin", "acetaminophen", "morphine"]
         ("C. aspirin", DRUGS, None),
         ('["a. aspirin"]', DRUGS, None),
         ("B. aspirin", DRUGS, ["b"]),
+        # ... and so is one whose text is no option's but more like another's (SmolLM2, zero_shot-chat-000)
+        ("A. full-thickness burns covering 15% to 30% of bsa", BURNS, None),
+        ('["a. full-thickness burns covering 15% to 30% of bsa"]', BURNS, None),
+        ("A. full-thickness burns, 5 to 15% of bsa", BURNS, ["a"]),
         ("The answer is B. Morphine (D) is not first line.", DRUGS, ["b"]),
         # An option's text counts where a letter does, exact after normalisation; a fragment of several does not
         ('["Aspirin."]', DRUGS, ["b"]),
