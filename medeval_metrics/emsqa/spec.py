@@ -14,7 +14,7 @@ PUBLIC_SAMPLES = 3721  # test_open.json
 GENERATED = ("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model")
 # 4: restated option lists are no answer, option texts read where letters are, run-ons end the answer, quotes,
 # full-width, Chinese and Spanish folded, extracted_by_model; 3: negation scope, "not A but C", closing letters
-# (tasks/emsqa/README.md, Versions); 2: answer reading by stated precedence, non-option letters are wrong picks
+# (tasks/emsqa/README.md, Changelog); 2: answer reading by stated precedence, non-option letters are wrong picks
 GENERATED_VERSION = 4
 RETRIEVAL_VERSION = 3  # 3: answer extraction as in GENERATED_VERSION 4; 2: as in GENERATED_VERSION 3
 RETRIEVAL = (*GENERATED, "retrieved_own_area", "retrieved_documents", "prompt_too_long")
