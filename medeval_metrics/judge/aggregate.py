@@ -32,7 +32,7 @@ PER_JUDGE_METRIC_FAMILIES = {SUCCESS_PREFIX: {"aggregation": "mean", "higher_is_
 
 def medarc_lenient_reward(reply: str | None, dimensions: Sequence[str], scale_max: int) -> float:
     """MedARC's reading of a reply the pack found unusable: see the module docstring."""
-    from medeval_metrics.judge.rubric import _json_objects, _strip_think
+    from medeval_metrics.judge.verdict import _json_objects, _strip_think
 
     objects = [o for o in _json_objects(_strip_think(str(reply or ""))) if isinstance(o, dict)]
     if not objects:
