@@ -215,6 +215,8 @@ TABLE = ("| Dimension | Score | Reason |\n|---|---|---|\n| Accuracy | 4 | correc
          {"accuracy": "dose right"}),
         # a fraction of the rubric's own maximum says the score
         ('{"accuracy": "4/5", "completeness": "3 / 5", "clarity": "5 out of 5"}', {}),
+        # issue 21: "N - Label" is the score N (it was refused as not an integer); a range "4-5" still is not
+        ('{"accuracy": "4 - mostly right", "completeness": 3, "clarity": 5}', {}),
         # "<Dimension> Score" keys, with reasons in "<dimension>_reason"
         ('{"Accuracy Score": 4, "Completeness Score": 3, "Clarity Score": 5, "Overall": "good but incomplete"}', {}),
         ('{"accuracy_score": 4, "accuracy_reason": "dose right", "completeness_score": 3, "clarity_score": 5}',
@@ -267,11 +269,11 @@ def test_a_wrapped_verdict_carries_its_answer_id():
         (TABLE, "no JSON object in reply (the scores are a Markdown table"),
         ("**Accuracy:** 4/5\n**Completeness:** 3/5\n**Clarity:** 5/5", "no JSON object in reply (the scores are written as text"),
         ("Accuracy = 4, completeness = 3, clarity = 5", "no JSON object in reply (the scores are written as text"),
-        ('{"accuracy": 4, // right dose\n "completeness": 3, "clarity": 5}', "no JSON object in reply (truncated or not JSON)"),
+        # issue 21: the reason says what is wrong with the JSON (it was "truncated or not JSON")
+        ('{"accuracy": 4, // right dose\n "completeness": 3, "clarity": 5}', "not valid JSON (expecting property name"),
         # another scale is not rescaled; ranges, words and N/A are not scores
         ('{"accuracy": "8/10", "completeness": "6/10", "clarity": "10/10"}', 'accuracy score is out of 10 ("8/10"), not 5: not rescaled'),
         ('{"accuracy": "4-5", "completeness": 3, "clarity": 5}', 'accuracy score is not an integer ("4-5")'),
-        ('{"accuracy": "4 - mostly right", "completeness": 3, "clarity": 5}', 'accuracy score is not an integer ("4 - mostly right")'),
         ('{"accuracy": 4, "completeness": "N/A", "clarity": 5}', 'completeness score is not an integer ("N/A")'),
         ('{"accuracy": {"reason": "right dose"}, "completeness": 3, "clarity": 5}', "accuracy score is not an integer (null)"),
         # scores by position name no dimension

@@ -25,11 +25,12 @@ import ast
 import bisect
 import functools
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
@@ -40,12 +41,16 @@ _OBJECT_START = re.compile(r"\{\s*[\"}]")
 MAX_REPLY_CHARS = 32_768
 # Objects in a judged answer or prompt are looked for in its first and last this-many characters.
 MAX_SHOWN_SCAN = 8_192
+# the id copied with the fence's own prefix ("ANSWER-24fd8e567f87", "<<<ANSWER-...>>>") is the id
+_ID_PREFIX = re.compile(r"^(?:<<<)?\s*ANSWER-|>>>$", re.IGNORECASE)
 _INTEGRAL = re.compile(r"^[+-]?\d+(?:\.0*)?$")
 _SCORE_FIELDS = ("score", "rating", "grade")
 _REASON_FIELDS = ("reason", "explanation", "rationale", "justification", "comment")
 _REASON_KEY = re.compile(r"^(.+)_(?:" + "|".join(_REASON_FIELDS) + r")$")  # "accuracy_reason"
 _REASON_BLOCKS = ("reasons", "explanations", "rationales", "rationale", "justifications", "comments", "reasoning")
 # "4/5", "4 out of 5": a score with the scale's maximum written after it
+# "4 - Good" (a number, a dash, a word: "3 - 4" is a range) or "<4>"
+_LABELLED = re.compile(r"^(?:([+-]?\d+)\s*[-\u2013\u2014]\s*[A-Za-z][^\d]{0,40}|<\s*([+-]?\d+)\s*>)$")
 _FRACTION = re.compile(r"^([+-]?\d+(?:\.0*)?)\s*(?:/|out\s+of)\s*(\d+)$", re.IGNORECASE)
 # Python-literal objects ({'accuracy': 4}, a trailing comma): a few of the last starts, each a bounded scan
 _LITERAL_START = re.compile(r"\{\s*['\"]")
@@ -308,6 +313,9 @@ def _score_of(value: Any, scale_max: int) -> tuple[int | None, str | None]:
         return None, f"is not an integer ({json.dumps(value)[:20]})"
     if isinstance(value, str) and _INTEGRAL.match(value.strip()):
         return int(float(value.strip())), None
+    labelled = _LABELLED.match(value.strip()) if isinstance(value, str) else None
+    if labelled:  # "4 - Good", "<4>" (the placeholder's brackets kept)
+        return int(labelled.group(1) or labelled.group(2)), None
     fraction = _FRACTION.match(value.strip()) if isinstance(value, str) else None
     if fraction:
         if int(fraction.group(2)) != scale_max:
@@ -349,6 +357,301 @@ def _one(pairs: list[tuple[str, Any]], repeated: Iterable[str] = ()) -> tuple[bo
 
 
 
+# --------------------------------------------------------------------------- tolerant reading
+class _Unreadable(Exception):
+    """An object the tolerant reader cannot read; ``cut_off``: the text ended inside it."""
+
+    def __init__(self, cut_off: bool = False) -> None:
+        super().__init__("cut off" if cut_off else "unreadable")
+        self.cut_off = cut_off
+
+
+_BARE_WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+_BARE_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:\s*/\s*\d+)?")  # 4, 4.0, and a bare fraction 4/5 (kept as text)
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\", '"': '"', "'": "'"}
+_STRING_END = re.compile(r"\s*(?:[,}\]:]|$)")
+_FENCE_END = re.compile(r"\s*(?:```\s*)?$")
+
+
+class _LooseReader:
+    """Reads one object the way a careful reader does where JSON's grammar was missed only in ways that
+    cannot change a score: single quotes, a quote inside a string (a quote ends a string only before
+    ``, } ] :``), unquoted keys, Python's True/False/None, a trailing comma, raw control characters, a
+    bare fraction (``4/5``), and one closing brace missing at the very end of the reply. Anything else
+    (a missing comma, a comment, two braces missing) is unreadable; so is anything past ``limit``."""
+
+    def __init__(self, text: str, start: int, limit: int = _LITERAL_CHARS) -> None:
+        self.text, self.end = text, min(len(text), start + limit)
+        self.at, self.repaired = start, False
+        self.reaches_end = self.end == len(text)
+
+    def _fail(self) -> NoReturn:
+        raise _Unreadable(cut_off=self.at >= self.end and self.reaches_end)
+
+    def _space(self) -> None:
+        while self.at < self.end and self.text[self.at] in " \t\r\n":
+            self.at += 1
+
+    def read(self) -> tuple[Any, int]:
+        value = self._value(0)
+        return value, self.at
+
+    def _value(self, depth: int) -> Any:
+        if depth > 20:
+            raise _Unreadable()
+        self._space()
+        if self.at >= self.end:
+            self._fail()
+        char = self.text[self.at]
+        if char == "{":
+            return self._object(depth)
+        if char == "[":
+            return self._array(depth)
+        if char in "'\"":
+            return self._string()
+        number = _BARE_NUMBER.match(self.text, self.at, self.end)
+        if number:
+            self.at = number.end()
+            token = number.group(0)
+            if "/" in token:
+                return re.sub(r"\s+", "", token)
+            return float(token) if "." in token else int(token)
+        word = _BARE_KEY.match(self.text, self.at, self.end)
+        if word and word.group(0) in _BARE_WORDS:
+            self.at = word.end()
+            return _BARE_WORDS[word.group(0)]
+        raise _Unreadable()
+
+    def _string(self) -> str:
+        quote, out = self.text[self.at], []
+        self.at += 1
+        while self.at < self.end:
+            char = self.text[self.at]
+            if char == "\\" and self.at + 1 < self.end:
+                nxt = self.text[self.at + 1]
+                if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", self.text[self.at + 2:self.at + 6]):
+                    out.append(chr(int(self.text[self.at + 2:self.at + 6], 16)))
+                    self.at += 6
+                    continue
+                out.append(_ESCAPES.get(nxt, "\\" + nxt))
+                self.at += 2
+                continue
+            if char == quote and _STRING_END.match(self.text, self.at + 1, self.end):
+                self.at += 1
+                return "".join(out)
+            out.append(char)
+            self.at += 1
+        self._fail()
+
+    def _key(self) -> str:
+        if self.at < self.end and self.text[self.at] in "'\"":
+            return self._string()
+        word = _BARE_KEY.match(self.text, self.at, self.end)
+        if not word:
+            self._fail()
+        self.at = word.end()
+        return word.group(0)
+
+    def _object(self, depth: int) -> _Object:
+        self.at += 1
+        pairs: list[tuple[str, Any]] = []
+        while True:
+            self._space()
+            if self.at < self.end and self.text[self.at] == "}":
+                self.at += 1
+                return _object_from_pairs(pairs)
+            key = self._key()
+            self._space()
+            if self.at >= self.end or self.text[self.at] != ":":
+                self._fail()
+            self.at += 1
+            pairs.append((key, self._value(depth + 1)))
+            self._space()
+            if self.at < self.end and self.text[self.at] == ",":
+                self.at += 1
+                continue
+            if self.at < self.end and self.text[self.at] == "}":
+                self.at += 1
+                return _object_from_pairs(pairs)
+            # the one repair of structure: the outermost object's closing brace missing at the reply's end
+            if depth == 0 and self.reaches_end and _FENCE_END.match(self.text, self.at):
+                self.repaired, self.at = True, len(self.text)
+                return _object_from_pairs(pairs)
+            self._fail()
+
+    def _array(self, depth: int) -> list[Any]:
+        self.at += 1
+        items: list[Any] = []
+        while True:
+            self._space()
+            if self.at < self.end and self.text[self.at] == "]":
+                self.at += 1
+                return items
+            items.append(self._value(depth + 1))
+            self._space()
+            if self.at < self.end and self.text[self.at] == ",":
+                self.at += 1
+                continue
+            if self.at < self.end and self.text[self.at] == "]":
+                self.at += 1
+                return items
+            self._fail()
+
+
+# --------------------------------------------------------------------------- reasoning
+_REASONING_TAG = re.compile(r"<(/?)(think|thinking|reasoning)\s*>", re.IGNORECASE)
+
+
+def split_reasoning(text: str) -> tuple[str, str | None]:
+    """The reply without its reasoning, and the opening tag left unclosed (None if none).
+
+    Reasoning is a ``<think>``, ``<thinking>`` or ``<reasoning>`` block, and everything before a closing
+    tag that was never opened (servers whose chat template writes the opening tag, as vLLM without a
+    reasoning parser does for DeepSeek-R1 and Qwen3, return only ``</think>``); an unclosed opening tag
+    makes the rest reasoning. One linear scan (a lazy regex retried from every opening is quadratic)."""
+    kept: list[str] = []
+    position, inside = 0, None
+    for tag in _REASONING_TAG.finditer(text):
+        closing, name = bool(tag.group(1)), tag.group(2).lower()
+        if inside is None:
+            if closing:  # a lone closing tag: all before it was reasoning
+                kept, position = [], tag.end()
+            else:
+                kept.append(text[position:tag.start()])
+                inside, position = name, tag.end()
+        elif closing and name == inside:
+            inside, position = None, tag.end()
+    if inside is not None:
+        return "".join(kept), f"<{inside}>"
+    kept.append(text[position:])
+    return "".join(kept), None
+
+
+# --------------------------------------------------------------------------- objects in a reply
+# JSON objects, and arrays of objects (a list of {criterion, score}); arrays of numbers are not verdicts
+_REPLY_START = re.compile(r"\{\s*[\"}]|\[\s*\{")
+_LOOSE_START = re.compile(r"\{\s*['\"A-Za-z_]")
+_LENIENT = json.JSONDecoder(strict=False)  # raw control characters inside strings are read
+
+
+def _reply_json_spans(text: str) -> list[tuple[int, Any, str]]:
+    """Every top-level JSON object (or array of objects) that decodes in ``text``: start, value
+    (repeated keys remembered), source."""
+    found, position = [], 0
+    while True:
+        match = _REPLY_START.search(text, position)
+        if match is None:
+            return found
+        start = match.start()
+        try:
+            _, end = _LENIENT.raw_decode(text, start)
+        except (ValueError, RecursionError):  # deep nesting raises RecursionError; a huge integer ValueError
+            position = start + 1
+            continue
+        source = text[start:end]
+        try:  # decoded again with the hook (only what decoded: failures stay cheap)
+            value = json.loads(source, strict=False, object_pairs_hook=_object_from_pairs)
+        except (ValueError, RecursionError):
+            position = start + 1
+            continue
+        found.append((start, value, source))
+        position = end
+
+
+@dataclass
+class _Candidate:
+    start: int
+    end: int
+    value: Any
+    source: str
+    loose: bool  # read by the tolerant reader, not as JSON
+    repaired: bool = False  # its final closing brace was missing
+    parsed: ParsedVerdict | None = None
+
+
+@dataclass(frozen=True)
+class _Failure:
+    """An opening that names a dimension and that neither JSON nor the tolerant reader could read."""
+
+    start: int
+    end: int
+    cut_off: bool
+    source: str
+
+    def reason(self) -> str:
+        if self.cut_off:
+            return "no JSON object in reply (cut off: the reply ends inside the object)"
+        try:
+            _LENIENT.decode(self.source)
+        except json.JSONDecodeError as exc:
+            return f"not valid JSON ({exc.msg[:1].lower()}{exc.msg[1:]} at line {exc.lineno} column {exc.colno})"
+        except (ValueError, RecursionError):
+            pass
+        return "not valid JSON"
+
+
+@functools.lru_cache(maxsize=64)
+def _dimension_names(dimensions: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(re.escape(dim).replace("_", "[ _]") for dim in dimensions) + r")\b",
+                      re.IGNORECASE)
+
+
+def _masked(text: str, start: int, end: int, candidates: list[_Candidate]) -> str:
+    """``text[start:end]`` with the objects in it blanked: the prose between and after them."""
+    part = list(text[start:end])
+    for c in candidates:
+        if start <= c.start and c.end <= end:
+            part[c.start - start:c.end - start] = " " * (c.end - c.start)
+    return "".join(part)
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _last_sentence(lead: str) -> str:
+    """The sentence that introduces an object: the last line with words before it, its last sentence."""
+    lines = [line for line in lead.replace("```json", "").replace("```", "").split("\n") if re.search(r"[A-Za-z]", line)]
+    if not lines:
+        return ""
+    line = re.sub(r"\be\.g\.", "e_g_", lines[-1], flags=re.IGNORECASE)
+    return re.split(r"(?<=[.!?])\s+", line.strip())[-1]
+
+
+# An object introduced by one of these, in the sentence before it, is not the judge's verdict.
+_FRAMING = re.compile(
+    r"\b(?:for (?:example|instance|comparison)|as an example|by comparison|in comparison|compared (?:to|with)|e_g_"
+    r"|hypothetical(?:ly)?|would (?:score|get|receive|earn|look like|be (?:scored|rated)|have (?:scored|got|gotten|"
+    r"received))|if (?:the|an|this|that) (?:answer|response)|if it had|had (?:the|this) (?:answer|response)"
+    r"|an? (?:perfect|ideal|model|reference-quality|better|worse) (?:answer|response))",
+    re.IGNORECASE,
+)
+# Between two verdicts these mark the later one as the judge's revision of the earlier one.
+_REVISION = re.compile(
+    r"\b(?:revis(?:ed|ion|ing|e)|correct(?:ed|ion|ing)|updated?|on (?:second|further) thoughts?|on reflection"
+    r"|actually|final (?:verdict|answer|scores?|evaluation|assessment|grades?)|let me (?:re-?consider|revise|correct"
+    r"|adjust|re-?evaluate)|re-?consider(?:ing|ed)?|re-?read(?:ing)?|re-?evaluat(?:e|ed|ing|ion)|wait\b|scratch that"
+    r"|I take (?:that|it) back|instead)",
+    re.IGNORECASE,
+)
+# In prose after the verdict, with a dimension and a number, these change one of its scores.
+_CORRECTION = re.compile(
+    r"\b(?:should (?:be|have been|get|receive|instead be)|rather than|instead of|on (?:second|further) thoughts?"
+    r"|on reflection|correction|let me (?:revise|correct|adjust|reconsider)|I (?:was|am|'m) too (?:generous|harsh"
+    r"|strict|lenient)|scratch that|revis(?:e|ed|ing) (?:the|my|it|that)|lower(?:ed)? (?:it|the|that|to)"
+    r"|rais(?:e|ed) (?:it|the|that|to)|change (?:it|the|that|my) )",
+    re.IGNORECASE,
+)
+_PROSE_SCALE = re.compile(r"\bscale\s+(?:of|from)\s+(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})\b"
+                          r"|\b(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})[- ](?:point\s+)?scale\b", re.IGNORECASE)
+_KEY_SCALE = re.compile(r"\((\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})\)")
+_RANGE = re.compile(r"(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})")
+_SCALE_FIELDS = {"scale", "rating_scale", "score_range", "scoring_scale", "score_scale", "range"}
+_SCALE_MAX_FIELDS = {"max_score", "scale_max", "out_of", "maximum_score", "max"}
+# a list of {criterion: accuracy, score: 4} objects: the field that names the dimension
+_LIST_NAME_FIELDS = ("criterion", "dimension", "name", "aspect", "metric", "category")
+
+
 @functools.lru_cache(maxsize=64)
 def verdict_reader(dimensions: tuple[str, ...], scale_min: int, scale_max: int) -> VerdictReader:
     return VerdictReader(dimensions, scale_min, scale_max)
@@ -385,6 +688,9 @@ class VerdictReader:
                 continue
             wrapped += [(f"{key}.{inner_key}", inner) for inner_key, inner in value.items()
                         if isinstance(inner, dict) and any(self._entries(inner).values())]
+        if not wrapped:  # a list of {criterion: accuracy, score: 4}: inside a wrapper
+            wrapped = [(str(key), listed) for key, value in obj.items()
+                       if (listed := self._from_list(value)) is not None]
         if not wrapped:
             return obj, None
         if len({_canonical(value) for _, value in wrapped}) > 1:
@@ -409,8 +715,23 @@ class VerdictReader:
                             return str(value)[:500]
         return ""
 
+    def _from_list(self, value: Any) -> _Object | None:
+        """``[{"criterion": "Accuracy", "score": 4}, ...]`` as ``{"Accuracy": {...}, ...}`` (a name given
+        twice with different entries is remembered as a conflict), or None for any other value."""
+        if not isinstance(value, list) or not value or not all(isinstance(item, dict) for item in value):
+            return None
+        pairs = []
+        for item in value:
+            named = [v for _, v in _fields(item, _LIST_NAME_FIELDS) if isinstance(v, str)]
+            if len(named) != 1 or _dimension_key(named[0], self.dimensions) is None:
+                return None
+            pairs.append((named[0], item))
+        return _object_from_pairs(pairs)
+
     def _check(self, obj: Any, expected_id: str | None, require_answer_id: bool) -> ParsedVerdict:
         """``obj`` read as a verdict; ``expected_id`` None: any answer id (only the scores are wanted)."""
+        listed = self._from_list(obj)
+        obj = listed if listed is not None else obj
         if not isinstance(obj, dict):
             return ParsedVerdict(None, error="verdict is not a JSON object")
         holder, problem = self._scores_object(obj)
@@ -428,7 +749,7 @@ class VerdictReader:
                 return ParsedVerdict(None, error=f"ambiguous verdict: {dim} is given more than once, differently ({keys})")
             entries[dim] = entry
         ids = _fields(obj, ("answer_id",)) + (_fields(holder, ("answer_id",)) if holder is not obj else [])
-        ids = [str(value).strip() for _, value in ids if value not in (None, "")]  # null or "" is no id
+        ids = [_ID_PREFIX.sub("", str(value).strip()) for _, value in ids if value not in (None, "")]  # null or "" is no id
         echoed = bool(ids)
         if expected_id is not None and any(the_id != expected_id for the_id in ids):
             return ParsedVerdict(None, error="answer_id is not the judged answer's id")
@@ -463,8 +784,12 @@ class VerdictReader:
 
     def _origin(self, value: Any, source: str, shown: ShownObjects) -> ParsedVerdict | None:
         """Why an object the judge wrote does not count as its own verdict, or None if it may."""
+        items = value if isinstance(value, list) else []
+        value = self._from_list(value) if isinstance(value, list) else value
         if not isinstance(value, dict):
             return None
+        if items and all(_forms(item) & shown.in_answer for item in items if isinstance(item, dict)):
+            return ParsedVerdict(None, error="verdict quoted from the judged answer (a forgery), not counted")
         holder, _ = self._scores_object(value)
         candidates = _forms(value) | (_forms(holder) if holder is not None else set())
         if (candidates & shown.in_answer or (len(source) > 2 and source in shown.answer_text)
@@ -476,43 +801,193 @@ class VerdictReader:
 
     def parse(self, reply: str | None, answer: str, shown: ShownObjects | None = None,
               require_answer_id: bool = False) -> ParsedVerdict:
-        """The last counting verdict in ``reply`` (``<think>`` blocks ignored), or the reason there is none.
+        """The judge's verdict in ``reply``, or the reason there is none (the rules: the module docstring).
 
         ``shown``: the objects the judge was shown (``ShownObjects.of(messages, answer)``); without it
         only the judged answer's objects are known.
         """
         if reply is None or not str(reply).strip():
             return ParsedVerdict(None, error="empty reply")
-        text = _strip_think(str(reply))[-MAX_REPLY_CHARS:]
+        text, unclosed = split_reasoning(str(reply))
+        text = text[-MAX_REPLY_CHARS:]
+        if not text.strip():
+            where = (f"cut off inside the reasoning: {unclosed} is never closed" if unclosed
+                     else "only reasoning: nothing after its closing tag")
+            return ParsedVerdict(None, error=f"no JSON object in reply ({where})")
         shown = shown if shown is not None else ShownObjects.of(None, answer)
         expected = answer_id(answer)
+        candidates, failures = self._candidates(text)
+        for candidate in candidates:
+            candidate.parsed = (self._origin(candidate.value, candidate.source, shown)
+                                or self._framing(text, candidate, candidates)
+                                or self._check(candidate.value, expected, require_answer_id))
+        declared = self._declared_scale(text, [c.value for c in candidates])
+        if declared:
+            return ParsedVerdict(None, error=f"scale {declared} declared (the rubric's is {self.scale_min}-"
+                                             f"{self.scale_max}): scores on another scale are not read")
+        strict = [c for c in candidates if not c.loose]
+        counting = [c for c in strict if c.parsed.ok] or [c for c in candidates if c.parsed.ok]
+        if counting:
+            return self._one_verdict(text, counting, candidates, failures)
+        return ParsedVerdict(None, error=self._why_none(text, candidates, failures))
 
-        def read(spans: list[tuple[int, Any, str]]) -> list[tuple[int, ParsedVerdict]]:
-            return [(start, self._origin(value, source, shown) or self._check(value, expected, require_answer_id))
-                    for start, value, source in spans]
+    # ------------------------------------------------------------------ finding objects
+    def _candidates(self, text: str) -> tuple[list[_Candidate], list[_Failure]]:
+        """The outermost objects in ``text`` (strict JSON, then the tolerant reader on the last
+        ``_LITERAL_STARTS`` openings JSON could not read) and the openings nothing could read that name
+        a dimension (attempted verdicts: their failure is the reason reported)."""
+        found = [_Candidate(start, start + len(source), value, source, False)
+                 for start, value, source in _reply_json_spans(text)]
+        lows, highs = [c.start for c in found], [c.end for c in found]
 
-        json_spans = _json_spans(text, with_positions=True)
-        checked = read(json_spans)
-        if not any(parsed.ok for _, parsed in checked):
-            # no JSON verdict counts: a Python-literal dict ({'accuracy': 4}, a trailing comma) may
-            literal = _literal_spans(text, _LITERAL_STARTS, json_spans)
-            checked = sorted(checked + read(literal), key=lambda pair: pair[0])
-        if not checked:
-            return ParsedVerdict(None, error=self._no_object_reason(text))
-        valid = [parsed for _, parsed in checked if parsed.ok]
-        # no counting verdict: report what was wrong with the last one offered
-        return valid[-1] if valid else checked[-1][1]
+        def inside(position: int, starts: list[int], ends: list[int]) -> bool:
+            at = bisect.bisect_right(starts, position) - 1
+            return at >= 0 and position < ends[at]
+
+        openings = [m.start() for m in _LOOSE_START.finditer(text) if not inside(m.start(), lows, highs)]
+        loose: list[_Candidate] = []
+        failures: list[_Failure] = []
+        covered = -1
+        for start in openings[-_LITERAL_STARTS:]:
+            if start < covered:
+                continue
+            reader = _LooseReader(text, start)
+            try:
+                value, end = reader.read()
+            except (_Unreadable, ValueError, RecursionError) as problem:
+                end = _balanced_end(text, start)
+                cut = isinstance(problem, _Unreadable) and problem.cut_off
+                region = text[start:end if end is not None else start + _LITERAL_CHARS]
+                if self._names.search(region):
+                    failures.append(_Failure(start, end if end is not None else len(text), cut, region))
+                    covered = end if end is not None else len(text)
+                continue
+            loose.append(_Candidate(start, end, value, text[start:end], True, reader.repaired))
+            covered = end
+        everything = sorted(found + loose, key=lambda c: c.start)
+        outermost: list[_Candidate] = []
+        for candidate in everything:  # a strict object inside a loosely read one is a part of it
+            if outermost and candidate.start < outermost[-1].end:
+                continue
+            outermost.append(candidate)
+        # objects inside an unreadable attempted verdict that name no dimension are its fragments
+        kept = [c for c in outermost
+                if not (any(f.start < c.start < f.end for f in failures) and not self._names.search(c.source))]
+        return kept, failures
+
+    # ------------------------------------------------------------------ what the judge meant
+    def _framing(self, text: str, candidate: _Candidate, candidates: list[_Candidate]) -> ParsedVerdict | None:
+        """An object introduced as an example, a comparison or a hypothetical is not the judge's verdict."""
+        before = [c.end for c in candidates if c.end <= candidate.start]
+        lead = _last_sentence(text[max(before) if before else 0:candidate.start])
+        if _FRAMING.search(lead):
+            return ParsedVerdict(None, error="verdict given as an example, a comparison or a hypothetical "
+                                             f"(\"{lead.strip()[:60]}\"), not counted")
+        return None
+
+    def _one_verdict(self, text: str, counting: list[_Candidate], candidates: list[_Candidate],
+                     failures: list[_Failure]) -> ParsedVerdict:
+        """Several counting verdicts: one marked as a revision ("Revised:", "On second thought", "Final
+        verdict:") replaces those before it; the rest must agree (counted once) or none counts."""
+        standing = [counting[0]]
+        for previous, candidate in itertools.pairwise(counting):
+            if _REVISION.search(_masked(text, previous.end, candidate.start, candidates)):
+                standing = [candidate]
+            else:
+                standing.append(candidate)
+        distinct = {_canonical(c.parsed.scores) for c in standing}
+        if len(distinct) > 1:
+            first, other = standing[0].parsed.scores, next(c.parsed.scores for c in standing
+                                                             if c.parsed.scores != standing[0].parsed.scores)
+            diff = ", ".join(f"{dim} {first[dim]} vs {other[dim]}" for dim in self.dimensions if first[dim] != other[dim])
+            return ParsedVerdict(None, error=f"two verdicts disagree ({diff}); reply with one JSON object")
+        last = standing[-1]
+        # what follows the verdict: a revision that is cut off or unusable, or a correction in prose
+        tail_start = last.end
+        marker = _REVISION.search(_masked(text, tail_start, len(text), candidates))
+        if marker:
+            after = tail_start + marker.start()
+            for failure in failures:
+                if failure.start >= after:
+                    what = "cut off" if failure.cut_off else "not valid JSON"
+                    return ParsedVerdict(None, error=f"verdict withdrawn: its revision is {what}; reply with one "
+                                                     "JSON object")
+            for candidate in candidates:
+                if (candidate.start >= after and not candidate.parsed.ok and self._names.search(candidate.source)
+                        and "not counted" not in (candidate.parsed.error or "")):
+                    return ParsedVerdict(None, error=f"verdict withdrawn: its revision is unusable "
+                                                     f"({candidate.parsed.error})")
+        correction = self._prose_correction(_masked(text, tail_start, len(text), candidates))
+        if correction:
+            return ParsedVerdict(None, error=f"verdict corrected in prose afterwards (\"{correction[:80]}\"); reply "
+                                             "with one JSON object")
+        echoed = any(c.parsed.id_echoed for c in standing)
+        return ParsedVerdict(last.parsed.scores, last.parsed.reasons, id_echoed=echoed)
+
+    def _prose_correction(self, tail: str) -> str | None:
+        """A sentence after the verdict that changes one of its scores ("completeness should be 3 rather than 4")."""
+        for sentence in _SENTENCE_BREAK.split(tail):
+            if _CORRECTION.search(sentence) and self._names.search(sentence) and re.search(r"\b\d\b", sentence):
+                return sentence.strip()
+        return None
+
+    def _declared_scale(self, text: str, values: list[Any]) -> str | None:
+        """A scale other than the rubric's that the reply declares, as "1-10" (or "max 10"), else None."""
+        ranges: list[tuple[int | None, int]] = []
+        for match in _PROSE_SCALE.finditer(text):
+            low, high = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+            ranges.append((int(low), int(high)))
+        for value in values:
+            for obj in _all_dicts(value):
+                for key, inner in obj.items():
+                    key_text = str(key)
+                    in_key = _KEY_SCALE.search(key_text)
+                    if in_key:
+                        ranges.append((int(in_key.group(1)), int(in_key.group(2))))
+                    name = key_text.strip().lower().replace(" ", "_")
+                    if name in _SCALE_FIELDS and isinstance(inner, str):
+                        written = _RANGE.search(inner)
+                        if written:
+                            ranges.append((int(written.group(1)), int(written.group(2))))
+                    elif name in _SCALE_MAX_FIELDS and isinstance(inner, int) and not isinstance(inner, bool):
+                        ranges.append((None, inner))
+        for low, high in ranges:
+            if high != self.scale_max or (low is not None and low != self.scale_min):
+                return f"{low}-{high}" if low is not None else f"with maximum {high}"
+        return None
+
+    def _why_none(self, text: str, candidates: list[_Candidate], failures: list[_Failure]) -> str:
+        """The reason a reply holds no counting verdict: the last attempt's problem, by position."""
+        attempts: list[tuple[int, str]] = [(f.start, f.reason()) for f in failures]
+        shaped = [c for c in candidates if isinstance(c.value, (dict, list)) and self._names.search(c.source)]
+        attempts += [(c.start, c.parsed.error or "unusable") for c in shaped]
+        if attempts:
+            reason = max(attempts)[1]
+            if "not counted" in reason and not any("not counted" not in r for _, r in attempts):
+                framed = [r for _, r in attempts if "example, a comparison or a hypothetical" in r]
+                if framed and len(framed) == len(attempts):
+                    return ("no verdict of the judge's own: " + framed[-1] + "; " + self._no_object_reason(text))
+            return reason
+        if candidates:  # only objects that name no dimension: {"scores": [4, 3, 5]}
+            return candidates[-1].parsed.error or "unusable"
+        return self._no_object_reason(text)
+
+    @property
+    def _names(self) -> re.Pattern[str]:
+        return _dimension_names(self.dimensions)
 
     def _no_object_reason(self, text: str) -> str:
-        """Why a reply holds no verdict, naming the format where the judge wrote scores another way."""
-        names = re.compile(r"\b(?:" + "|".join(re.escape(dim).replace("_", "[ _]") for dim in self.dimensions) + r")\b",
-                           re.IGNORECASE)
+        """Why a reply holds no object, naming the format where the judge wrote scores another way."""
+        names = self._names
         # line by line, each test linear: the reply is the judge's, of any shape
         lines = text.split("\n")
         if any(line.lstrip().startswith("|") and line.count("|") >= 2 and names.search(line)
                and re.search(r"\d", line) for line in lines):
             return "no JSON object in reply (the scores are a Markdown table, not the JSON object asked for)"
-        label = re.compile(r"[ \t*#>-]{0,8}" + names.pattern + r"[^\n]{0,20}?[:=][ \t*]{0,4}\d", re.IGNORECASE)
-        if any(label.match(line) for line in lines):
+        label = re.compile(names.pattern + r"[^\n]{0,120}?(?:[:=\u2013\u2014-]|\[RESULT\]|\bscore\b)[ \t*]{0,4}\d",
+                           re.IGNORECASE)
+        if any(label.search(line) for line in lines):
             return "no JSON object in reply (the scores are written as text, not the JSON object asked for)"
-        return "no JSON object in reply (truncated or not JSON)"
+        if "[RESULT]" in text:
+            return "no JSON object in reply (one overall [RESULT] score, not a JSON object with each dimension)"
+        return "no JSON object in reply (no verdict found)"
