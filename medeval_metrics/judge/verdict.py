@@ -598,12 +598,31 @@ def _dimension_names(dimensions: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def _masked(text: str, start: int, end: int, candidates: list[_Candidate]) -> str:
-    """``text[start:end]`` with the objects in it blanked: the prose between and after them."""
-    part = list(text[start:end])
-    for c in candidates:
-        if start <= c.start and c.end <= end:
-            part[c.start - start:c.end - start] = " " * (c.end - c.start)
-    return "".join(part)
+    """``text[start:end]`` with the objects in it blanked: the prose between and after them.
+    ``candidates`` are in order and do not overlap; only those in the range are visited."""
+    first = bisect.bisect_left([c.start for c in candidates], start) if len(candidates) < 64 else \
+        bisect.bisect_left(_Starts(candidates), start)
+    parts, position = [], start
+    for c in candidates[first:]:
+        if c.end > end:
+            break
+        parts += [text[position:c.start], " " * (c.end - c.start)]
+        position = c.end
+    parts.append(text[position:end])
+    return "".join(parts)
+
+
+class _Starts:
+    """The candidates' starts as a sequence for bisect, without building a list per call."""
+
+    def __init__(self, candidates: list[_Candidate]) -> None:
+        self.candidates = candidates
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def __getitem__(self, index: int) -> int:
+        return self.candidates[index].start
 
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -636,10 +655,10 @@ _REVISION = re.compile(
 )
 # In prose after the verdict, with a dimension and a number, these change one of its scores.
 _CORRECTION = re.compile(
-    r"\b(?:should (?:be|have been|get|receive|instead be)|rather than|instead of|on (?:second|further) thoughts?"
+    r"\b(?:should (?:be|have been|get|receive|instead be) (?:an? )?\d|on (?:second|further) thoughts?"
     r"|on reflection|correction|let me (?:revise|correct|adjust|reconsider)|I (?:was|am|'m) too (?:generous|harsh"
-    r"|strict|lenient)|scratch that|revis(?:e|ed|ing) (?:the|my|it|that)|lower(?:ed)? (?:it|the|that|to)"
-    r"|rais(?:e|ed) (?:it|the|that|to)|change (?:it|the|that|my) )",
+    r"|strict|lenient)|scratch that|revis(?:e|ed|ing) (?:the|my|it|that)|(?:lower|raise|change)[sd]? (?:it|the|that|"
+    r"my) [a-z ]{0,20}to (?:an? )?\d)",
     re.IGNORECASE,
 )
 _PROSE_SCALE = re.compile(r"\bscale\s+(?:of|from)\s+(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})\b"
@@ -817,9 +836,9 @@ class VerdictReader:
         shown = shown if shown is not None else ShownObjects.of(None, answer)
         expected = answer_id(answer)
         candidates, failures = self._candidates(text)
-        for candidate in candidates:
+        for index, candidate in enumerate(candidates):
             candidate.parsed = (self._origin(candidate.value, candidate.source, shown)
-                                or self._framing(text, candidate, candidates)
+                                or self._framing(text[candidates[index - 1].end if index else 0:candidate.start])
                                 or self._check(candidate.value, expected, require_answer_id))
         declared = self._declared_scale(text, [c.value for c in candidates])
         if declared:
@@ -876,10 +895,11 @@ class VerdictReader:
         return kept, failures
 
     # ------------------------------------------------------------------ what the judge meant
-    def _framing(self, text: str, candidate: _Candidate, candidates: list[_Candidate]) -> ParsedVerdict | None:
-        """An object introduced as an example, a comparison or a hypothetical is not the judge's verdict."""
-        before = [c.end for c in candidates if c.end <= candidate.start]
-        lead = _last_sentence(text[max(before) if before else 0:candidate.start])
+    @staticmethod
+    def _framing(before: str) -> ParsedVerdict | None:
+        """An object introduced (in the sentence ``before`` it) as an example, a comparison or a
+        hypothetical is not the judge's verdict."""
+        lead = _last_sentence(before[-400:])
         if _FRAMING.search(lead):
             return ParsedVerdict(None, error="verdict given as an example, a comparison or a hypothetical "
                                              f"(\"{lead.strip()[:60]}\"), not counted")
