@@ -237,17 +237,22 @@ def test_dead_judge_makes_medeval_run_exit_non_zero_with_one_line(tmp_path):
                                      "base_url": closed_port_url()}],
                          "cache": None, "max_retries": 0, "backoff_base": 0.01})
     env = {"MEDEVAL_JUDGES": judges, "MEDEVAL_MEDICATIONQA_PATH": str(_data_file(tmp_path))}
+    # --skip-judge-check: the judge is found dead after generation (issue 21 checks it before: see
+    # tests/core/test_judge_health.py), and the last line says how to re-judge without generating again
     args = ["run", "--tasks", "medicationqa", "--model", "medeval-scripted", "--model_args", f"table={table}",
-            "--limit", "6", "--output_path", str(out)]
+            "--limit", "6", "--output_path", str(out), "--log_samples", "--skip-judge-check"]
     run = run_cli(args, cwd=tmp_path, env=env)
     assert run.returncode == 3, run.stderr[-3000:]
     reason = [line for line in run.stderr.splitlines() if line.startswith("medeval: error:")]
-    assert reason == ["medeval: error: judge(s) scored nothing: dead (medicationqa). Fix them, or pass --allow-unscored."]
+    assert reason == ["medeval: error: judge(s) scored nothing: dead (medicationqa). Fix them, then re-judge without "
+                      f"generating again: medeval judge {out} (or pass --allow-unscored)."]
+    assert run.stderr.strip().splitlines()[-1] == reason[0]
     assert "Traceback" not in run.stderr
     assert list(out.rglob("results_*.json"))  # what the run produced is kept
     allowed = run_cli([*args, "--allow-unscored"], cwd=tmp_path, env=env)
     assert allowed.returncode == 0, allowed.stderr[-3000:]
     # without --output_path too: the exit code comes from the evaluation itself, not a results file
-    no_output = run_cli(args[: args.index("--output_path")], cwd=tmp_path, env=env)
+    no_output = run_cli([*args[: args.index("--output_path")], "--skip-judge-check"], cwd=tmp_path, env=env)
     assert no_output.returncode == 3, no_output.stderr[-3000:]
-    assert reason[0] in no_output.stderr.splitlines()
+    assert "judge(s) scored nothing: dead (medicationqa). Fix them, then run again with --output_path DIR " \
+           "--log_samples" in no_output.stderr.splitlines()[-1]

@@ -242,16 +242,54 @@ def rewrite_run_argv(argv: list[str]) -> tuple[list[str], bool]:
     return [*rest, "--metadata", json.dumps(metadata)], args.allow_unscored
 
 
-def run_unscored_exit_code(results: dict[str, Any], allow_unscored: bool = False) -> tuple[int, str | None]:
+def run_unscored_exit_code(results: dict[str, Any], allow_unscored: bool = False,
+                           argv: list[str] | None = None) -> tuple[int, str | None]:
     """For ``medeval run`` after lm-eval returns: (3, reason) when a judge scored no item of a judged task
-    (its ``judge_success_<judge>`` is 0), unless ``allow_unscored``; else (0, None)."""
+    (its ``judge_success_<judge>`` is 0), unless ``allow_unscored``; else (0, None). With the run's
+    ``argv`` (as the user gave it) the reason ends with how to re-judge without generating again."""
     dead = sorted({f"{key.split(',')[0][len('judge_success_'):]} ({task})"
                    for task, metrics in (results.get("results") or {}).items() if _judged_spec(task)
                    for key, value in metrics.items()
                    if key.startswith("judge_success_") and "_stderr" not in key and value == 0})
     if not dead or allow_unscored:
         return 0, None
-    return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
+    if argv is None:
+        return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
+    return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, then {rejudge_hint(argv)} (or pass --allow-unscored)."
+
+
+_PANEL_FLAGS = ("--judges", "--judge-model", "--judge-base-url", "--judge-api-key-env")
+
+
+def rejudge_hint(argv: list[str]) -> str:
+    """How to judge a finished ``medeval run``'s answers again without generating them: ``medeval judge
+    OUT`` with the run's own panel flags, or, where the run kept no samples, what to add next time."""
+    import shlex
+
+    def values(flag: str) -> list[str]:
+        found = []
+        for index, token in enumerate(argv):
+            if token == flag and index + 1 < len(argv):
+                found.append(argv[index + 1])
+            elif token.startswith(flag + "="):
+                found.append(token.split("=", 1)[1])
+        return found
+
+    out = (values("--output_path") or values("-o") or [None])[-1]
+    if out is None or not ({"--log_samples", "-s"} & set(argv)):
+        return ("run again with --output_path DIR --log_samples, so that `medeval judge DIR` can re-judge the "
+                "answers without generating them")
+    flags = [f"{flag} {shlex.quote(value)}" for flag in _PANEL_FLAGS for value in values(flag)]
+    if not flags:
+        from medeval_metrics.preflight import parse_metadata
+
+        try:
+            panel = parse_metadata(argv).get("medeval_judges")
+        except MedevalDataError:
+            panel = None
+        if panel is not None:  # names of key variables only: a panel holds no key
+            flags = [f"--judges {shlex.quote(panel if isinstance(panel, str) else json.dumps(panel))}"]
+    return "re-judge without generating again: " + " ".join(["medeval judge", shlex.quote(out), *flags])
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -270,6 +308,14 @@ def _cmd(args: argparse.Namespace) -> int:
     from medeval_metrics.judge.config import validate_panel
 
     validate_panel(panel, where="medeval judge")
+    if not args.skip_judge_check:
+        from medeval_metrics.judge.health import panel_problems
+
+        problems = panel_problems(panel)
+        for problem in problems:
+            print(f"medeval judge: error: {problem}", file=sys.stderr)
+        if problems:
+            return 2
     code = 0
     for entry in judge_output(Path(args.output_dir), panel, progress=not args.quiet, retry_unscored=args.retry_unscored):
         print(_table(entry["task"], entry["summary"]))
@@ -298,4 +344,6 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=int, help="override the panel's concurrency")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--breakdown", action="store_true", help="also print the per-category breakdown tables")
+    p.add_argument("--skip-judge-check", action="store_true",
+                   help="do not send each judge one test request before judging")
     p.set_defaults(func=_cmd)
