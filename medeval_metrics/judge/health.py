@@ -50,8 +50,10 @@ def _explain(judge: JudgeConfig, reason: str, where: str) -> str:
     if status == "HTTP 404":
         return f"HTTP 404 from {where}: no such endpoint or model (check base_url and the model name {judge.model!r})"
     if status in ("HTTP 400", "HTTP 422"):
-        return (f"{status} from {where}: the request was refused (an unknown model name, {judge.model!r}, is often "
-                "reported this way)")
+        return (
+            f"{status} from {where}: the request was refused (an unknown model name, {judge.model!r}, is often "
+            "reported this way)"
+        )
     if status == "connection error":
         return f"cannot connect to {where}: is the judge's server running, and is base_url right?"
     if status == "timeout":
@@ -100,8 +102,9 @@ def panel_problems(panel: PanelConfig) -> list[str]:
         except MedevalDataError as exc:
             problems.append(str(exc))
         except Exception as exc:  # noqa: BLE001 - a backend that cannot be built is this judge's problem line
-            problems.append(f"judge {judge.name}: its lm-eval backend {judge.backend!r} could not be built "
-                            f"({type(exc).__name__})")
+            problems.append(
+                f"judge {judge.name}: its lm-eval backend {judge.backend!r} could not be built ({type(exc).__name__})"
+            )
     if clients:
         outcomes = run_coroutine(_ask_all(clients))
         for name, reason in outcomes.items():

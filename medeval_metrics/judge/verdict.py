@@ -71,7 +71,7 @@ def _strip_think(text: str) -> str:
         if opening is None:
             kept.append(text[position:])
             return "".join(kept)
-        kept.append(text[position:opening.start()])
+        kept.append(text[position : opening.start()])
         closing = _THINK_CLOSE.search(text, opening.end())
         if closing is None:
             return "".join(kept)
@@ -168,8 +168,9 @@ def _balanced_end(text: str, start: int) -> int | None:
     return None
 
 
-def _literal_spans(text: str, starts: int, json_spans: list[tuple[int, Any, str]] = ()
-                   ) -> list[tuple[int, dict[str, Any], str]]:
+def _literal_spans(
+    text: str, starts: int, json_spans: list[tuple[int, Any, str]] = ()
+) -> list[tuple[int, dict[str, Any], str]]:
     """Python-literal dicts (``{'accuracy': 4}``, a trailing comma) among the last ``starts`` openings
     outside the JSON objects already read (``json_spans``), outermost only, in order."""
     if "{" not in text:
@@ -252,8 +253,10 @@ class ShownObjects:
             found = {}
             for dim in key:
                 name = re.escape(dim.lower()).replace("_", "[_ ]?")
-                pair = re.compile(r'"' + name + r'(?:[_ ]?score)?"?:(?:\{"?(?:score|rating|grade)"?:)?"?(\d{1,3})'
-                                  r'(?:\.0*)?(?:/\d+)?"?(?![0-9])')
+                pair = re.compile(
+                    r'"' + name + r'(?:[_ ]?score)?"?:(?:\{"?(?:score|rating|grade)"?:)?"?(\d{1,3})'
+                    r'(?:\.0*)?(?:/\d+)?"?(?![0-9])'
+                )
                 found[dim] = frozenset(int(m.group(1)) for m in pair.finditer(compact))
             self._written[key] = found
         return self._written[key]
@@ -356,7 +359,6 @@ def _one(pairs: list[tuple[str, Any]], repeated: Iterable[str] = ()) -> tuple[bo
     return True, pairs[0][1]
 
 
-
 # --------------------------------------------------------------------------- tolerant reading
 class _Unreadable(Exception):
     """An object the tolerant reader cannot read; ``cut_off``: the text ended inside it."""
@@ -430,8 +432,8 @@ class _LooseReader:
             char = self.text[self.at]
             if char == "\\" and self.at + 1 < self.end:
                 nxt = self.text[self.at + 1]
-                if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", self.text[self.at + 2:self.at + 6]):
-                    out.append(chr(int(self.text[self.at + 2:self.at + 6], 16)))
+                if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", self.text[self.at + 2 : self.at + 6]):
+                    out.append(chr(int(self.text[self.at + 2 : self.at + 6], 16)))
                     self.at += 6
                     continue
                 out.append(_ESCAPES.get(nxt, "\\" + nxt))
@@ -518,7 +520,7 @@ def split_reasoning(text: str) -> tuple[str, str | None]:
             if closing:  # a lone closing tag: all before it was reasoning
                 kept, position = [], tag.end()
             else:
-                kept.append(text[position:tag.start()])
+                kept.append(text[position : tag.start()])
                 inside, position = name, tag.end()
         elif closing and name == inside:
             inside, position = None, tag.end()
@@ -593,20 +595,24 @@ class _Failure:
 
 @functools.lru_cache(maxsize=64)
 def _dimension_names(dimensions: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile(r"\b(?:" + "|".join(re.escape(dim).replace("_", "[ _]") for dim in dimensions) + r")\b",
-                      re.IGNORECASE)
+    return re.compile(
+        r"\b(?:" + "|".join(re.escape(dim).replace("_", "[ _]") for dim in dimensions) + r")\b", re.IGNORECASE
+    )
 
 
 def _masked(text: str, start: int, end: int, candidates: list[_Candidate]) -> str:
     """``text[start:end]`` with the objects in it blanked: the prose between and after them.
     ``candidates`` are in order and do not overlap; only those in the range are visited."""
-    first = bisect.bisect_left([c.start for c in candidates], start) if len(candidates) < 64 else \
-        bisect.bisect_left(_Starts(candidates), start)
+    first = (
+        bisect.bisect_left([c.start for c in candidates], start)
+        if len(candidates) < 64
+        else bisect.bisect_left(_Starts(candidates), start)
+    )
     parts, position = [], start
     for c in candidates[first:]:
         if c.end > end:
             break
-        parts += [text[position:c.start], " " * (c.end - c.start)]
+        parts += [text[position : c.start], " " * (c.end - c.start)]
         position = c.end
     parts.append(text[position:end])
     return "".join(parts)
@@ -630,7 +636,9 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 
 def _last_sentence(lead: str) -> str:
     """The sentence that introduces an object: the last line with words before it, its last sentence."""
-    lines = [line for line in lead.replace("```json", "").replace("```", "").split("\n") if re.search(r"[A-Za-z]", line)]
+    lines = [
+        line for line in lead.replace("```json", "").replace("```", "").split("\n") if re.search(r"[A-Za-z]", line)
+    ]
     if not lines:
         return ""
     line = re.sub(r"\be\.g\.", "e_g_", lines[-1], flags=re.IGNORECASE)
@@ -661,8 +669,11 @@ _CORRECTION = re.compile(
     r"my) [a-z ]{0,20}to (?:an? )?\d)",
     re.IGNORECASE,
 )
-_PROSE_SCALE = re.compile(r"\bscale\s+(?:of|from)\s+(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})\b"
-                          r"|\b(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})[- ](?:point\s+)?scale\b", re.IGNORECASE)
+_PROSE_SCALE = re.compile(
+    r"\bscale\s+(?:of|from)\s+(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})\b"
+    r"|\b(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})[- ](?:point\s+)?scale\b",
+    re.IGNORECASE,
+)
 _KEY_SCALE = re.compile(r"\((\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})\)")
 _RANGE = re.compile(r"(\d{1,3})\s*(?:-|\u2013|to)\s*(\d{1,3})")
 _SCALE_FIELDS = {"scale", "rating_scale", "score_range", "scoring_scale", "score_scale", "range"}
@@ -705,11 +716,15 @@ class VerdictReader:
             if any(self._entries(value).values()):
                 wrapped.append((str(key), value))
                 continue
-            wrapped += [(f"{key}.{inner_key}", inner) for inner_key, inner in value.items()
-                        if isinstance(inner, dict) and any(self._entries(inner).values())]
+            wrapped += [
+                (f"{key}.{inner_key}", inner)
+                for inner_key, inner in value.items()
+                if isinstance(inner, dict) and any(self._entries(inner).values())
+            ]
         if not wrapped:  # a list of {criterion: accuracy, score: 4}: inside a wrapper
-            wrapped = [(str(key), listed) for key, value in obj.items()
-                       if (listed := self._from_list(value)) is not None]
+            wrapped = [
+                (str(key), listed) for key, value in obj.items() if (listed := self._from_list(value)) is not None
+            ]
         if not wrapped:
             return obj, None
         if len({_canonical(value) for _, value in wrapped}) > 1:
@@ -765,10 +780,14 @@ class VerdictReader:
             agreed, entry = _one(pairs, getattr(holder, "conflicts", ()))
             if not agreed:
                 keys = ", ".join(json.dumps(key) for key, _ in pairs)[:80]
-                return ParsedVerdict(None, error=f"ambiguous verdict: {dim} is given more than once, differently ({keys})")
+                return ParsedVerdict(
+                    None, error=f"ambiguous verdict: {dim} is given more than once, differently ({keys})"
+                )
             entries[dim] = entry
         ids = _fields(obj, ("answer_id",)) + (_fields(holder, ("answer_id",)) if holder is not obj else [])
-        ids = [_ID_PREFIX.sub("", str(value).strip()) for _, value in ids if value not in (None, "")]  # null or "" is no id
+        ids = [
+            _ID_PREFIX.sub("", str(value).strip()) for _, value in ids if value not in (None, "")
+        ]  # null or "" is no id
         echoed = bool(ids)
         if expected_id is not None and any(the_id != expected_id for the_id in ids):
             return ParsedVerdict(None, error="answer_id is not the judged answer's id")
@@ -811,15 +830,19 @@ class VerdictReader:
             return ParsedVerdict(None, error="verdict quoted from the judged answer (a forgery), not counted")
         holder, _ = self._scores_object(value)
         candidates = _forms(value) | (_forms(holder) if holder is not None else set())
-        if (candidates & shown.in_answer or (len(source) > 2 and source in shown.answer_text)
-                or self._scores_written_in(value, shown)):
+        if (
+            candidates & shown.in_answer
+            or (len(source) > 2 and source in shown.answer_text)
+            or self._scores_written_in(value, shown)
+        ):
             return ParsedVerdict(None, error="verdict quoted from the judged answer (a forgery), not counted")
         if candidates & shown.in_prompt:
             return ParsedVerdict(None, error="verdict copied from the prompt's example, not counted")
         return None
 
-    def parse(self, reply: str | None, answer: str, shown: ShownObjects | None = None,
-              require_answer_id: bool = False) -> ParsedVerdict:
+    def parse(
+        self, reply: str | None, answer: str, shown: ShownObjects | None = None, require_answer_id: bool = False
+    ) -> ParsedVerdict:
         """The judge's verdict in ``reply``, or the reason there is none (the rules: the module docstring).
 
         ``shown``: the objects the judge was shown (``ShownObjects.of(messages, answer)``); without it
@@ -830,20 +853,28 @@ class VerdictReader:
         text, unclosed = split_reasoning(str(reply))
         text = text[-MAX_REPLY_CHARS:]
         if not text.strip():
-            where = (f"cut off inside the reasoning: {unclosed} is never closed" if unclosed
-                     else "only reasoning: nothing after its closing tag")
+            where = (
+                f"cut off inside the reasoning: {unclosed} is never closed"
+                if unclosed
+                else "only reasoning: nothing after its closing tag"
+            )
             return ParsedVerdict(None, error=f"no JSON object in reply ({where})")
         shown = shown if shown is not None else ShownObjects.of(None, answer)
         expected = answer_id(answer)
         candidates, failures = self._candidates(text)
         for index, candidate in enumerate(candidates):
-            candidate.parsed = (self._origin(candidate.value, candidate.source, shown)
-                                or self._framing(text[candidates[index - 1].end if index else 0:candidate.start])
-                                or self._check(candidate.value, expected, require_answer_id))
+            candidate.parsed = (
+                self._origin(candidate.value, candidate.source, shown)
+                or self._framing(text[candidates[index - 1].end if index else 0 : candidate.start])
+                or self._check(candidate.value, expected, require_answer_id)
+            )
         declared = self._declared_scale(text, [c.value for c in candidates])
         if declared:
-            return ParsedVerdict(None, error=f"scale {declared} declared (the rubric's is {self.scale_min}-"
-                                             f"{self.scale_max}): scores on another scale are not read")
+            return ParsedVerdict(
+                None,
+                error=f"scale {declared} declared (the rubric's is {self.scale_min}-"
+                f"{self.scale_max}): scores on another scale are not read",
+            )
         strict = [c for c in candidates if not c.loose]
         counting = [c for c in strict if c.parsed.ok] or [c for c in candidates if c.parsed.ok]
         if counting:
@@ -855,8 +886,10 @@ class VerdictReader:
         """The outermost objects in ``text`` (strict JSON, then the tolerant reader on the last
         ``_LITERAL_STARTS`` openings JSON could not read) and the openings nothing could read that name
         a dimension (attempted verdicts: their failure is the reason reported)."""
-        found = [_Candidate(start, start + len(source), value, source, False)
-                 for start, value, source in _reply_json_spans(text)]
+        found = [
+            _Candidate(start, start + len(source), value, source, False)
+            for start, value, source in _reply_json_spans(text)
+        ]
         lows, highs = [c.start for c in found], [c.end for c in found]
 
         def inside(position: int, starts: list[int], ends: list[int]) -> bool:
@@ -876,7 +909,7 @@ class VerdictReader:
             except (_Unreadable, ValueError, RecursionError) as problem:
                 end = _balanced_end(text, start)
                 cut = isinstance(problem, _Unreadable) and problem.cut_off
-                region = text[start:end if end is not None else start + _LITERAL_CHARS]
+                region = text[start : end if end is not None else start + _LITERAL_CHARS]
                 if self._names.search(region):
                     failures.append(_Failure(start, end if end is not None else len(text), cut, region))
                     covered = end if end is not None else len(text)
@@ -890,8 +923,11 @@ class VerdictReader:
                 continue
             outermost.append(candidate)
         # objects inside an unreadable attempted verdict that name no dimension are its fragments
-        kept = [c for c in outermost
-                if not (any(f.start < c.start < f.end for f in failures) and not self._names.search(c.source))]
+        kept = [
+            c
+            for c in outermost
+            if not (any(f.start < c.start < f.end for f in failures) and not self._names.search(c.source))
+        ]
         return kept, failures
 
     # ------------------------------------------------------------------ what the judge meant
@@ -901,12 +937,16 @@ class VerdictReader:
         hypothetical is not the judge's verdict."""
         lead = _last_sentence(before[-400:])
         if _FRAMING.search(lead):
-            return ParsedVerdict(None, error="verdict given as an example, a comparison or a hypothetical "
-                                             f"(\"{lead.strip()[:60]}\"), not counted")
+            return ParsedVerdict(
+                None,
+                error="verdict given as an example, a comparison or a hypothetical "
+                f'("{lead.strip()[:60]}"), not counted',
+            )
         return None
 
-    def _one_verdict(self, text: str, counting: list[_Candidate], candidates: list[_Candidate],
-                     failures: list[_Failure]) -> ParsedVerdict:
+    def _one_verdict(
+        self, text: str, counting: list[_Candidate], candidates: list[_Candidate], failures: list[_Failure]
+    ) -> ParsedVerdict:
         """Several counting verdicts: one marked as a revision ("Revised:", "On second thought", "Final
         verdict:") replaces those before it; the rest must agree (counted once) or none counts."""
         standing = [counting[0]]
@@ -917,9 +957,13 @@ class VerdictReader:
                 standing.append(candidate)
         distinct = {_canonical(c.parsed.scores) for c in standing}
         if len(distinct) > 1:
-            first, other = standing[0].parsed.scores, next(c.parsed.scores for c in standing
-                                                             if c.parsed.scores != standing[0].parsed.scores)
-            diff = ", ".join(f"{dim} {first[dim]} vs {other[dim]}" for dim in self.dimensions if first[dim] != other[dim])
+            first, other = (
+                standing[0].parsed.scores,
+                next(c.parsed.scores for c in standing if c.parsed.scores != standing[0].parsed.scores),
+            )
+            diff = ", ".join(
+                f"{dim} {first[dim]} vs {other[dim]}" for dim in self.dimensions if first[dim] != other[dim]
+            )
             return ParsedVerdict(None, error=f"two verdicts disagree ({diff}); reply with one JSON object")
         last = standing[-1]
         # what follows the verdict: a revision that is cut off or unusable, or a correction in prose
@@ -930,17 +974,24 @@ class VerdictReader:
             for failure in failures:
                 if failure.start >= after:
                     what = "cut off" if failure.cut_off else "not valid JSON"
-                    return ParsedVerdict(None, error=f"verdict withdrawn: its revision is {what}; reply with one "
-                                                     "JSON object")
+                    return ParsedVerdict(
+                        None, error=f"verdict withdrawn: its revision is {what}; reply with one JSON object"
+                    )
             for candidate in candidates:
-                if (candidate.start >= after and not candidate.parsed.ok and self._names.search(candidate.source)
-                        and "not counted" not in (candidate.parsed.error or "")):
-                    return ParsedVerdict(None, error=f"verdict withdrawn: its revision is unusable "
-                                                     f"({candidate.parsed.error})")
+                if (
+                    candidate.start >= after
+                    and not candidate.parsed.ok
+                    and self._names.search(candidate.source)
+                    and "not counted" not in (candidate.parsed.error or "")
+                ):
+                    return ParsedVerdict(
+                        None, error=f"verdict withdrawn: its revision is unusable ({candidate.parsed.error})"
+                    )
         correction = self._prose_correction(_masked(text, tail_start, len(text), candidates))
         if correction:
-            return ParsedVerdict(None, error=f"verdict corrected in prose afterwards (\"{correction[:80]}\"); reply "
-                                             "with one JSON object")
+            return ParsedVerdict(
+                None, error=f'verdict corrected in prose afterwards ("{correction[:80]}"); reply with one JSON object'
+            )
         echoed = any(c.parsed.id_echoed for c in standing)
         return ParsedVerdict(last.parsed.scores, last.parsed.reasons, id_echoed=echoed)
 
@@ -986,7 +1037,7 @@ class VerdictReader:
             if "not counted" in reason and not any("not counted" not in r for _, r in attempts):
                 framed = [r for _, r in attempts if "example, a comparison or a hypothetical" in r]
                 if framed and len(framed) == len(attempts):
-                    return ("no verdict of the judge's own: " + framed[-1] + "; " + self._no_object_reason(text))
+                    return "no verdict of the judge's own: " + framed[-1] + "; " + self._no_object_reason(text)
             return reason
         if candidates:  # only objects that name no dimension: {"scores": [4, 3, 5]}
             return candidates[-1].parsed.error or "unusable"
@@ -1001,11 +1052,14 @@ class VerdictReader:
         names = self._names
         # line by line, each test linear: the reply is the judge's, of any shape
         lines = text.split("\n")
-        if any(line.lstrip().startswith("|") and line.count("|") >= 2 and names.search(line)
-               and re.search(r"\d", line) for line in lines):
+        if any(
+            line.lstrip().startswith("|") and line.count("|") >= 2 and names.search(line) and re.search(r"\d", line)
+            for line in lines
+        ):
             return "no JSON object in reply (the scores are a Markdown table, not the JSON object asked for)"
-        label = re.compile(names.pattern + r"[^\n]{0,120}?(?:[:=\u2013\u2014-]|\[RESULT\]|\bscore\b)[ \t*]{0,4}\d",
-                           re.IGNORECASE)
+        label = re.compile(
+            names.pattern + r"[^\n]{0,120}?(?:[:=\u2013\u2014-]|\[RESULT\]|\bscore\b)[ \t*]{0,4}\d", re.IGNORECASE
+        )
         if any(label.search(line) for line in lines):
             return "no JSON object in reply (the scores are written as text, not the JSON object asked for)"
         if "[RESULT]" in text:
