@@ -51,8 +51,10 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
                        "--limit", "10", "--device", "cpu", "--batch_size", "10", "--gen_kwargs", "max_gen_toks=16",
                        "--output_path", str(out), "--log_samples"], cwd=tmp_path, env=env)
         assert run.returncode == 0, run.stderr[-3000:]
+        checks = sum(1 for r in server.requests if r["question"] == "")  # the health check: one per judge
+        assert checks == 2
         requests_after_run = server.count()
-        assert requests_after_run == 20 + 2  # 10 answers x 2 judges, plus the 429 and the 500 retried
+        assert requests_after_run == 20 + 2 + checks  # 10 answers x 2 judges, plus the 429 and the 500 retried
         assert {r["authorization"] for r in server.requests if r["model"] == "judge-a"} == {f"Bearer {CANARY}"}
 
         results, samples = find_results(out)
@@ -70,7 +72,7 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
 
         judged = run_cli(["judge", str(out), "--quiet"], cwd=tmp_path, env=env)
         assert judged.returncode == 0, judged.stderr[-3000:]
-        assert server.count() == requests_after_run  # every verdict came from the cache
+        assert server.count() == requests_after_run + 2  # every verdict came from the cache (2: the health check)
 
     judged_results = json.loads(next(out.rglob("results_*_judged.json")).read_text())
     rejudged = judged_results["results"]["medicationqa"]

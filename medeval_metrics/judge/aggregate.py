@@ -174,6 +174,20 @@ def agreement_stderr(items: Sequence[Sequence[Sequence[Any]]], resamples: int = 
 with_stderr(agreement_stderr)(agreement)
 
 
+def _or_na(value: float) -> float | str:
+    return "N/A" if math.isnan(value) else value
+
+
+def agreement_or_na(items: Sequence[Sequence[Sequence[Any]]]) -> float | str:
+    """The task's aggregation: ``agreement``, or "N/A" where alpha is undefined (no pairable scores, no
+    variation), as lm-eval writes a statistic without a value: its results file then holds no NaN,
+    which strict JSON readers refuse."""
+    return _or_na(agreement(items))
+
+
+with_stderr(lambda items: _or_na(agreement_stderr(items)))(agreement_or_na)
+
+
 def summarise(per_item: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """Over items: ``{metric: {"value", "stderr", "n"}}`` for every per-item metric (used by ``medeval judge``)."""
     from medeval_metrics.stats import mean_and_stderr

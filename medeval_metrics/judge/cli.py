@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,18 @@ def _items_scored_in_samples(samples: list[dict[str, Any]]) -> int:
         if isinstance(verdicts, dict) and any(isinstance(v, dict) and v.get("scores") for v in verdicts.values()):
             count += 1
     return count
+
+
+def finite_or_na(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by "N/A", as lm-eval's own results file writes a
+    statistic without a value: strict JSON readers refuse NaN, and the pack writes only strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "N/A"
+    if isinstance(value, dict):
+        return {key: finite_or_na(inner) for key, inner in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_na(inner) for inner in value]
+    return value
 
 
 def _newest_results(folder: Path) -> Path | None:
@@ -130,12 +143,12 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         verdicts_path = folder / f"judged_{task}_{stamp}.jsonl"
         with verdicts_path.open("w", encoding="utf-8") as handle:
             for sample, record, metrics in zip(ordered, records, per_item):
-                handle.write(json.dumps({
+                handle.write(json.dumps(finite_or_na({
                     "doc_id": sample["doc_id"],
                     "question_type": sample["doc"].get("question_type"),
                     "verdicts": record["verdicts"],
                     "metrics": metrics,
-                }, ensure_ascii=False) + "\n")
+                }), ensure_ascii=False, allow_nan=False) + "\n")
 
         results_path = _newest_results(folder)
         results: dict[str, Any] = json.loads(results_path.read_text(encoding="utf-8")) if results_path else {"results": {}}
@@ -167,7 +180,8 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         best_before = max(_scored_items(out_path, task) if out_path.is_file() else 0, _items_scored_in_samples(ordered))
         kept = best_before > items_scored
         if not kept:
-            out_path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+            text = json.dumps(finite_or_na(results), indent=2, ensure_ascii=False, default=str, allow_nan=False)
+            out_path.write_text(text, encoding="utf-8")
         written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path,
                         "results": out_path, "kept_existing": kept, "per_judge": judges_summary,
                         "items_scored": items_scored,
@@ -178,7 +192,8 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
 def _table(task: str, summary: dict[str, Any]) -> str:
     lines = [f"| {task} | value | stderr | n |", "|---|---:|---:|---:|"]
     for metric, stats in summary.items():
-        lines.append(f"| {metric} | {stats['value']:.4f} | {stats['stderr']:.4f} | {stats['n']} |")
+        value, stderr = (f"{x:.4f}" if math.isfinite(x) else "N/A" for x in (stats["value"], stats["stderr"]))
+        lines.append(f"| {metric} | {value} | {stderr} | {stats['n']} |")
     return "\n".join(lines)
 
 
