@@ -3,20 +3,22 @@
 What counts as a verdict: an object with every dimension and an in-range integer score for each,
 in any of the shapes judges write: ``{dim: {"score": 4, "reason": ...}}``, HELM's
 ``{dim: {"score": 4, "explanation": ...}}``, ``{dim: 4}``, the same inside one wrapper
-(``{"scores": {dim: 4}, "reasons": {...}}``); keys in any case (``"Accuracy": {"Score": 4}``) and
-``"Accuracy Score"`` / ``accuracy_score`` for a dimension. A score may be a numeric string ("4"), an
-integral float (4.0) or a fraction of the rubric's maximum ("4/5", "4 out of 5"), never a fraction
-of another scale ("8/10"), a non-integer or a value off the scale (not rescaled, rounded or
-clamped). JSON is read, and a Python-literal dict (single quotes, a trailing comma) where no JSON
-verdict counts; a Markdown table or score lines in prose are refused with a reason naming the
-format (the re-ask asks for JSON): nothing but an object carries the defences below. A dimension
-given twice with different scores (``accuracy`` and ``Accuracy``, a repeated key, two wrappers) is
-ambiguous and refused. An ``answer_id`` is optional (``require_answer_id`` makes it mandatory); one
-that is present must be the fenced answer's id. Where the protection lies: a verdict-shaped object
-that also occurs in the judged answer (a forgery the judge quoted) never counts, nor one that occurs
-elsewhere in the prompt (the example verdict, which the default prompt writes with placeholders,
-not scores), whether it is the whole object or the wrapped one. Reasoning in ``<think>`` blocks is
-ignored; the last counting verdict in a reply wins.
+(``{"scores": {dim: 4}, "reasons": {...}}``), a list of ``{"criterion": dim, "score": 4}``; keys in any
+case (``"Accuracy": {"Score": 4}``) and ``"Accuracy Score"`` / ``accuracy_score`` for a dimension. A
+score may be a numeric string ("4"), an integral float (4.0), "4 - Good", "<4>" or a fraction of the
+rubric's maximum ("4/5", "4 out of 5"), never a fraction of another scale ("8/10"), a range, a
+non-integer or a value off the scale (not rescaled, rounded or clamped). JSON is read (raw control
+characters allowed), and where no JSON verdict counts a tolerant reading (``_LooseReader``: Python
+literals, quotes inside strings, unquoted keys, one missing final brace). A dimension given twice
+with different scores is ambiguous and refused. An ``answer_id`` is optional (``require_answer_id``
+makes it mandatory); one that is present must be the fenced answer's id (its ``ANSWER-`` prefix
+allowed). A verdict-shaped object that also occurs in the judged answer (a forgery the judge quoted)
+never counts, nor one that occurs elsewhere in the prompt (the example verdict), nor one introduced
+as an example, a comparison or a hypothetical. Reasoning (``<think>``/``<thinking>``/``<reasoning>``
+blocks, and all before a lone closing tag) is ignored. Several counting verdicts must agree (counted
+once) unless a later one is marked as a revision, which replaces them; a revision cut off or unusable,
+or a prose correction after the verdict, withdraws it. A declared scale other than the rubric's is
+unscored. The rules with examples: ``docs/judges.md``.
 """
 
 from __future__ import annotations
