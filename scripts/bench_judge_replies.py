@@ -78,10 +78,9 @@ def run() -> list[str]:
         if not ok:
             misses.append(row["id"])
     elapsed = time.perf_counter() - start
-    lines = [
-        f"fresh table: {right}/{len(rows)} replies read as a careful reader does ({right / len(rows):.0%}); "
-        f"scores right (reason aside) {scores_right}/{len(rows)}; {elapsed / len(rows) * 1e3:.2f} ms per reply"
-    ]
+    share = f"fresh table: {right}/{len(rows)} replies read as a careful reader does ({right / len(rows):.0%}); "
+    share += f"scores right (reason aside) {scores_right}/{len(rows)}; {elapsed / len(rows) * 1e3:.2f} ms per reply"
+    lines = [share]
     rules = sorted({rule for rule, _ in by_rule})
     lines.append(
         "  by rule: "
