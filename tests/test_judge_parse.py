@@ -445,3 +445,10 @@ def test_a_declared_scale_other_than_the_rubrics_is_unscored(reply, declared):
     parsed = RUBRIC.parse(reply, ANSWER)
     assert not parsed.ok and declared in parsed.error
     assert RUBRIC.parse('{"scale": "1-5", "accuracy": 4, "completeness": 3, "clarity": 5}', ANSWER).scores == SCORES
+
+
+def test_labelled_scores_and_fractions_of_another_scale():
+    labelled = {"accuracy": "4/5 - Good", "completeness": "3 \u2013 Fair", "clarity": "<5>"}
+    assert RUBRIC.parse(json.dumps(labelled), ANSWER).scores == SCORES
+    other = RUBRIC.parse(json.dumps({**labelled, "accuracy": "8/10 - Good"}), ANSWER)
+    assert not other.ok and 'accuracy score is out of 10 ("8/10 - Good"), not 5: not rescaled' in other.error

@@ -51,8 +51,10 @@ _REASON_FIELDS = ("reason", "explanation", "rationale", "justification", "commen
 _REASON_KEY = re.compile(r"^(.+)_(?:" + "|".join(_REASON_FIELDS) + r")$")  # "accuracy_reason"
 _REASON_BLOCKS = ("reasons", "explanations", "rationales", "rationale", "justifications", "comments", "reasoning")
 # "4/5", "4 out of 5": a score with the scale's maximum written after it
-# "4 - Good" (a number, a dash, a word: "3 - 4" is a range) or "<4>"
-_LABELLED = re.compile(r"^(?:([+-]?\d+)\s*[-\u2013\u2014]\s*[A-Za-z][^\d]{0,40}|<\s*([+-]?\d+)\s*>)$")
+# "4 - Good", "4/5 - Good" (a number, a dash, a word: "3 - 4" is a range) or "<4>"
+_LABELLED = re.compile(
+    r"^(?:([+-]?\d+)(?:\s*/\s*(\d+))?\s*[-\u2013\u2014]\s*[A-Za-z][^\d]{0,40}|<\s*([+-]?\d+)\s*>)$"
+)
 _FRACTION = re.compile(r"^([+-]?\d+(?:\.0*)?)\s*(?:/|out\s+of)\s*(\d+)$", re.IGNORECASE)
 # Python-literal objects ({'accuracy': 4}, a trailing comma): a few of the last starts, each a bounded scan
 _LITERAL_START = re.compile(r"\{\s*['\"]")
@@ -319,8 +321,10 @@ def _score_of(value: Any, scale_max: int) -> tuple[int | None, str | None]:
     if isinstance(value, str) and _INTEGRAL.match(value.strip()):
         return int(float(value.strip())), None
     labelled = _LABELLED.match(value.strip()) if isinstance(value, str) else None
-    if labelled:  # "4 - Good", "<4>" (the placeholder's brackets kept)
-        return int(labelled.group(1) or labelled.group(2)), None
+    if labelled:  # "4 - Good", "4/5 - Good", "<4>" (the placeholder's brackets kept)
+        if labelled.group(2) and int(labelled.group(2)) != scale_max:
+            return None, f"is out of {labelled.group(2)} ({json.dumps(value)[:20]}), not {scale_max}: not rescaled"
+        return int(labelled.group(1) or labelled.group(3)), None
     fraction = _FRACTION.match(value.strip()) if isinstance(value, str) else None
     if fraction:
         if int(fraction.group(2)) != scale_max:
@@ -936,9 +940,10 @@ class VerdictReader:
     @staticmethod
     def _framing(before: str) -> ParsedVerdict | None:
         """An object introduced (in the sentence ``before`` it) as an example, a comparison or a
-        hypothetical is not the judge's verdict."""
+        hypothetical is not the judge's verdict. The sentence must lead into the object ("would score:",
+        "for example, a perfect answer gets "): one that ends first ("for example, it omits X.") does not."""
         lead = _last_sentence(before[-400:])
-        if _FRAMING.search(lead):
+        if _FRAMING.search(lead) and not re.search(r"[.!?][\s\"'*)]*$", lead):
             return ParsedVerdict(
                 None,
                 error="verdict given as an example, a comparison or a hypothetical "
