@@ -4,7 +4,7 @@ The fresh table (``tests/core/data/judge_replies_fresh.jsonl``) holds replies in
 judge models write to the pack's prompt, each labelled with the scores a careful reader takes or
 "unscored" and what the reason must say. A row is read right when the scores match, or when it is
 unscored and the reason says what the label says; "scores right" ignores the reason. The older
-corpus is the parametrised parser tables of ``tests/test_judge_parse.py`` (replies in, scores or
+corpus is the parametrised parser tables of ``tests/core/test_judge_parse.py`` (replies in, scores or
 reason out). Per-rule counts show where the misses are.
 Environment knob: BENCH_JUDGE_TABLE (another table of the same shape, e.g. a real judge's replies).
 """
@@ -33,7 +33,7 @@ def _fresh_rows() -> list[dict]:
 def _old_rows() -> list[tuple[str, object, object]]:
     """(reply, expected scores or None, expected reason or None) from the parser tables of the older tests."""
     sys.path.insert(0, str(ROOT / "tests"))
-    spec = importlib.util.spec_from_file_location("judge_parse_tables", ROOT / "tests" / "test_judge_parse.py")
+    spec = importlib.util.spec_from_file_location("judge_parse_tables", ROOT / "tests" / "core" / "test_judge_parse.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     rows = []
@@ -100,7 +100,7 @@ def run() -> list[str]:
             else (not parsed.ok and reason in (parsed.error or ""))
         )
     lines.append(
-        f"older parser tables (tests/test_judge_parse.py): {old_right}/{len(old)} read as labelled "
+        f"older parser tables (tests/core/test_judge_parse.py): {old_right}/{len(old)} read as labelled "
         f"({old_right / len(old):.0%})"
     )
     return lines
