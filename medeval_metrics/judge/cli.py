@@ -306,7 +306,10 @@ def rejudge_hint(argv: list[str]) -> str:
             panel = None
         if panel is not None:  # names of key variables only: a panel holds no key
             flags = [f"--judges {shlex.quote(panel if isinstance(panel, str) else json.dumps(panel))}"]
-    return "re-judge without generating again: " + " ".join(["medeval judge", shlex.quote(out), *flags])
+    from medeval_metrics.redact import redact_text
+
+    # a base URL can carry a token in its query: the line is printed, so it is redacted like all output
+    return redact_text("re-judge without generating again: " + " ".join(["medeval judge", shlex.quote(out), *flags]))
 
 
 def _cmd(args: argparse.Namespace) -> int:
