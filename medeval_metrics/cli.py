@@ -48,12 +48,13 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         importlib.import_module("medeval_metrics.testing.scripted")
     lm_eval_compat.index_pack_tasks()
     lm_eval_compat.redact_results_writer()
-    from medeval_metrics.preflight import normalise_task_list
+    from medeval_metrics.preflight import normalise_task_list, take_pack_options
 
     argv = normalise_task_list(argv)  # "--tasks 'a, b,'" is "--tasks a,b"
+    argv, allow_unknown_metadata = take_pack_options(argv)  # the pack's own; lm-eval would refuse them
     try:
-        # task names, --metadata, data and judges: checked before lm-eval builds the model
-        selection = run_checks(argv)
+        # the model, task names, --metadata, data and judges: checked before lm-eval builds the model
+        selection = run_checks(argv, allow_unknown_metadata)
     except MedevalDataError as exc:
         problems = getattr(exc, "problems", None)  # preflight.RunProblems: one line each
         if problems:
@@ -93,14 +94,11 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     return 0
 
 
-def run_checks(argv: Sequence[str]):
+def run_checks(argv: Sequence[str], allow_unknown_metadata: bool = False):
     """``medeval_metrics.preflight.run_checks`` (a seam for tests)."""
     from medeval_metrics.preflight import run_checks as checks
 
-    return checks(argv, check_options=True)
-
-
-FULL_INDEX_ENV = "MEDEVAL_FULL_TASK_INDEX"
+    return checks(argv, check_options=True, allow_unknown_metadata=allow_unknown_metadata)
 
 
 def _pack_only_index(selection, argv: Sequence[str]) -> bool:
@@ -108,7 +106,7 @@ def _pack_only_index(selection, argv: Sequence[str]) -> bool:
     (set MEDEVAL_FULL_TASK_INDEX=1 to index lm-eval's built-in tasks as well)."""
     import os
 
-    from medeval_metrics.preflight import user_include_path
+    from medeval_metrics.preflight import FULL_INDEX_ENV, user_include_path
 
     return (selection is not None and selection.only_pack and not user_include_path(argv)
             and os.environ.get(FULL_INDEX_ENV, "").strip().lower() not in {"1", "true", "yes", "on"})
