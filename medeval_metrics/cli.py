@@ -37,6 +37,9 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     from medeval_metrics.judge.cli import rewrite_run_argv, run_unscored_exit_code
 
     argv = list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(run_help())
+        return 0
     redact.install(extra_secrets=redact.secrets_in_model_args(argv))
     try:
         # --judge-model/--judges/... become --metadata medeval_judges; --allow-unscored is the pack's own
@@ -48,10 +51,14 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         importlib.import_module("medeval_metrics.testing.scripted")
     lm_eval_compat.index_pack_tasks()
     lm_eval_compat.redact_results_writer()
+    lm_eval_compat.quiet_documented_runs()
     from medeval_metrics.preflight import normalise_task_list, take_pack_options
 
     argv = normalise_task_list(argv)  # "--tasks 'a, b,'" is "--tasks a,b"
     argv, allow_unknown_metadata = take_pack_options(argv)  # the pack's own; lm-eval would refuse them
+    show_breakdowns = BREAKDOWN_FLAG in argv
+    argv = [arg for arg in argv if arg != BREAKDOWN_FLAG]
+    _pack_logging(argv)
     try:
         # the model, task names, --metadata, data and judges: checked before lm-eval builds the model
         selection = run_checks(argv, allow_unknown_metadata)
@@ -75,7 +82,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         with _task_index(selection, argv), lm_eval_compat.capture_results() as evaluations, \
                 lm_eval_compat.model_key_only_for_its_endpoint(), _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
             cli_evaluate()
-        _print_breakdowns(argv, started)
+        print(run_summary(argv, evaluations[-1] if evaluations else {}, started, show_breakdowns), file=saved_stdout)
         code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored)
         if code:
             print(f"medeval: error: {reason}", file=saved_stderr)
@@ -202,12 +209,61 @@ def _flag_value(argv: Sequence[str], flag: str) -> str | None:
     return None
 
 
-def _print_breakdowns(argv: Sequence[str], started: float) -> None:
-    """After a run that logged samples, write and print the pack's per-category breakdowns."""
+BREAKDOWN_FLAG = "--breakdown"  # the pack's: print the per-category tables after the run
+
+
+def _pack_logging(argv: Sequence[str]) -> None:
+    """``--verbosity DEBUG`` shows the pack's own debug lines too (lm-eval sets only its own logger)."""
+    import logging
+
+    level = (_flag_value(argv, "--verbosity") or "").strip().upper()
+    if level == "DEBUG":
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-8s [%(name)s] %(message)s"))
+        for name in ("medeval_metrics", "medeval"):
+            logger = logging.getLogger(name)
+            logger.setLevel(logging.DEBUG)
+            if not logger.handlers:
+                logger.addHandler(handler)
+
+
+def _headline(task: str, result: dict) -> list[str]:
+    """``metric value`` for the task's reported metrics (its spec's order; diagnostics after), as lm-eval scored
+    them under its first filter."""
+    from medeval_metrics import registry
+
+    try:
+        metrics = list(registry.task(task).metrics)
+        reporting = registry.benchmark_of(task).reporting.metrics
+    except (KeyError, AttributeError):
+        metrics = sorted({key.split(",")[0] for key in result if "," in key and "_stderr" not in key})
+        reporting = {}
+    metrics.sort(key=lambda m: not (reporting.get(m).in_model_index if m in reporting else True))
+    out = []
+    for metric in metrics[:4]:
+        key = next((k for k in result if k.split(",")[0] == metric), None)
+        value = result.get(key) if key else None
+        if isinstance(value, (int, float)):
+            out.append(f"{metric} {value:.3f}")
+    return out
+
+
+def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdowns: bool = False) -> str:
+    """After a run: one line per task (its headline numbers and item count), where the per-category
+    breakdowns were written (``--breakdown`` prints their tables too), and how to make a report."""
+    lines = []
+    n_samples = results.get("n-samples") or {}
+    limit = _flag_value(argv, "--limit")
+    for task, result in (results.get("results") or {}).items():
+        if task not in n_samples:  # a group's aggregate row: its tasks have their own lines
+            continue
+        count = n_samples[task].get("effective")
+        items = f" ({count:,} items{f', --limit {limit}: a test run, not comparable scores' if limit else ''})"
+        lines.append(f"medeval: {task}: " + (", ".join(_headline(task, result)) or "no scores") + (items if count else ""))
     output_path = _flag_value(argv, "--output_path")
     if not output_path or "--log_samples" not in argv:
-        print("\nmedeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")
-        return
+        lines.append("medeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")
+        return "\n".join(lines)
     from pathlib import Path
 
     from medeval_metrics.breakdown import write_breakdowns
@@ -216,8 +272,50 @@ def _print_breakdowns(argv: Sequence[str], started: float) -> None:
     written = write_breakdowns(root if root.is_dir() else root.parent, since=started - 1)
     if written is not None:
         json_path, md_path, text = written
-        print(f"\n{text}\n\nmedeval breakdowns written to {json_path} and {md_path}")
-        print(f"For a model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR")
+        if show_breakdowns:
+            lines.insert(0, f"\n{text}\n")
+        lines.append(f"medeval: breakdowns by category in {md_path} (and .json)"
+                     + ("" if show_breakdowns else f"; `{BREAKDOWN_FLAG}` prints them"))
+    lines.append(f"medeval: model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR "
+                 "(--html for a page to browse the items)")
+    return "\n".join(lines)
+
+
+def run_help() -> str:
+    """``medeval run --help``: the pack's own options, its metadata keys, exit codes and pointers, then lm-eval's."""
+    import contextlib
+    import io
+    import textwrap
+
+    from medeval_metrics.judge.cli import add_judge_flags
+    from medeval_metrics.preflight import ALLOW_UNKNOWN_METADATA, known_metadata_keys, task_set_keys
+
+    ours = argparse.ArgumentParser(prog="medeval run", add_help=False, usage="%(prog)s [the pack's options] "
+                                   "[lm-eval's options: --tasks ... --model ... --model_args ...]")
+    group = ours.add_argument_group("the pack's options (taken out before lm-eval reads the line)")
+    add_judge_flags(group)
+    group.add_argument(ALLOW_UNKNOWN_METADATA, action="store_true",
+                       help="let --metadata keys the pack does not read through (for your own tasks); without it "
+                            "such a key is an error, and a near-miss of a pack key always is")
+    group.add_argument(BREAKDOWN_FLAG, action="store_true",
+                       help="print the per-category tables after the run (they are always written beside the "
+                            "results with --output_path DIR --log_samples)")
+    settable = [key for key in known_metadata_keys() if key not in task_set_keys()]  # rag_mode: each task's own
+    keys = textwrap.fill(", ".join(settable), 100, initial_indent="  ", subsequent_indent="  ")
+    text = [ours.format_help().rstrip(), "",
+            "metadata keys the pack reads (--metadata '{\"KEY\": \"value\"}', or the variable MEDEVAL_<KEY>):", keys, "",
+            "before the model is built, medeval run checks the model, the task names, --metadata, MEDEVAL_* "
+            "variables,", "each selected task's data and the judge panel, and reports every problem at once.", "",
+            "exit codes: 0 done; 2 a problem found before or during the run (each on a 'medeval: error:' line);",
+            "  3 a judge scored no item of a judged task (--allow-unscored accepts it); 130 interrupted.", "",
+            "see also: `medeval list` (tasks, groups, data each needs), `medeval demo`, `medeval report --help`,",
+            "  docs/run-checks.md.", "", "lm-eval's options (`lm-eval run --help`):", ""]
+    from lm_eval._cli.harness import HarnessCLI
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
+        HarnessCLI()._parser.parse_args(["run", "--help"])
+    return "\n".join(text) + buffer.getvalue()
 
 
 def _cmd_tasks_path(args: argparse.Namespace) -> int:

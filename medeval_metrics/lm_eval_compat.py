@@ -26,6 +26,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
    (``medeval run`` reads its judges' success from it, with or without ``--output_path``).
 11. ``model_key_only_for_its_endpoint``: a ``local-*`` backend sends ``$OPENAI_API_KEY`` only to
    OpenAI's own host; elsewhere the key the user names (``MEDEVAL_MODEL_API_KEY_ENV``) or none.
+12. ``quiet_documented_runs``: no ``fatal: not a git repository`` from lm-eval's git probe, and no warning
+   the pack's documented commands trigger (a --gen_kwargs token budget, --limit) under ``medeval run``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any, Iterator
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "capture_results", "model_key_only_for_its_endpoint", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "capture_results", "model_key_only_for_its_endpoint", "quiet_documented_runs", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -520,3 +522,58 @@ def model_key_only_for_its_endpoint() -> Iterator[None]:
                 delattr(LocalCompletionsAPI, name)
             else:
                 setattr(LocalCompletionsAPI, name, value)
+
+
+# --- 12. Quiet runs: no git probe on the console, no warning the pack's own commands cause -------------
+
+# lm-eval's warnings that the pack's documented commands trigger with nothing for the user to act on:
+# the greedy decoding the pack's tasks fix (do_sample: false) is what runs whatever --gen_kwargs sets a budget
+# for; --limit is said once in the pack's own summary line after the run (``cli.run_summary``).
+_GEN_KWARGS_WARNING = "specified through cli, these settings will update set parameters in yaml tasks"
+_LIMIT_WARNING = "--limit SHOULD ONLY BE USED FOR TESTING"
+BUDGET_ONLY_GEN_KWARGS = frozenset({"max_gen_toks", "max_new_tokens", "until"})
+
+
+class _DropDocumentedRunWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        if _LIMIT_WARNING in message:
+            return False
+        if _GEN_KWARGS_WARNING in message and record.args:
+            given = record.args[0] if isinstance(record.args, tuple) else record.args
+            keys = set(given) if isinstance(given, dict) else {p.split("=", 1)[0].strip() for p in str(given).split(",")}
+            return not keys <= BUDGET_ONLY_GEN_KWARGS  # a sampling setting: the advice is for the user
+        return True
+
+
+def _quiet_git_commit_hash() -> Any:
+    """lm-eval's ``get_git_commit_hash`` with git's stderr kept off the console."""
+    import os
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        return subprocess.check_output(["git", "describe", "--always"], stderr=subprocess.DEVNULL).strip().decode()
+    except (subprocess.CalledProcessError, FileNotFoundError, OSError):
+        return get_commit_from_path(os.getcwd())
+
+
+def quiet_documented_runs() -> None:
+    """No line on the console that a user of the pack's documented commands cannot act on.
+
+    Works around (lm-eval 0.4.13, ``evaluator.simple_evaluate``; 0.4.11-0.4.12 the same): (a) the results'
+    ``git_hash`` comes from ``git describe`` run with the console as its stderr, so outside a repository every
+    run prints ``fatal: not a git repository``; the pack runs the same probe with stderr discarded (the hash
+    recorded is the same); (b) ``--gen_kwargs max_gen_toks=N`` warns "Ensure 'do_sample=True'" though only the
+    budget changed (kept when a sampling setting is given); (c) the ``--limit`` warning, said instead in the
+    pack's summary line. ``medeval run`` only; plain ``lm_eval`` is unchanged. Idempotent.
+    Test: tests/core/test_quiet_documented_runs.py.
+    """
+    import lm_eval.evaluator
+
+    lm_eval.evaluator.get_git_commit_hash = _quiet_git_commit_hash
+    for name in ("lm_eval.evaluator", "lm_eval.config.evaluate_config"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropDocumentedRunWarnings) for f in logger.filters):
+            logger.addFilter(_DropDocumentedRunWarnings())

@@ -120,7 +120,7 @@ def test_medeval_run_hands_lm_eval_the_normalised_task_list(monkeypatch, capsys)
 
     seen = []
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: seen.append(list(sys.argv)))
-    monkeypatch.setattr(cli, "_print_breakdowns", lambda argv, started: None)
+    monkeypatch.setattr(cli, "run_summary", lambda *args: "")
     code = cli.main(["run", "--model", "hf", "--tasks", "emsqa_private, emsqa_private_cot,",
                      "--metadata", json.dumps(PRIVATE)])
     assert code == 0, capsys.readouterr().err

@@ -1,0 +1,115 @@
+"""Issue 23.6 and 23.7: `medeval run --help` leads with the pack's own options; a run of the README's smoke
+command prints no warning, no git probe line, and one summary line per task."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from medeval_metrics import cli, lm_eval_compat
+from conftest import SHARED_DATA, run_cli
+
+
+def test_run_help_starts_with_the_pack_s_options_exit_codes_and_pointers_then_lm_eval_s(capsys):
+    assert cli.main(["run", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: medeval run [the pack's options]")
+    order = [text.index(part) for part in (
+        "--allow-unknown-metadata", "--allow-unscored", "--breakdown", "--judge-model",
+        "metadata keys the pack reads", "emsqa_private_path", "exit codes: 0 done; 2 a problem", "3 a judge scored no item",
+        "`medeval list`")]
+    lm_eval_s = text.index("lm-eval's options (`lm-eval run --help`)")
+    assert max(order) < lm_eval_s < text.index("Evaluate language models on various benchmarks") and "  rag_mode" not in text and ", rag_mode," not in text  # a task's own
+
+
+# ---------------------------------------------------------------- the git probe
+
+
+def test_lm_eval_s_git_probe_still_writes_to_the_console_outside_a_repository(tmp_path):
+    """When this fails, lm-eval runs git quietly itself and ``quiet_documented_runs`` (a) can go."""
+    code = "from lm_eval.loggers.utils import get_git_commit_hash; get_git_commit_hash()"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    assert "fatal: not a git repository" in proc.stderr
+
+
+def test_the_pack_s_git_probe_is_silent_and_records_the_same(tmp_path, capfd, monkeypatch):
+    import lm_eval.evaluator
+
+    monkeypatch.setattr(lm_eval.evaluator, "get_git_commit_hash", lm_eval.evaluator.get_git_commit_hash)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    lm_eval_compat.quiet_documented_runs()
+    assert lm_eval.evaluator.get_git_commit_hash() is None and capfd.readouterr().err == ""
+    monkeypatch.chdir(__import__("pathlib").Path(__file__).parent)
+    head = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True).stdout.strip()
+    assert lm_eval.evaluator.get_git_commit_hash() == (head or None)
+
+
+# ---------------------------------------------------------------- warnings the documented commands cause
+
+
+def test_lm_eval_still_warns_as_the_filter_expects():
+    """When this fails, lm-eval's wording changed and the filter no longer matches: update or drop it."""
+    import lm_eval.config.evaluate_config
+    import lm_eval.evaluator
+
+    assert lm_eval_compat._GEN_KWARGS_WARNING in inspect.getsource(lm_eval.evaluator.simple_evaluate)
+    assert lm_eval_compat._LIMIT_WARNING in inspect.getsource(lm_eval.config.evaluate_config)
+
+
+@pytest.mark.parametrize("gen_kwargs, shown", [
+    ({"max_gen_toks": 8}, False),  # the README's smoke command: only the budget
+    ("max_gen_toks=8,until=\n\n", False),
+    ({"temperature": 0.7}, True),  # sampling settings: lm-eval's advice is for the user
+    ({"max_gen_toks": 8, "top_p": 0.9}, True),
+])
+def test_the_gen_kwargs_warning_is_dropped_only_for_a_token_budget(caplog, gen_kwargs, shown):
+    lm_eval_compat.quiet_documented_runs()
+    logger = logging.getLogger("lm_eval.evaluator")
+    with caplog.at_level(logging.WARNING, logger="lm_eval.evaluator"):
+        logger.warning("generation_kwargs: %s specified through cli, these settings will update set parameters in "
+                       "yaml tasks. Ensure 'do_sample=True' for non-greedy decoding!", gen_kwargs)
+    assert bool(caplog.records) == shown
+
+
+# ---------------------------------------------------------------- the summary after a run
+
+
+RESULTS = {
+    "results": {"emsqa_public": {"alias": "emsqa_public", "acc,extract_answer": 0.25, "acc_stderr,extract_answer": 0.1,
+                                 "f1,extract_answer": 0.5, "unparseable,extract_answer": 0.125,
+                                 "invalid_letter,extract_answer": 0.0},
+                "emsqa": {"alias": "emsqa"}},
+    "n-samples": {"emsqa_public": {"original": 100, "effective": 20}},
+}
+
+
+def test_the_summary_is_one_line_per_task_with_its_headline_numbers():
+    text = cli.run_summary(["--tasks", "emsqa_public", "--limit", "20"], RESULTS, 0.0)
+    assert text.splitlines() == [
+        "medeval: emsqa_public: acc 0.250, f1 0.500, unparseable 0.125, invalid_letter 0.000 (20 items, --limit 20: "
+        "a test run, not comparable scores)",
+        "medeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`."]
+
+
+@pytest.mark.e2e
+def test_the_readme_smoke_command_prints_no_warning_and_one_line_per_task(tmp_path, tiny_model):
+    data = SHARED_DATA / "emsqa"
+    if not (data / "test_open.json").is_file():
+        pytest.skip(f"no public EMSQA copy in {data}")
+    proc = run_cli(["run", "--tasks", "emsqa_public", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
+                    "--device", "cpu", "--limit", "20", "--gen_kwargs", "max_gen_toks=8", "--metadata",
+                    f'{{"emsqa_public_path": "{data}"}}', "--output_path", str(tmp_path / "smoke"), "--log_samples"],
+                   cwd=tmp_path, env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [line for line in text.splitlines() if "WARNING" in line or "fatal:" in line or "Warning" in line] == []
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("medeval: emsqa_public: ")]
+    assert len(summary) == 1 and "acc " in summary[0] and "(20 items, --limit 20" in summary[0]
+    assert "medeval_breakdowns.md (and .json); `--breakdown` prints them" in proc.stdout
+    assert "| level" not in proc.stdout and "**emsqa_public** by level" not in proc.stdout  # tables only on request
