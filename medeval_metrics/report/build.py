@@ -177,7 +177,8 @@ def build_report(
     with _writing(out.folder):
         figure_files = _write_figures(out, runs, all_breakdowns, judge_collected) if figures else []
 
-    card_section = _card_section(sections, publishable[card_model] or models[card_model])
+    card_sections = {run.label: tables.run_section(run, __version__, card=True) for run in runs}
+    card_section = _card_section(card_sections, publishable[card_model] or models[card_model])
     out.write("card_section.md", card_section)
     removed = _remove_stale_files(out, previous_files, previous_written_at)
     if removed:

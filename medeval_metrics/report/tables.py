@@ -107,11 +107,24 @@ def settings_table(settings: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def run_section(run: Run, pack_version: str, heading: str = "###") -> str:
+def comparison_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
+    """The rows a reader compares models by: the metrics the benchmark publishes in the model-index (a task
+    outside the pack keeps all). Bookkeeping (items judged, per-judge success, id echoes) and diagnostics
+    stay in the report's results.md."""
+    return [row for row in rows if metric_info(row.benchmark, row.metric).in_model_index]
+
+
+def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = False) -> str:
+    """A run's results table and settings; ``card``: only the comparison metrics (``comparison_rows``)."""
     rows = score_rows(run)
     settings = {**run.settings(), "medeval-metrics version (report)": pack_version}
-    parts = [f"{heading} {run.label}", "", results_table(rows) if rows else "_No medeval task in this run._", ""]
-    notes = helper_notes(rows)
+    shown = comparison_rows(rows) if card else rows
+    parts = [f"{heading} {run.label}", "", results_table(shown) if shown else "_No medeval task in this run._", ""]
+    left = len({(r.task, r.metric) for r in rows}) - len({(r.task, r.metric) for r in shown})
+    notes = [] if card else helper_notes(rows)
+    if card and left:
+        notes = [f"{left} bookkeeping and diagnostic metrics (items judged, per-judge success, unparseable rates) "
+                 "are in the report's results.md"]
     if notes:
         parts += ["Notes: " + "; ".join(notes) + ".", ""]
     parts += ["Settings that change scores:", "", settings_table(settings)]
