@@ -3,7 +3,7 @@
 Registered as ``--model medeval-scripted`` when this module is imported (``medeval run`` does
 that when asked for this model). ``--model_args table=/path/answers.json`` names a JSON file:
 
-    {"key": "question",                 # doc field whose value selects the row
+    {"key": "question",                 # doc field whose value selects the row (a list: the first the doc has)
      "generate": {"<key value>": "model output text", ...},
      "choose":   {"<key value>": "B", ...},   # for loglikelihood: this continuation wins
      "default": ""}                     # output for docs not in the table
@@ -94,7 +94,9 @@ class ScriptedLM(LM):
 
     def _lookup(self, request: Any, section: str) -> Any:
         doc = request.doc or {}
-        value = doc.get(self.key) if isinstance(doc, dict) else None
+        keys = self.key if isinstance(self.key, list) else [self.key]  # a list: the first field the doc has
+        field = next((k for k in keys if isinstance(doc, dict) and k in doc), keys[0])
+        value = doc.get(field) if isinstance(doc, dict) else None
         return self.table.get(section, {}).get(str(value), self.table.get("default", ""))
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
