@@ -132,7 +132,7 @@ def run_demo(output: Path, cache: Path | None = None, say=print) -> dict[str, An
             say(f"replacing the previous demo run in {run_dir}")
         say(f"running {', '.join(DEMO_TASKS)} on a scripted model (synthetic data, fake judges at {server.url})")
         code = run_lm_eval([
-            "--model", "medeval-scripted", "--model_args", f"table={table}",
+            "--model", "medeval-scripted", "--model_args", f"table={table},model=medeval-demo-scripted",
             "--tasks", ",".join(DEMO_TASKS), "--metadata", json.dumps(metadata),
             "--output_path", str(run_dir), "--log_samples",
         ])

@@ -355,12 +355,12 @@ def _write_figures(out: _Output, runs: list, all_breakdowns: dict[str, Any], jud
                     continue
                 suffix = "" if filter_name in ("none", *_only_filter(breakdown)) else f"__{_slug(filter_name)}"
                 name = folder / f"{task}__{_slug(dimension)}{suffix}.png"
-                fig.category_scores_figure(out.folder / name, f"{run.label}: {task} by {dimension}{note}", info.label,
-                                           values, info.scale)
+                title = f"{info.label} by {fig.human(dimension)}{note}: {task}, {run.label}"
+                fig.category_scores_figure(out.folder / name, title, info.label, values, info.scale, dimension=dimension)
                 figure_files.append(name.as_posix())
         for task, collected in judge_collected.get(run.label, {}).items():
             name = folder / f"{task}__judge_scores.png"
-            fig.judge_distribution_figure(out.folder / name, f"{run.label}: {task}", collected)
+            fig.judge_distribution_figure(out.folder / name, f"Judge scores: {task}, {run.label}", collected)
             figure_files.append(name.as_posix())
     if len(runs) > 1:
         figure_files += _comparison_figures(runs, out.folder, fig)
@@ -388,7 +388,7 @@ def _comparison_figures(runs, output: Path, fig) -> list[str]:
         primary = tables.primary_metric(benchmark, [])
         name = f"comparison__{_slug(benchmark)}.png" if metric == primary else f"comparison__{_slug(benchmark)}__{_slug(metric)}.png"
         display = reporting_for(benchmark).display_name or benchmark
-        fig.comparison_figure(output / name, f"{display}: comparison of runs", info.label, series, info.scale)
+        fig.comparison_figure(output / name, f"{info.label}: {display}, run by run", info.label, series, info.scale)
         names.append(name)
     return names
 
