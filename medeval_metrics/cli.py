@@ -345,35 +345,53 @@ def _data_needed(manifest: dict, task: dict) -> str:
     return " + ".join(needs)
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
-    """``medeval list``: tasks (type, size, data each needs, metrics), then groups; every line fits ``width``."""
+    """``medeval list``: tasks (type, size, data each needs, metrics), then groups and tags; every line fits
+    ``width``: the data and metrics columns wrap onto more lines, never cutting a name."""
     import textwrap
+
+    from medeval_metrics.preflight import pack_tags
 
     kinds = {"generate_until": "generate", "multiple_choice": "loglik"}
     header = ("task", "type", "items", "data it needs", "metrics")
     rows = [(t["task"], kinds.get(t["output_type"], t["output_type"]),
              "yours" if t["samples"] is None else f"{t['samples']:,}", _data_needed(manifest, t), ", ".join(t["metrics"]))
             for t in manifest["tasks"]]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    # the data column gives way first (the full text is in `medeval list --markdown`)
-    widths[3] = max(len(header[3]), min(widths[3], width - sum(widths[:3]) - 2 * 4 - 12))
-    rows = [(*r[:3], _fit(r[3], widths[3]), r[4]) for r in rows]
-    metrics_width = max(12, width - sum(widths) - 2 * 4)
-    lines = ["  ".join(c.ljust(w) for c, w in zip(header[:4], widths)) + "  " + header[4], "-" * min(width, sum(widths) + 8 + metrics_width)]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    rest = width - sum(widths) - 2 * 4
+    data_word = max(len(word) for r in rows for word in r[3].split())
+    metric_word = max(len(word) for r in rows for word in r[4].split())
+    beside = rest >= data_word + metric_word + 2  # else the metrics go on their own lines under each task
+    data_width = max(data_word, min(max(len(r[3]) for r in [header, *rows]), rest // 2 if beside else rest + 2))
+    widths += [data_width, rest - data_width]
+
+    def wrap(text: str, size: int, indent: str = "") -> list[str]:
+        return textwrap.wrap(text, size, break_long_words=False, break_on_hyphens=False, initial_indent=indent,
+                             subsequent_indent=indent) or [""]
+
+    shown = header if beside else header[:4]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(shown, widths)).rstrip(), "-" * width]
     for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + _fit(row[4], metrics_width))
+        data = wrap(row[3], data_width)
+        metrics = wrap(row[4], widths[4]) if beside else []
+        for i in range(max(len(data), len(metrics))):
+            cells = [*(row[:3] if i == 0 else ("", "", "")), data[i] if i < len(data) else "",
+                     metrics[i] if i < len(metrics) else ""]
+            lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip())
+        lines += [] if beside else wrap("metrics: " + row[4], width - 4, "    ")
     lines += ["", "groups (a group runs all its tasks; it needs the data of each):"]
     for group in manifest["groups"]:
         lines += textwrap.wrap(", ".join(group["tasks"]), width, initial_indent=f"  {group['group']}: ",
-                               subsequent_indent="    ")
+                               subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+    tags = pack_tags()
+    if tags:
+        lines += ["", "tags (like a group, checked the same way before the run):"]
+        lines += [f"  {tag}: every task above" if len(tasks) == len(rows) else f"  {tag}: {', '.join(tasks)}"
+                  for tag, tasks in tags.items()]
     lines += ["", *textwrap.wrap(
         "data: 'public' is read from the Hugging Face Hub (or a local copy); 'yours' needs your own file, given with "
         "--metadata '{\"KEY\": \"/path\"}' or the variable MEDEVAL_<KEY>. `medeval list --markdown` prints every "
-        "metric and source.", width)]
+        "source in full.", width)]
     return "\n".join(line.rstrip() for line in lines)
 
 
