@@ -30,7 +30,7 @@ def _slug(text: str) -> str:
 
 MANIFEST = "report.json"
 # What a report writes: only such files, listed in the previous report's manifest, are ever removed.
-REPORT_FILE_SUFFIXES = (".md", ".json", ".yaml", ".png")
+REPORT_FILE_SUFFIXES = (".md", ".json", ".yaml", ".png", ".html")
 
 
 @dataclass
@@ -134,6 +134,8 @@ def build_report(
     source_url: str | None = None,
     include_partial_runs: bool = False,
     model_name: str | None = None,
+    html: bool = False,
+    html_show_private: bool = False,
 ) -> dict[str, Any]:
     """Write the report files (see ``medeval_metrics.report``); returns the contents of ``report.json``."""
     from medeval_metrics import __version__
@@ -177,6 +179,10 @@ def build_report(
     with _writing(out.folder):
         figure_files = _write_figures(out, runs, all_breakdowns, judge_collected) if figures else []
 
+    if html:  # one page to browse the report item by item (medeval_metrics.report.html)
+        from medeval_metrics.report import html as page
+
+        out.write(page.PAGE, page.render(runs, out.folder, figure_files, show_private=html_show_private))
     card_sections = {run.label: tables.run_section(run, __version__, card=True) for run in runs}
     card_section = _card_section(card_sections, publishable[card_model] or models[card_model])
     out.write("card_section.md", card_section)
