@@ -28,9 +28,10 @@ color:#1b1b1b;line-height:1.4}
 h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}h3{margin-bottom:.3em}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
-figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
+#figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(480px,1fr));gap:.8em}
+figure{margin:0}figure img{width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
 #filters{position:sticky;top:0;background:#fff;padding:.6em 0;border-bottom:1px solid #ddd;z-index:1}
-#filters label{margin-right:1em}select{font-size:.95em}
+#filters label{margin-right:1em}select{font-size:.95em;max-width:22em}
 .item{border:1px solid #ccc;border-left:6px solid #999;border-radius:4px;margin:.5em 0;padding:.1em .8em}
 .item.correct{border-left-color:#2e7d32}.item.wrong{border-left-color:#c62828}.item.unparseable{border-left-color:#ef8f00}
 .item summary{cursor:pointer;padding:.4em 0}.badge{display:inline-block;font-size:.8em;padding:0 .5em;border-radius:3px;
@@ -197,8 +198,11 @@ def item_records(run, task: str, show_private: bool) -> list[dict[str, Any]]:
 
 
 def _figure_tag(folder: Path, name: str) -> str:
+    from medeval_metrics.report.figures import human
+
     data = base64.b64encode((folder / name).read_bytes()).decode("ascii")
-    caption = Path(name).stem.replace("__", " · ")
+    task, *rest = Path(name).stem.split("__")
+    caption = " · ".join([task, *(human(part) for part in rest)])
     return (f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}">'
             f"<figcaption>{_e(caption)}</figcaption></figure>")
 
@@ -295,7 +299,7 @@ def render(runs: list, folder: Path, figure_files: list[str], show_private: bool
               "scale for a graded one; unparseable: no answer could be read from the output.</p>")
     body = (f"<h1>medeval report</h1><p>{_e(INTRO)}</p><p class=note>medeval-metrics {_e(__version__)}</p>"
             + "".join(sections)
-            + (f"<h2>Figures</h2>{figures}" if figures else "")
+            + (f"<h2>Figures</h2><div id=figures>{figures}</div>" if figures else "")
             + f"<h2>Items</h2>{legend}{privacy}{filters}<div id=items>{items}</div>")
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             '<meta name=viewport content="width=device-width, initial-scale=1">'
