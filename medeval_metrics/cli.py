@@ -79,7 +79,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     started = time.time()
     try:
-        with _task_index(selection, argv), lm_eval_compat.capture_results() as evaluations, \
+        with _task_index(selection, argv), lm_eval_compat.task_timings(), lm_eval_compat.capture_results() as evaluations, \
                 lm_eval_compat.model_key_only_for_its_endpoint(), _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
             cli_evaluate()
         print(run_summary(argv, evaluations[-1] if evaluations else {}, started, show_breakdowns), file=saved_stdout)
@@ -238,12 +238,14 @@ def _headline(task: str, result: dict) -> list[str]:
     except (KeyError, AttributeError):
         metrics = sorted({key.split(",")[0] for key in result if "," in key and "_stderr" not in key})
         reporting = {}
-    metrics.sort(key=lambda m: not (reporting.get(m).in_model_index if m in reporting else True))
+    primary = getattr(registry.benchmark_of(task), "reporting", None)
+    primary = primary.primary_metric if primary else None
+    metrics.sort(key=lambda m: (m != primary, not (reporting[m].in_model_index if m in reporting else True)))
     out = []
-    for metric in metrics[:4]:
+    for metric in metrics:
         key = next((k for k in result if k.split(",")[0] == metric), None)
         value = result.get(key) if key else None
-        if isinstance(value, (int, float)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and len(out) < 4:
             out.append(f"{metric} {value:.3f}")
     return out
 
@@ -258,7 +260,12 @@ def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdo
         if task not in n_samples:  # a group's aggregate row: its tasks have their own lines
             continue
         count = n_samples[task].get("effective")
-        items = f" ({count:,} items{f', --limit {limit}: a test run, not comparable scores' if limit else ''})"
+        timing = ((results.get("medeval_run") or {}).get("tasks") or {}).get(task) or {}
+        spent = f", {timing['wall_s']:.1f} s" if "wall_s" in timing else ""
+        judge = timing.get("judge") or {}
+        used = (f", judges: {judge.get('requests', 0):,} requests, "
+                f"{judge.get('prompt_tokens', 0) + judge.get('completion_tokens', 0):,} tokens") if judge else ""
+        items = f" ({count:,} items{spent}{used}{f', --limit {limit}: a test run, not comparable scores' if limit else ''})"
         lines.append(f"medeval: {task}: " + (", ".join(_headline(task, result)) or "no scores") + (items if count else ""))
     output_path = _flag_value(argv, "--output_path")
     if not output_path or "--log_samples" not in argv:

@@ -28,6 +28,7 @@ needed, or when the patch stops working. Importing this module imports nothing f
    OpenAI's own host; elsewhere the key the user names (``MEDEVAL_MODEL_API_KEY_ENV``) or none.
 12. ``quiet_documented_runs``: no ``fatal: not a git repository`` from lm-eval's git probe, and no warning
    the pack's documented commands trigger (a --gen_kwargs token budget, --limit) under ``medeval run``.
+13. ``task_timings``: each task's wall time (and a judged task's judge requests and tokens) in the results.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from typing import Any, Iterator
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "capture_results", "model_key_only_for_its_endpoint", "quiet_documented_runs", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "capture_results", "model_key_only_for_its_endpoint", "quiet_documented_runs", "quiet_pack_custom_dataset_notice", "task_timings", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -577,3 +578,129 @@ def quiet_documented_runs() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropDocumentedRunWarnings) for f in logger.filters):
             logger.addFilter(_DropDocumentedRunWarnings())
+
+
+# --- 13. Per-task wall time and judge usage, in the results ----------------------------------------------
+
+RUN_RECORD_KEY = "medeval_run"  # results[RUN_RECORD_KEY]["tasks"][task] = {wall_s, ..., judge: {...}}
+
+
+def _task_name(task: Any) -> str:
+    config = getattr(task, "config", None)
+    return str(getattr(config, "task", None) or getattr(task, "task_name", None) or "?")
+
+
+@contextlib.contextmanager
+def task_timings() -> Iterator[dict[str, dict[str, Any]]]:
+    """While active, each task's time is measured and written into the results ``simple_evaluate`` returns
+    (before lm-eval saves them), as ``results["medeval_run"]["tasks"][task]``: ``load_s`` (its data loader),
+    ``prepare_s`` (building its
+    requests), ``model_s`` (its share of each model call, by its number of requests in that call),
+    ``filters_s`` (its filters: the judge panel of a judged task), ``scoring_s`` and their sum ``wall_s``;
+    for a judged task, ``judge`` holds the judges' requests and the tokens their API replies reported.
+
+    Why: lm-eval 0.4.13 (``evaluator.evaluate``) sends the requests of every task to the model together, one
+    call per request type, and records no time at all; its results have no per-task time. The pack wraps
+    ``ConfigurableTask.download``, ``build_all_requests``, ``apply_filters``, ``process_results`` and the model's request
+    methods for the duration (put back afterwards). Versions: lm-eval 0.4.11-0.4.13. Test:
+    tests/core/test_run_record.py.
+    """
+    import time
+    from collections import Counter, defaultdict
+
+    import lm_eval
+    import lm_eval.evaluator
+    from lm_eval.api.task import ConfigurableTask
+
+    from medeval_metrics.judge import transport
+
+    times: dict[str, Counter] = defaultdict(Counter)
+    judged: dict[str, Counter] = defaultdict(Counter)
+    originals = {name: getattr(ConfigurableTask, name)
+                 for name in ("download", "build_all_requests", "apply_filters", "process_results")}
+
+    def timed(name: str, field: str) -> Any:
+        original = originals[name]
+
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            before = {j: Counter(c) for j, c in transport.USAGE.items()} if name == "apply_filters" else None
+            started = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                times[_task_name(self)][field] += time.perf_counter() - started
+                if before is not None:
+                    for judge, counts in transport.USAGE.items():
+                        judged[_task_name(self)].update(counts - before.get(judge, Counter()))
+
+        return wrapper
+
+    original_evaluate = lm_eval.evaluator.evaluate
+
+    @functools.wraps(original_evaluate)
+    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+        saved = {}
+        for method in ("generate_until", "loglikelihood", "loglikelihood_rolling"):
+            bound = getattr(lm, method, None)
+            if bound is None:
+                continue
+
+            def call(requests: Any, *a: Any, _bound: Any = bound, **k: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return _bound(requests, *a, **k)
+                finally:
+                    spent, per_task = time.perf_counter() - started, Counter(getattr(r, "task_name", "?") for r in requests)
+                    for task, count in per_task.items():
+                        times[task]["model_s"] += spent * count / max(1, len(requests))
+
+            saved[method] = lm.__dict__.get(method)
+            setattr(lm, method, call)
+        try:
+            return original_evaluate(lm, *args, **kwargs)
+        finally:
+            for method, value in saved.items():
+                if value is None:
+                    delattr(lm, method)
+                else:
+                    setattr(lm, method, value)
+
+    original_simple = lm_eval.simple_evaluate
+
+    @functools.wraps(original_simple)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        results = original_simple(*args, **kwargs)
+        if isinstance(results, dict):
+            results[RUN_RECORD_KEY] = {"tasks": record}
+            record.update(_run_record(times, judged))
+        return results
+
+    record: dict[str, dict[str, Any]] = {}
+    for name, field in (("download", "load_s"), ("build_all_requests", "prepare_s"), ("apply_filters", "filters_s"),
+                        ("process_results", "scoring_s")):
+        setattr(ConfigurableTask, name, timed(name, field))
+    lm_eval.evaluator.evaluate = evaluate
+    lm_eval.simple_evaluate = simple_evaluate
+    try:
+        yield record
+    finally:
+        for name, original in originals.items():
+            setattr(ConfigurableTask, name, original)
+        lm_eval.evaluator.evaluate = original_evaluate
+        lm_eval.simple_evaluate = original_simple
+
+
+def _run_record(times: dict[str, Any], judged: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for task, spent in sorted(times.items()):
+        if task == "?":
+            continue
+        entry = {field: round(spent.get(field, 0.0), 3)
+                 for field in ("load_s", "prepare_s", "model_s", "filters_s", "scoring_s")}
+        entry["wall_s"] = round(sum(entry.values()), 3)
+        usage = judged.get(task)
+        if usage:
+            entry["judge"] = {k: int(usage[k]) for k in ("requests", "prompt_tokens", "completion_tokens") if k in usage}
+        out[task] = entry
+    return out

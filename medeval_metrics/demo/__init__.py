@@ -145,7 +145,7 @@ def run_demo(output: Path, cache: Path | None = None, say=print) -> dict[str, An
     except ImportError:
         figures = False
         say("matplotlib is not installed: the report has no figures (install the pack with its report extra)")
-    report = build_report([run_dir], report_dir, figures=figures)
+    report = build_report([run_dir], report_dir, figures=figures, html=True)
     report["elapsed_s"] = round(time.time() - started, 1)
     return report
 
@@ -160,6 +160,7 @@ def _cmd(args: argparse.Namespace) -> int:
     print(f"\nmedeval demo: done in {report['elapsed_s']} s. The report is in {report_dir}:")
     print(f"  {report_dir / 'results.md'} (scores and settings), {report_dir / 'card_section.md'} (for a model card),")
     print(f"  {len(report['figures'])} figures under {report_dir / 'figures'}; lm-eval's own files in {output / 'run'}.")
+    print(f"  Browse every item: {report_dir / 'report.html'} (open it in a browser; nothing is fetched).")
     print("The model is scripted (two answers in three right), the data and the judges are synthetic: the numbers")
     print("mean nothing, the pipeline is what ran. For a real model: medeval run --tasks emsqa_public --model hf "
           "--model_args pretrained=ORG/MODEL --output_path results --log_samples")

@@ -101,6 +101,24 @@ def results_table(rows: list[ScoreRow]) -> str:
     return "\n".join(lines)
 
 
+def run_time_table(run: Run) -> str:
+    """Each task's wall time (and, for a judged task, the judges' requests and tokens) as ``medeval run``
+    recorded them in the results (``lm_eval_compat.task_timings``); "" for a run without the record."""
+    recorded = (run.results.get("medeval_run") or {}).get("tasks") or {}
+    if not recorded:
+        return ""
+    lines = ["| Task | Wall time (s) | of which model (s) | of which judging (s) | Judge requests | Judge tokens "
+             "(prompt + completion) |", "|---|---:|---:|---:|---:|---:|"]
+    for task, entry in sorted(recorded.items()):
+        judge = entry.get("judge") or {}
+        tokens = (f"{judge.get('prompt_tokens', 0):,} + {judge.get('completion_tokens', 0):,}"
+                  if "prompt_tokens" in judge or "completion_tokens" in judge else "–")
+        lines.append(f"| `{task}` | {entry.get('wall_s', 0):.1f} | {entry.get('model_s', 0):.1f} | "
+                     f"{entry.get('filters_s', 0):.1f} | {judge.get('requests', '–') if judge else '–'} | "
+                     f"{tokens if judge else '–'} |")
+    return "\n".join(lines)
+
+
 def settings_table(settings: dict[str, str]) -> str:
     lines = ["| Setting | Value |", "|---|---|"]
     lines += [f"| {name} | {value.replace('|', '/')} |" for name, value in settings.items()]
@@ -127,6 +145,9 @@ def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = 
                  "are in the report's results.md"]
     if notes:
         parts += ["Notes: " + "; ".join(notes) + ".", ""]
+    timing = "" if card else run_time_table(run)
+    if timing:
+        parts += ["Run time per task and judge usage:", "", timing, ""]
     parts += ["Settings that change scores:", "", settings_table(settings)]
     generation = _task_generation_settings(run, [r.task for r in rows])
     if generation:
