@@ -535,11 +535,21 @@ _LIMIT_WARNING = "--limit SHOULD ONLY BE USED FOR TESTING"
 BUDGET_ONLY_GEN_KWARGS = frozenset({"max_gen_toks", "max_new_tokens", "until"})
 
 
+_TRUNCATION_WARNING = "Left truncation applied"
+
+
 class _DropDocumentedRunWarnings(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.truncations = 0
+
     def filter(self, record: logging.LogRecord) -> bool:
         message = str(record.msg)
         if _LIMIT_WARNING in message:
             return False
+        if _TRUNCATION_WARNING in message:  # said once per batch by lm-eval: the first says it
+            self.truncations += 1
+            return self.truncations == 1
         if _GEN_KWARGS_WARNING in message and record.args:
             given = record.args[0] if isinstance(record.args, tuple) else record.args
             keys = set(given) if isinstance(given, dict) else {p.split("=", 1)[0].strip() for p in str(given).split(",")}
@@ -568,13 +578,15 @@ def quiet_documented_runs() -> None:
     run prints ``fatal: not a git repository``; the pack runs the same probe with stderr discarded (the hash
     recorded is the same); (b) ``--gen_kwargs max_gen_toks=N`` warns "Ensure 'do_sample=True'" though only the
     budget changed (kept when a sampling setting is given); (c) the ``--limit`` warning, said instead in the
-    pack's summary line. ``medeval run`` only; plain ``lm_eval`` is unchanged. Idempotent.
+    pack's summary line; (d) "Left truncation applied", once per batch of too-long prompts: only the first is
+    kept (the pack's context check has said which prompts do not fit). ``medeval run`` only; plain ``lm_eval``
+    is unchanged. Idempotent.
     Test: tests/core/test_quiet_documented_runs.py.
     """
     import lm_eval.evaluator
 
     lm_eval.evaluator.get_git_commit_hash = _quiet_git_commit_hash
-    for name in ("lm_eval.evaluator", "lm_eval.config.evaluate_config"):
+    for name in ("lm_eval.evaluator", "lm_eval.config.evaluate_config", "lm_eval.models.huggingface"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropDocumentedRunWarnings) for f in logger.filters):
             logger.addFilter(_DropDocumentedRunWarnings())

@@ -113,3 +113,34 @@ def test_the_readme_smoke_command_prints_no_warning_and_one_line_per_task(tmp_pa
     assert len(summary) == 1 and "acc " in summary[0] and "(20 items, --limit 20" in summary[0]
     assert "medeval_breakdowns.md (and .json); `--breakdown` prints them" in proc.stdout
     assert "| level" not in proc.stdout and "**emsqa_public** by level" not in proc.stdout  # tables only on request
+
+
+def test_lm_eval_s_truncation_warning_is_kept_once(caplog):
+    import lm_eval.models.huggingface
+
+    assert lm_eval_compat._TRUNCATION_WARNING in inspect.getsource(lm_eval.models.huggingface)  # still its wording
+    for handler_filter in logging.getLogger("lm_eval.models.huggingface").filters:
+        if isinstance(handler_filter, lm_eval_compat._DropDocumentedRunWarnings):
+            handler_filter.truncations = 0
+    lm_eval_compat.quiet_documented_runs()
+    logger = logging.getLogger("lm_eval.models.huggingface")
+    with caplog.at_level(logging.WARNING, logger="lm_eval.models.huggingface"):
+        for length in (2566, 2549, 2601):
+            logger.warning(f"Left truncation applied. Original sequence length was {length}, truncating to last 1000 "
+                           "tokens. Some content will be lost.")
+    assert [r.getMessage()[:58] for r in caplog.records] == ["Left truncation applied. Original sequence length was 2566"]
+
+
+def test_counting_a_long_prompt_does_not_make_transformers_warn(tiny_model, caplog):
+    from medeval_metrics.context_fit import ContextFit
+
+    import transformers
+
+    fit = ContextFit({"pretrained": str(tiny_model)}, max_gen_toks=16)
+    transformers.logging.enable_propagation()  # transformers keeps its warnings to its own handler otherwise
+    try:
+        with caplog.at_level(logging.WARNING):
+            counts = fit._tokenize(["word " * 3000])
+    finally:
+        transformers.logging.disable_propagation()
+    assert counts[0] > fit.limit and not [r for r in caplog.records if "Token indices" in r.getMessage()]
