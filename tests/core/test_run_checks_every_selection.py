@@ -34,7 +34,7 @@ def problems_of(*argv, **kwargs) -> list[str]:
 def test_the_pack_s_tag_is_a_selection_like_a_group():
     selection = preflight.select_tasks(["medeval"], lambda: pytest.fail("indexed lm-eval"))
     assert selection.only_pack and selection.pack_tasks[0] == "emsqa_public" and "medicationqa" in selection.pack_tasks
-    assert {"emsqa_private", "emrqa_risk", "emrql_1", "medicationqa"} <= set(selection.pack_tasks)
+    assert {"emsqa_private", "emrqa_risk", "emrqa_emrql_1", "medicationqa"} <= set(selection.pack_tasks)
     assert selection.requested_groups["medeval"] == selection.pack_tasks
 
 
@@ -64,7 +64,8 @@ def test_medeval_run_with_the_tag_stops_before_lm_eval_in_seconds(monkeypatch, c
 
 @pytest.mark.parametrize("pattern, tasks", [
     ("emsqa_public_*", ["emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_mc"]),
-    ("emrql_?", ["emrql_1", "emrql_2"]),
+    ("emrql_?", ["emrqa_emrql_1", "emrqa_emrql_2"]),  # the old names, now groups of one task
+    ("emrqa_emrql_*", ["emrqa_emrql_1", "emrqa_emrql_2"]),
 ])
 def test_a_pattern_of_the_pack_s_names_selects_its_tasks_and_checks_their_data(pattern, tasks):
     selection = preflight.select_tasks([pattern], lambda: pytest.fail("indexed lm-eval"))

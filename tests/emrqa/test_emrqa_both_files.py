@@ -10,7 +10,7 @@ import pytest
 from medeval_metrics import preflight
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa.prepare import ensure_prepared
-from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+from medeval_metrics.emrqa.synthetic import write_synthetic
 from conftest import clear_medeval_settings
 
 
@@ -19,7 +19,7 @@ def no_user_settings(monkeypatch):
     clear_medeval_settings(monkeypatch)
 
 
-def problems_of(metadata: dict, tasks: str = "emrqa_risk,emrql_1") -> list[str]:
+def problems_of(metadata: dict, tasks: str = "emrqa_risk,emrqa_emrql_1") -> list[str]:
     with pytest.raises(MedevalDataError) as info:
         preflight.run_checks(["--tasks", tasks, "--metadata", json.dumps(metadata)], lm_eval_names=list)
     return getattr(info.value, "problems", None) or [str(info.value)]
