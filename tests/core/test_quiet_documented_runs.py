@@ -62,19 +62,37 @@ def test_lm_eval_still_warns_as_the_filter_expects():
     assert lm_eval_compat._LIMIT_WARNING in inspect.getsource(lm_eval.config.evaluate_config)
 
 
+class Kept(logging.Handler):
+    """The records a logger lets through (lm-eval's loggers do not propagate once lm-eval set up logging)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.logger = logging.getLogger(name)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def __enter__(self) -> "Kept":
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.logger.removeHandler(self)
+
+
 @pytest.mark.parametrize("gen_kwargs, shown", [
     ({"max_gen_toks": 8}, False),  # the README's smoke command: only the budget
     ("max_gen_toks=8,until=\n\n", False),
     ({"temperature": 0.7}, True),  # sampling settings: lm-eval's advice is for the user
     ({"max_gen_toks": 8, "top_p": 0.9}, True),
 ])
-def test_the_gen_kwargs_warning_is_dropped_only_for_a_token_budget(caplog, gen_kwargs, shown):
+def test_the_gen_kwargs_warning_is_dropped_only_for_a_token_budget(gen_kwargs, shown):
     lm_eval_compat.quiet_documented_runs()
-    logger = logging.getLogger("lm_eval.evaluator")
-    with caplog.at_level(logging.WARNING, logger="lm_eval.evaluator"):
-        logger.warning("generation_kwargs: %s specified through cli, these settings will update set parameters in "
-                       "yaml tasks. Ensure 'do_sample=True' for non-greedy decoding!", gen_kwargs)
-    assert bool(caplog.records) == shown
+    with Kept("lm_eval.evaluator") as kept:
+        kept.logger.warning("generation_kwargs: %s specified through cli, these settings will update set parameters "
+                            "in yaml tasks. Ensure 'do_sample=True' for non-greedy decoding!", gen_kwargs)
+    assert bool(kept.records) == shown
 
 
 # ---------------------------------------------------------------- the summary after a run
@@ -115,7 +133,7 @@ def test_the_readme_smoke_command_prints_no_warning_and_one_line_per_task(tmp_pa
     assert "| level" not in proc.stdout and "**emsqa_public** by level" not in proc.stdout  # tables only on request
 
 
-def test_lm_eval_s_truncation_warning_is_kept_once(caplog):
+def test_lm_eval_s_truncation_warning_is_kept_once():
     import lm_eval.models.huggingface
 
     assert lm_eval_compat._TRUNCATION_WARNING in inspect.getsource(lm_eval.models.huggingface)  # still its wording
@@ -123,12 +141,11 @@ def test_lm_eval_s_truncation_warning_is_kept_once(caplog):
         if isinstance(handler_filter, lm_eval_compat._DropDocumentedRunWarnings):
             handler_filter.truncations = 0
     lm_eval_compat.quiet_documented_runs()
-    logger = logging.getLogger("lm_eval.models.huggingface")
-    with caplog.at_level(logging.WARNING, logger="lm_eval.models.huggingface"):
+    with Kept("lm_eval.models.huggingface") as kept:
         for length in (2566, 2549, 2601):
-            logger.warning(f"Left truncation applied. Original sequence length was {length}, truncating to last 1000 "
-                           "tokens. Some content will be lost.")
-    assert [r.getMessage()[:58] for r in caplog.records] == ["Left truncation applied. Original sequence length was 2566"]
+            kept.logger.warning(f"Left truncation applied. Original sequence length was {length}, truncating to last "
+                                "1000 tokens. Some content will be lost.")
+    assert [r.getMessage()[:58] for r in kept.records] == ["Left truncation applied. Original sequence length was 2566"]
 
 
 def test_counting_a_long_prompt_does_not_make_transformers_warn(tiny_model, caplog):
