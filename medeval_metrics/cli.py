@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 # Modules that contribute subcommands; each is imported only to build the parser, so they keep
 # their heavy imports inside the command functions.
@@ -33,7 +33,6 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     """
     from medeval_metrics import lm_eval_compat, redact
     from medeval_metrics.data import MedevalDataError
-
     from medeval_metrics.judge.cli import rewrite_run_argv, run_unscored_exit_code
 
     argv = list(argv)
@@ -79,8 +78,13 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     started = time.time()
     try:
-        with _task_index(selection, argv), lm_eval_compat.task_timings(), lm_eval_compat.capture_results() as evaluations, \
-                lm_eval_compat.model_key_only_for_its_endpoint(), _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
+        with (
+            _task_index(selection, argv),
+            lm_eval_compat.task_timings(),
+            lm_eval_compat.capture_results() as evaluations,
+            lm_eval_compat.model_key_only_for_its_endpoint(),
+            _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr),
+        ):
             cli_evaluate()
         print(run_summary(argv, evaluations[-1] if evaluations else {}, started, show_breakdowns), file=saved_stdout)
         code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored)
@@ -115,8 +119,12 @@ def _pack_only_index(selection, argv: Sequence[str]) -> bool:
 
     from medeval_metrics.preflight import FULL_INDEX_ENV, user_include_path
 
-    return (selection is not None and selection.only_pack and not user_include_path(argv)
-            and os.environ.get(FULL_INDEX_ENV, "").strip().lower() not in {"1", "true", "yes", "on"})
+    return (
+        selection is not None
+        and selection.only_pack
+        and not user_include_path(argv)
+        and os.environ.get(FULL_INDEX_ENV, "").strip().lower() not in {"1", "true", "yes", "on"}
+    )
 
 
 def _task_index(selection, argv: Sequence[str]):
@@ -196,8 +204,10 @@ def _resume_hint(argv: Sequence[str]) -> str:
     cache = _flag_value(argv, "--use_cache")
     if cache:
         return f"Run the same command again: answers cached in {cache}* are reused and only the rest is generated."
-    return ("Nothing was cached: add `--use_cache PATH` to the command so that an interrupted run resumes "
-            "where it stopped when run again.")
+    return (
+        "Nothing was cached: add `--use_cache PATH` to the command so that an interrupted run resumes "
+        "where it stopped when run again."
+    )
 
 
 def _flag_value(argv: Sequence[str], flag: str) -> str | None:
@@ -263,10 +273,20 @@ def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdo
         timing = ((results.get("medeval_run") or {}).get("tasks") or {}).get(task) or {}
         spent = f", {timing['wall_s']:.1f} s" if "wall_s" in timing else ""
         judge = timing.get("judge") or {}
-        used = (f", judges: {judge.get('requests', 0):,} requests, "
-                f"{judge.get('prompt_tokens', 0) + judge.get('completion_tokens', 0):,} tokens") if judge else ""
-        items = f" ({count:,} items{spent}{used}{f', --limit {limit}: a test run, not comparable scores' if limit else ''})"
-        lines.append(f"medeval: {task}: " + (", ".join(_headline(task, result)) or "no scores") + (items if count else ""))
+        used = (
+            (
+                f", judges: {judge.get('requests', 0):,} requests, "
+                f"{judge.get('prompt_tokens', 0) + judge.get('completion_tokens', 0):,} tokens"
+            )
+            if judge
+            else ""
+        )
+        items = (
+            f" ({count:,} items{spent}{used}{f', --limit {limit}: a test run, not comparable scores' if limit else ''})"
+        )
+        lines.append(
+            f"medeval: {task}: " + (", ".join(_headline(task, result)) or "no scores") + (items if count else "")
+        )
     output_path = _flag_value(argv, "--output_path")
     if not output_path or "--log_samples" not in argv:
         lines.append("medeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")
@@ -278,13 +298,17 @@ def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdo
     root = Path(output_path)
     written = write_breakdowns(root if root.is_dir() else root.parent, since=started - 1)
     if written is not None:
-        json_path, md_path, text = written
+        _, md_path, text = written
         if show_breakdowns:
             lines.insert(0, f"\n{text}\n")
-        lines.append(f"medeval: breakdowns by category in {md_path} (and .json)"
-                     + ("" if show_breakdowns else f"; `{BREAKDOWN_FLAG}` prints them"))
-    lines.append(f"medeval: model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR "
-                 "(--html for a page to browse the items)")
+        lines.append(
+            f"medeval: breakdowns by category in {md_path} (and .json)"
+            + ("" if show_breakdowns else f"; `{BREAKDOWN_FLAG}` prints them")
+        )
+    lines.append(
+        f"medeval: model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR "
+        "(--html for a page to browse the items)"
+    )
     return "\n".join(lines)
 
 
@@ -297,26 +321,45 @@ def run_help() -> str:
     from medeval_metrics.judge.cli import add_judge_flags
     from medeval_metrics.preflight import ALLOW_UNKNOWN_METADATA, known_metadata_keys, task_set_keys
 
-    ours = argparse.ArgumentParser(prog="medeval run", add_help=False, usage="%(prog)s [the pack's options] "
-                                   "[lm-eval's options: --tasks ... --model ... --model_args ...]")
+    ours = argparse.ArgumentParser(
+        prog="medeval run",
+        add_help=False,
+        usage="%(prog)s [the pack's options] [lm-eval's options: --tasks ... --model ... --model_args ...]",
+    )
     group = ours.add_argument_group("the pack's options (taken out before lm-eval reads the line)")
     add_judge_flags(group)
-    group.add_argument(ALLOW_UNKNOWN_METADATA, action="store_true",
-                       help="let --metadata keys the pack does not read through (for your own tasks); without it "
-                            "such a key is an error, and a near-miss of a pack key always is")
-    group.add_argument(BREAKDOWN_FLAG, action="store_true",
-                       help="print the per-category tables after the run (they are always written beside the "
-                            "results with --output_path DIR --log_samples)")
+    group.add_argument(
+        ALLOW_UNKNOWN_METADATA,
+        action="store_true",
+        help="let --metadata keys the pack does not read through (for your own tasks); without it "
+        "such a key is an error, and a near-miss of a pack key always is",
+    )
+    group.add_argument(
+        BREAKDOWN_FLAG,
+        action="store_true",
+        help="print the per-category tables after the run (they are always written beside the "
+        "results with --output_path DIR --log_samples)",
+    )
     settable = [key for key in known_metadata_keys() if key not in task_set_keys()]  # rag_mode: each task's own
     keys = textwrap.fill(", ".join(settable), 100, initial_indent="  ", subsequent_indent="  ")
-    text = [ours.format_help().rstrip(), "",
-            "metadata keys the pack reads (--metadata '{\"KEY\": \"value\"}', or the variable MEDEVAL_<KEY>):", keys, "",
-            "before the model is built, medeval run checks the model, the task names, --metadata, MEDEVAL_* "
-            "variables,", "each selected task's data and the judge panel, and reports every problem at once.", "",
-            "exit codes: 0 done; 2 a problem found before or during the run (each on a 'medeval: error:' line);",
-            "  3 a judge scored no item of a judged task (--allow-unscored accepts it); 130 interrupted.", "",
-            "see also: `medeval list` (tasks, groups, data each needs), `medeval demo`, `medeval report --help`,",
-            "  docs/run-checks.md.", "", "lm-eval's options (`lm-eval run --help`):", ""]
+    text = [
+        ours.format_help().rstrip(),
+        "",
+        'metadata keys the pack reads (--metadata \'{"KEY": "value"}\', or the variable MEDEVAL_<KEY>):',
+        keys,
+        "",
+        "before the model is built, medeval run checks the model, the task names, --metadata, MEDEVAL_* variables,",
+        "each selected task's data and the judge panel, and reports every problem at once.",
+        "",
+        "exit codes: 0 done; 2 a problem found before or during the run (each on a 'medeval: error:' line);",
+        "  3 a judge scored no item of a judged task (--allow-unscored accepts it); 130 interrupted.",
+        "",
+        "see also: `medeval list` (tasks, groups, data each needs), `medeval demo`, `medeval report --help`,",
+        "  docs/run-checks.md.",
+        "",
+        "lm-eval's options (`lm-eval run --help`):",
+        "",
+    ]
     from lm_eval._cli.harness import HarnessCLI
 
     buffer = io.StringIO()
@@ -361,9 +404,16 @@ def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
 
     kinds = {"generate_until": "generate", "multiple_choice": "loglik"}
     header = ("task", "type", "items", "data it needs", "metrics")
-    rows = [(t["task"], kinds.get(t["output_type"], t["output_type"]),
-             "yours" if t["samples"] is None else f"{t['samples']:,}", _data_needed(manifest, t), ", ".join(t["metrics"]))
-            for t in manifest["tasks"]]
+    rows = [
+        (
+            t["task"],
+            kinds.get(t["output_type"], t["output_type"]),
+            "yours" if t["samples"] is None else f"{t['samples']:,}",
+            _data_needed(manifest, t),
+            ", ".join(t["metrics"]),
+        )
+        for t in manifest["tasks"]
+    ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     rest = width - sum(widths) - 2 * 4
     data_word = max(len(word) for r in rows for word in r[3].split())
@@ -373,8 +423,9 @@ def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
     widths += [data_width, rest - data_width]
 
     def wrap(text: str, size: int, indent: str = "") -> list[str]:
-        return textwrap.wrap(text, size, break_long_words=False, break_on_hyphens=False, initial_indent=indent,
-                             subsequent_indent=indent) or [""]
+        return textwrap.wrap(
+            text, size, break_long_words=False, break_on_hyphens=False, initial_indent=indent, subsequent_indent=indent
+        ) or [""]
 
     shown = header if beside else header[:4]
     lines = ["  ".join(c.ljust(w) for c, w in zip(shown, widths)).rstrip(), "-" * width]
@@ -382,23 +433,39 @@ def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
         data = wrap(row[3], data_width)
         metrics = wrap(row[4], widths[4]) if beside else []
         for i in range(max(len(data), len(metrics))):
-            cells = [*(row[:3] if i == 0 else ("", "", "")), data[i] if i < len(data) else "",
-                     metrics[i] if i < len(metrics) else ""]
+            cells = [
+                *(row[:3] if i == 0 else ("", "", "")),
+                data[i] if i < len(data) else "",
+                metrics[i] if i < len(metrics) else "",
+            ]
             lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip())
         lines += [] if beside else wrap("metrics: " + row[4], width - 4, "    ")
     lines += ["", "groups (a group runs all its tasks; it needs the data of each):"]
     for group in manifest["groups"]:
-        lines += textwrap.wrap(", ".join(group["tasks"]), width, initial_indent=f"  {group['group']}: ",
-                               subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+        lines += textwrap.wrap(
+            ", ".join(group["tasks"]),
+            width,
+            initial_indent=f"  {group['group']}: ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
     tags = pack_tags()
     if tags:
         lines += ["", "tags (like a group, checked the same way before the run):"]
-        lines += [f"  {tag}: every task above" if len(tasks) == len(rows) else f"  {tag}: {', '.join(tasks)}"
-                  for tag, tasks in tags.items()]
-    lines += ["", *textwrap.wrap(
-        "data: 'public' is read from the Hugging Face Hub (or a local copy); 'yours' needs your own file, given with "
-        "--metadata '{\"KEY\": \"/path\"}' or the variable MEDEVAL_<KEY>. `medeval list --markdown` prints every "
-        "source in full.", width)]
+        lines += [
+            f"  {tag}: every task above" if len(tasks) == len(rows) else f"  {tag}: {', '.join(tasks)}"
+            for tag, tasks in tags.items()
+        ]
+    lines += [
+        "",
+        *textwrap.wrap(
+            "data: 'public' is read from the Hugging Face Hub (or a local copy); 'yours' needs your own file, given with "
+            '--metadata \'{"KEY": "/path"}\' or the variable MEDEVAL_<KEY>. `medeval list --markdown` prints every '
+            "source in full.",
+            width,
+        ),
+    ]
     return "\n".join(line.rstrip() for line in lines)
 
 

@@ -76,4 +76,5 @@ __all__ = [
     "take_pack_options",
     "task_set_keys",
     "unwritable_reason",
+    "user_include_path",
 ]

@@ -6,7 +6,8 @@ The pack's own options (``--allow-unknown-metadata``) are taken out here, before
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 

@@ -7,8 +7,9 @@ task sets itself live only there).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 JUDGES_KEY = "medeval_judges"  # the judge panel (medeval_metrics.judge.config.METADATA_KEY)
 

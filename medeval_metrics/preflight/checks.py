@@ -8,7 +8,7 @@ every check that can run is reported together.
 from __future__ import annotations
 
 import os
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from medeval_metrics.data import setting
 from medeval_metrics.preflight import model as model_check
@@ -52,7 +52,7 @@ def run_checks(
     probe = hub_reachable or model_check.hub_reachable
     where = include_path(argv)
     if lm_eval_names is None:
-        lm_eval_names = lambda: lm_eval_task_names(where)  # noqa: E731
+        lm_eval_names = lambda: lm_eval_task_names(where)
     problems: list[str] = []
     if argv and check_options:  # `medeval run` alone prints lm-eval's help
         config, problem = lm_eval_config(argv)
@@ -63,9 +63,7 @@ def run_checks(
     metadata = collect(problems, parse_metadata, argv) or {}
     metadata_read = len(problems) == before  # else the data checks would blame settings they cannot see
     names = requested_task_names(argv)
-    selection, name_problems = (
-        select(names, lm_eval_names, where is not None, where) if names else (None, [])
-    )
+    selection, name_problems = select(names, lm_eval_names, where is not None, where) if names else (None, [])
     # keys the user's own tasks might read are theirs to allow; with only the pack's tasks, none is
     problems += metadata_key_problems(metadata, allow_unknown_metadata)
     problems += environment_problems(environ)

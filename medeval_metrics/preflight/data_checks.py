@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from medeval_metrics.data import setting
 from medeval_metrics.preflight.catalogue import pack_names, sources_for, sources_without_a_public_copy
@@ -48,7 +49,7 @@ def group_problems(selection: Selection, metadata: Mapping[str, Any]) -> tuple[l
             continue
         sources = [s for s in sources_for(lacking) if s in private and not has_local_copy(s, metadata)]
         given = "is" if len(sources) == 1 else "are"
-        example = f"--metadata '{{\"{sources[0]}\": \"/path/to/file\"}}'"
+        example = f'--metadata \'{{"{sources[0]}": "/path/to/file"}}\''
         rest = [t for t in tasks if t not in lacking]
         if not rest:  # nothing to run instead: each source's own error says where to get it
             continue
@@ -71,8 +72,10 @@ def _cover(tasks: Sequence[str], names: Mapping[str, list[str]], exclude: str) -
     then the tasks no such group covers."""
     left = list(tasks)
     chosen = []
-    groups = sorted((g for g, m in names.items() if g != exclude and len(m) > 1 and set(m) <= set(tasks)),
-                    key=lambda g: (-len(names[g]), list(names).index(g)))
+    groups = sorted(
+        (g for g, m in names.items() if g != exclude and len(m) > 1 and set(m) <= set(tasks)),
+        key=lambda g: (-len(names[g]), list(names).index(g)),
+    )
     for group in groups:
         if set(names[group]) <= set(left):
             chosen.append(group)
@@ -80,9 +83,7 @@ def _cover(tasks: Sequence[str], names: Mapping[str, list[str]], exclude: str) -
     return chosen + left
 
 
-def data_source_problems(
-    tasks: Sequence[str], metadata: Mapping[str, Any], skip: set[str] = frozenset()
-) -> list[str]:
+def data_source_problems(tasks: Sequence[str], metadata: Mapping[str, Any], skip: set[str] = frozenset()) -> list[str]:
     """Each data source's problem (``skip``: sources a misspelled key was meant for, reported as that typo)."""
     validators = _validators()
     done: set[Callable] = set()

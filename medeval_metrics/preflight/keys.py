@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError, flag_setting
 from medeval_metrics.preflight.argv import ALLOW_UNKNOWN_METADATA

@@ -11,8 +11,9 @@ import os
 import re
 import socket
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 # lm-eval 0.4.13's backends that take ``pretrained=`` as a folder or a Hub id
 PRETRAINED_BACKENDS = frozenset({"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "vllm-vlm", "sglang"})
@@ -70,11 +71,16 @@ def _in_hub_cache(repo_id: str, filename: str, revision: str | None) -> bool:
 
 
 def _looks_local(value: str) -> bool:
-    return value.startswith(("/", "./", "../", "~", ".\\")) or Path(value).expanduser().exists() or not _HUB_ID.match(value)
+    return (
+        value.startswith(("/", "./", "../", "~", ".\\"))
+        or Path(value).expanduser().exists()
+        or not _HUB_ID.match(value)
+    )
 
 
-def model_problem(model: str | None, model_args: Any, environ: Mapping[str, str] | None = None,
-                  reachable=hub_reachable) -> str | None:
+def model_problem(
+    model: str | None, model_args: Any, environ: Mapping[str, str] | None = None, reachable=hub_reachable
+) -> str | None:
     """Why the model cannot be loaded (one line naming the value and the fix), or None."""
     if (model or "hf") not in PRETRAINED_BACKENDS or not isinstance(model_args, dict):
         return None
@@ -88,8 +94,10 @@ def model_problem(model: str | None, model_args: Any, environ: Mapping[str, str]
     if _looks_local(pretrained):
         folder = Path(pretrained).expanduser()
         if not folder.exists():
-            return (f"--model_args pretrained={pretrained}: no such folder. Give the folder holding the model "
-                    "(config.json and weights), or a Hugging Face Hub id such as Qwen/Qwen2.5-0.5B-Instruct.")
+            return (
+                f"--model_args pretrained={pretrained}: no such folder. Give the folder holding the model "
+                "(config.json and weights), or a Hugging Face Hub id such as Qwen/Qwen2.5-0.5B-Instruct."
+            )
         if not folder.is_dir():
             return f"--model_args pretrained={pretrained} is a file: give the folder that holds it."
         if gguf:
@@ -99,18 +107,24 @@ def model_problem(model: str | None, model_args: Any, environ: Mapping[str, str]
                 return f"--model_args gguf_file={gguf}: not in {folder}.{have}"
             return None
         if not (folder / "config.json").is_file():
-            return (f"--model_args pretrained={pretrained}: {folder} has no config.json, so it is not a model folder "
-                    "(`medeval make-tiny-model DIR` builds a small one for a smoke run).")
+            return (
+                f"--model_args pretrained={pretrained}: {folder} has no config.json, so it is not a model folder "
+                "(`medeval make-tiny-model DIR` builds a small one for a smoke run)."
+            )
         return None
     # a Hub id: fine if cached, else the Hub must be reachable
     wanted = gguf or "config.json"
     if _in_hub_cache(pretrained, wanted, revision):
         return None
     if hub_disabled(environ):
-        return (f"--model_args pretrained={pretrained} is a Hub id, the Hub is off (HF_HUB_OFFLINE) and {wanted} is "
-                "not in the local Hugging Face cache: download it once with the Hub on, or give a local folder.")
+        return (
+            f"--model_args pretrained={pretrained} is a Hub id, the Hub is off (HF_HUB_OFFLINE) and {wanted} is "
+            "not in the local Hugging Face cache: download it once with the Hub on, or give a local folder."
+        )
     if not reachable():
         mark_hub_unreachable()
-        return (f"--model_args pretrained={pretrained} is a Hub id, but the Hub (huggingface.co) cannot be reached "
-                f"and {wanted} is not in the local cache: check the network, or give a local folder.")
+        return (
+            f"--model_args pretrained={pretrained} is a Hub id, but the Hub (huggingface.co) cannot be reached "
+            f"and {wanted} is not in the local cache: check the network, or give a local folder."
+        )
     return None

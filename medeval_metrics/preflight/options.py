@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.preflight.argv import parse_metadata
@@ -25,29 +26,35 @@ def run_option_problems(argv: Sequence[str], config: Any = None) -> list[str]:
     if not config.tasks:
         problems.append(_LM_EVAL_REFUSALS["Need to specify task"])
     if config.limit is not None and config.limit <= 0:
-        problems.append(f"--limit {config.limit:g} selects no items: give a count (--limit 20) or a fraction of each "
-                        "set (--limit 0.1), or leave --limit out to run everything.")
+        problems.append(
+            f"--limit {config.limit:g} selects no items: give a count (--limit 20) or a fraction of each "
+            "set (--limit 0.1), or leave --limit out to run everything."
+        )
     problems += [p for p in [_model_problem(config.model or "hf")] if p]
     if config.output_path:
         folder = Path(config.output_path).expanduser()
         reason = unwritable_reason(folder.parent if folder.suffix == ".json" else folder)
         if reason:
-            problems.append(f"--output_path {config.output_path}: {reason}. lm-eval would run everything and then "
-                            "fail to save the results: choose a folder you can write to.")
+            problems.append(
+                f"--output_path {config.output_path}: {reason}. lm-eval would run everything and then "
+                "fail to save the results: choose a folder you can write to."
+            )
     if config.use_cache:
         folder = Path(os.path.dirname(os.path.expanduser(config.use_cache)) or ".")
         reason = unwritable_reason(folder)
         if reason:
-            problems.append(f"--use_cache {config.use_cache}: {reason} (lm-eval writes {config.use_cache}_rank0.db "
-                            "there). Choose a path in a folder you can write to.")
+            problems.append(
+                f"--use_cache {config.use_cache}: {reason} (lm-eval writes {config.use_cache}_rank0.db "
+                "there). Choose a path in a folder you can write to."
+            )
     return problems
 
 
 _LM_EVAL_REFUSALS = {  # lm-eval's message -> the pack's, with the fix
     "Need to specify task": "--tasks is missing: name what to run, e.g. --tasks emsqa_public (`medeval list` shows "
-                            "the pack's tasks, `lm-eval ls tasks` lm-eval's).",
+    "the pack's tasks, `lm-eval ls tasks` lm-eval's).",
     "Specify --output_path": "--log_samples (and --predict_only) write the samples into the --output_path folder: "
-                             "add --output_path DIR.",
+    "add --output_path DIR.",
 }
 
 

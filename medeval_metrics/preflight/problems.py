@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 
@@ -13,7 +14,8 @@ class RunProblems(MedevalDataError):
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
         super().__init__(
-            f"{len(self.problems)} problems, fix them all before the run:" + "".join(f"\n  - {p}" for p in self.problems)
+            f"{len(self.problems)} problems, fix them all before the run:"
+            + "".join(f"\n  - {p}" for p in self.problems)
         )
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.preflight.catalogue import pack_name_prefixes, pack_names, task_configs

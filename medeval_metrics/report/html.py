@@ -4,7 +4,7 @@ logged item (prompt, output, extracted answer, gold, score, each judge's verdict
 Self-contained: the figures are embedded as data URIs, the styles and the few lines of script (the item
 filters: task, category, correct/wrong/unparseable) are inline; nothing is fetched, no server is needed.
 Private data stays out by default: the items of a task whose questions come from the user's own data (a
-source with no public copy: emrQA's notes, a private EMSQA set) show their scores and categories but not
+source with no public copy: clinical notes, a private question set) show their scores and categories but not
 their text, unless ``show_private``. Every text shown passes the pack's credential redaction.
 """
 
@@ -15,8 +15,9 @@ import base64
 import html
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 PAGE = "report.html"
 HIDDEN = "[private data, hidden: medeval report --html --html-show-private shows it]"
@@ -57,7 +58,7 @@ _SCRIPT = """
     });
     document.getElementById('shown').textContent = shown;
   }
-  // a filter can be given in the address (report.html#task=emsqa_private&status=wrong), and is kept there
+  // a filter can be given in the address (report.html#task=TASK&status=wrong), and is kept there
   var given = new URLSearchParams(location.hash.slice(1));
   selects.forEach(function(s){ if (given.has(s.name)) { s.value = given.get(s.name); } });
   selects.forEach(function(s){ s.addEventListener('change', function(){
@@ -122,7 +123,11 @@ def _extracted(sample: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _number(value: Any) -> float | None:
     value = _parse(value)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        else None
+    )
 
 
 def _status(sample: dict[str, Any], metric: str, scale: tuple[float, float]) -> str:
@@ -183,17 +188,34 @@ def item_records(run, task: str, show_private: bool) -> list[dict[str, Any]]:
         judges = []
         for name, verdict in sorted(verdicts.items()):
             verdict = verdict if isinstance(verdict, dict) else {}
-            judges.append({"judge": name, "scores": verdict.get("scores") or {},
-                           "reasons": {} if hide else {k: redact_text(v) for k, v in (verdict.get("reasons") or {}).items()},
-                           "unscored": verdict.get("unscored_reason")})
-        texts = {"prompt": _prompt(sample), "output": _text(sample.get("resps")), "extracted": extracted,
-                 "gold": _text(sample.get("target"))}
-        records.append({
-            "task": task, "doc_id": sample.get("doc_id"), "metric": metric, "metric_label": info.label,
-            "score": _number(sample.get(metric)), "status": _status(sample, metric, info.scale),
-            "categories": _categories(task, doc if isinstance(doc, dict) else {}), "hidden": hide,
-            **{k: (HIDDEN if hide else redact_text(v)) for k, v in texts.items()}, "judges": judges,
-        })
+            judges.append(
+                {
+                    "judge": name,
+                    "scores": verdict.get("scores") or {},
+                    "reasons": {} if hide else {k: redact_text(v) for k, v in (verdict.get("reasons") or {}).items()},
+                    "unscored": verdict.get("unscored_reason"),
+                }
+            )
+        texts = {
+            "prompt": _prompt(sample),
+            "output": _text(sample.get("resps")),
+            "extracted": extracted,
+            "gold": _text(sample.get("target")),
+        }
+        records.append(
+            {
+                "task": task,
+                "doc_id": sample.get("doc_id"),
+                "metric": metric,
+                "metric_label": info.label,
+                "score": _number(sample.get(metric)),
+                "status": _status(sample, metric, info.scale),
+                "categories": _categories(task, doc if isinstance(doc, dict) else {}),
+                "hidden": hide,
+                **{k: (HIDDEN if hide else redact_text(v)) for k, v in texts.items()},
+                "judges": judges,
+            }
+        )
     return records
 
 
@@ -203,8 +225,10 @@ def _figure_tag(folder: Path, name: str) -> str:
     data = base64.b64encode((folder / name).read_bytes()).decode("ascii")
     task, *rest = Path(name).stem.split("__")
     caption = " · ".join([task, *(human(part) for part in rest)])
-    return (f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{_e(caption)}</figcaption></figure>")
+    return (
+        f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{_e(caption)}</figcaption></figure>"
+    )
 
 
 def _scores_table(run) -> str:
@@ -218,9 +242,13 @@ def _scores_table(run) -> str:
         f"<tr><td><code>{_e(r.task)}</code></td><td>{_e(metric_info(r.benchmark, r.metric).label)} "
         f"(<code>{_e(r.metric)}</code>)</td><td>{_e(r.filter)}</td><td class=num>{r.value:.4f}</td>"
         f"<td class=num>{'N/A' if r.stderr is None else f'{r.stderr:.4f}'}</td>"
-        f"<td class=num>{'' if r.samples is None else f'{r.samples:,}'}</td></tr>" for r in rows)
-    return ("<table><thead><tr><th>Task</th><th>Metric</th><th>Filter</th><th>Value</th><th>± Stderr</th>"
-            f"<th>Items</th></tr></thead><tbody>{body}</tbody></table>")
+        f"<td class=num>{'' if r.samples is None else f'{r.samples:,}'}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<table><thead><tr><th>Task</th><th>Metric</th><th>Filter</th><th>Value</th><th>± Stderr</th>"
+        f"<th>Items</th></tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 def _run_time_table(run) -> str:
@@ -233,27 +261,38 @@ def _run_time_table(run) -> str:
         judge = entry.get("judge") or {}
         tokens = judge.get("prompt_tokens"), judge.get("completion_tokens")
         token_text = "" if tokens == (None, None) else f"{tokens[0] or 0:,} + {tokens[1] or 0:,}"
-        body += (f"<tr><td><code>{_e(task)}</code></td><td class=num>{entry.get('wall_s', 0):.1f}</td>"
-                 f"<td class=num>{judge.get('requests', '') if judge else ''}</td><td class=num>{token_text}</td></tr>")
-    return ("<h3>Run time and judge usage</h3><table><thead><tr><th>Task</th><th>Wall time (s)</th>"
-            "<th>Judge requests</th><th>Judge tokens (prompt + completion)</th></tr></thead>"
-            f"<tbody>{body}</tbody></table>")
+        body += (
+            f"<tr><td><code>{_e(task)}</code></td><td class=num>{entry.get('wall_s', 0):.1f}</td>"
+            f"<td class=num>{judge.get('requests', '') if judge else ''}</td><td class=num>{token_text}</td></tr>"
+        )
+    return (
+        "<h3>Run time and judge usage</h3><table><thead><tr><th>Task</th><th>Wall time (s)</th>"
+        "<th>Judge requests</th><th>Judge tokens (prompt + completion)</th></tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
 
 
 def _item_html(record: dict[str, Any], index: int) -> str:
     status, score = record["status"], record["score"]
     score_text = "no score" if score is None else f"{record['metric_label']} {score:.3g}"
-    head = (f'<summary><span class="badge {status}">{status}</span><code>{_e(record["task"])}</code> '
-            f"item {_e(record['doc_id'])} · {_e(score_text)}"
-            + (f" · {_e('; '.join(record['categories']))}" if record["categories"] else "") + "</summary>")
+    head = (
+        f'<summary><span class="badge {status}">{status}</span><code>{_e(record["task"])}</code> '
+        f"item {_e(record['doc_id'])} · {_e(score_text)}"
+        + (f" · {_e('; '.join(record['categories']))}" if record["categories"] else "")
+        + "</summary>"
+    )
 
     def field(label: str, key: str) -> str:
         value = record[key]
         cls = ' class="hidden-text"' if record["hidden"] else ""
         return f'<div class="field">{label}</div><pre{cls}>{_e(value)}</pre>'
 
-    parts = [field("Prompt", "prompt"), field("Output", "output"), field("Extracted answer", "extracted"),
-             field("Gold", "gold")]
+    parts = [
+        field("Prompt", "prompt"),
+        field("Output", "output"),
+        field("Extracted answer", "extracted"),
+        field("Gold", "gold"),
+    ]
     if record["judges"]:
         rows = ""
         for judge in record["judges"]:
@@ -263,11 +302,15 @@ def _item_html(record: dict[str, Any], index: int) -> str:
                 reasons = HIDDEN
             unscored = f" (unscored: {judge['unscored']})" if judge["unscored"] else ""
             rows += f"<tr><td>{_e(judge['judge'])}</td><td>{_e(scores + unscored)}</td><td>{_e(reasons)}</td></tr>"
-        parts.append('<div class="field">Judges</div><table><thead><tr><th>Judge</th><th>Scores</th>'
-                     f"<th>Reasons</th></tr></thead><tbody>{rows}</tbody></table>")
+        parts.append(
+            '<div class="field">Judges</div><table><thead><tr><th>Judge</th><th>Scores</th>'
+            f"<th>Reasons</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
     categories = "\x1f".join(record["categories"])
-    return (f'<details class="item {status}" id="item-{index}" data-task="{_e(record["task"])}" '
-            f'data-status="{status}" data-categories="{_e(categories)}">{head}{"".join(parts)}</details>')
+    return (
+        f'<details class="item {status}" id="item-{index}" data-task="{_e(record["task"])}" '
+        f'data-status="{status}" data-categories="{_e(categories)}">{head}{"".join(parts)}</details>'
+    )
 
 
 def _select(name: str, label: str, options: Iterable[str]) -> str:
@@ -287,23 +330,35 @@ def render(runs: list, folder: Path, figure_files: list[str], show_private: bool
             records += [{**r, "run": run.label} for r in item_records(run, task, show_private)]
     figures = "".join(_figure_tag(folder, name) for name in figure_files if (folder / name).is_file())
     hidden = sorted({r["task"] for r in records if r["hidden"]})
-    privacy = (f'<p class="note">The text of {", ".join(hidden)} is hidden (the user\'s own data); scores and '
-               "categories are shown. <code>medeval report --html --html-show-private</code> shows it.</p>"
-               if hidden else "")
-    filters = ('<div id="filters">' + _select("task", "Task", sorted({r["task"] for r in records}))
-               + _select("category", "Category", sorted({c for r in records for c in r["categories"]}))
-               + _select("status", "Result", STATUSES)
-               + f' <span class="note"><span id="shown">{len(records)}</span> of {len(records)} items shown</span></div>')
+    privacy = (
+        f'<p class="note">The text of {", ".join(hidden)} is hidden (the user\'s own data); scores and '
+        "categories are shown. <code>medeval report --html --html-show-private</code> shows it.</p>"
+        if hidden
+        else ""
+    )
+    filters = (
+        '<div id="filters">'
+        + _select("task", "Task", sorted({r["task"] for r in records}))
+        + _select("category", "Category", sorted({c for r in records for c in r["categories"]}))
+        + _select("status", "Result", STATUSES)
+        + f' <span class="note"><span id="shown">{len(records)}</span> of {len(records)} items shown</span></div>'
+    )
     items = "".join(_item_html(r, i) for i, r in enumerate(records))
-    legend = ('<p class="note">Correct: the headline metric at its best for a 0/1 metric, at least the middle of its '
-              "scale for a graded one; unparseable: no answer could be read from the output.</p>")
-    body = (f"<h1>medeval report</h1><p>{_e(INTRO)}</p><p class=note>medeval-metrics {_e(__version__)}</p>"
-            + "".join(sections)
-            + (f"<h2>Figures</h2><div id=figures>{figures}</div>" if figures else "")
-            + f"<h2>Items</h2>{legend}{privacy}{filters}<div id=items>{items}</div>")
-    return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-            '<meta name=viewport content="width=device-width, initial-scale=1">'
-            "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; "
-            "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
-            f"<title>medeval report</title><style>{_STYLE}</style></head><body>{body}"
-            f"<script>{_SCRIPT}</script></body></html>\n")
+    legend = (
+        '<p class="note">Correct: the headline metric at its best for a 0/1 metric, at least the middle of its '
+        "scale for a graded one; unparseable: no answer could be read from the output.</p>"
+    )
+    body = (
+        f"<h1>medeval report</h1><p>{_e(INTRO)}</p><p class=note>medeval-metrics {_e(__version__)}</p>"
+        + "".join(sections)
+        + (f"<h2>Figures</h2><div id=figures>{figures}</div>" if figures else "")
+        + f"<h2>Items</h2>{legend}{privacy}{filters}<div id=items>{items}</div>"
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; "
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>medeval report</title><style>{_STYLE}</style></head><body>{body}"
+        f"<script>{_SCRIPT}</script></body></html>\n"
+    )

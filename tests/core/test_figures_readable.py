@@ -8,8 +8,10 @@ import pytest
 from medeval_metrics.report import figures
 
 CELL = {"value": 0.5, "stderr": 0.1, "n": 3}
-LONG = ("LabEvent (|test|) [date=|date|, result=x] OR ProcedureEvent (|test|) [date=|date|, result=x] OR "
-        "MedicationEvent (|medication|) [date=|date|]")
+LONG = (
+    "LabEvent (|test|) [date=|date|, result=x] OR ProcedureEvent (|test|) [date=|date|, result=x] OR "
+    "MedicationEvent (|medication|) [date=|date|]"
+)
 
 
 def drawn(monkeypatch, draw):
@@ -26,8 +28,15 @@ def label_boxes(fig):
     return [t.get_window_extent(renderer) for ax in fig.axes for t in ax.get_yticklabels() if t.get_text()]
 
 
-@pytest.mark.parametrize("human, name", [("subject area", "subject_area"), ("level × subject area", "level x subject_area"),
-                                         ("logical-form template", "lf_template"), ("answer type", "answer_type")])
+@pytest.mark.parametrize(
+    "human, name",
+    [
+        ("subject area", "subject_area"),
+        ("level × subject area", "level x subject_area"),
+        ("logical-form template", "lf_template"),
+        ("answer type", "answer_type"),
+    ],
+)
 def test_field_names_read_as_words(human, name):
     assert figures.human(name) == human
 
@@ -50,9 +59,11 @@ def test_short_labels_leave_the_bars_the_width(monkeypatch):
 
 @pytest.mark.parametrize("kind", ["category", "comparison", "judge"])
 def test_every_axis_has_both_labels(monkeypatch, kind):
-    draw = {"category": lambda: figures.category_scores_figure(None, "t", "acc", {"a": CELL}, dimension="level"),
-            "comparison": lambda: figures.comparison_figure(None, "t", "acc", {"task": {"run": CELL}}),
-            "judge": lambda: figures.judge_distribution_figure(None, "t", {"j": {"accuracy": [1, 5, None]}})}[kind]
+    draw = {
+        "category": lambda: figures.category_scores_figure(None, "t", "acc", {"a": CELL}, dimension="level"),
+        "comparison": lambda: figures.comparison_figure(None, "t", "acc", {"task": {"run": CELL}}),
+        "judge": lambda: figures.judge_distribution_figure(None, "t", {"j": {"accuracy": [1, 5, None]}}),
+    }[kind]
     fig = drawn(monkeypatch, draw)
     for ax in fig.axes:
         assert ax.get_xlabel() and ax.get_ylabel(), (kind, ax.get_xlabel(), ax.get_ylabel())
@@ -69,7 +80,9 @@ def test_zero_bars_show_in_their_series_colour(monkeypatch):
 
 
 def test_a_judge_score_nobody_gave_shows_a_zero_in_each_judge_s_colour(monkeypatch):
-    fig = drawn(monkeypatch, lambda: figures.judge_distribution_figure(
-        None, "t", {"a": {"accuracy": [5, 5]}, "b": {"accuracy": [1, 5]}}))
+    fig = drawn(
+        monkeypatch,
+        lambda: figures.judge_distribution_figure(None, "t", {"a": {"accuracy": [5, 5]}, "b": {"accuracy": [1, 5]}}),
+    )
     zero_marks = [line for line in fig.axes[0].lines if list(line.get_ydata()) == [0, 0]]
     assert len(zero_marks) == 3  # a gave no 1 and no "none", b no "none"

@@ -18,52 +18,115 @@ STAMP = "2026-01-01T00-00-00.000001"
 
 
 def emsqa_sample(doc_id, question, reply, letters, gold, acc, unparseable=0.0):
-    doc = {"id": str(doc_id), "question": question, "choices": ["a. one", "b. two"], "letters": ["a", "b"],
-           "gold": gold, "level": ["emt"], "category": ["trauma" if doc_id else "pharmacology"]}
-    return {"doc_id": doc_id, "doc": doc, "target": json.dumps(gold),
-            "arguments": {"gen_args_0": {"arg_0": f"Question: {question}\nA. one\nB. two\nAnswer:", "arg_1": {}}},
-            "resps": [[reply]], "filtered_resps": [letters], "filter": "extract_answer",
-            "acc": acc, "f1": acc, "unparseable": unparseable, "invalid_letter": 0.0}
+    doc = {
+        "id": str(doc_id),
+        "question": question,
+        "choices": ["a. one", "b. two"],
+        "letters": ["a", "b"],
+        "gold": gold,
+        "level": ["emt"],
+        "category": ["trauma" if doc_id else "pharmacology"],
+    }
+    return {
+        "doc_id": doc_id,
+        "doc": doc,
+        "target": json.dumps(gold),
+        "arguments": {"gen_args_0": {"arg_0": f"Question: {question}\nA. one\nB. two\nAnswer:", "arg_1": {}}},
+        "resps": [[reply]],
+        "filtered_resps": [letters],
+        "filter": "extract_answer",
+        "acc": acc,
+        "f1": acc,
+        "unparseable": unparseable,
+        "invalid_letter": 0.0,
+    }
 
 
 def medicationqa_sample(doc_id, reply, score):
-    verdict = {"scores": {"accuracy": 4, "completeness": 3, "clarity": 5},
-               "reasons": {"accuracy": "matches the label", "completeness": "omits food", "clarity": "plain words"},
-               "unscored_reason": None, "requests": 1}
-    filtered = {"answer": reply, "verdicts": {"judge-a": verdict, "judge-b": {**verdict, "scores": {}, "reasons": {},
-                                                                              "unscored_reason": "no JSON in reply"}}}
-    return {"doc_id": doc_id, "doc": {"question": f"Can I take drug{doc_id} with food?", "question_type": "Usage",
-                                      "answer": "Yes, with or without food."},
-            "target": "Yes, with or without food.", "arguments": {"gen_args_0": {"arg_0": f"Question: drug{doc_id}?"}},
-            "resps": [[reply]], "filtered_resps": [repr(filtered)], "filter": "scored", "rougeL": 0.5,
-            "judge_panel_score": score}
+    verdict = {
+        "scores": {"accuracy": 4, "completeness": 3, "clarity": 5},
+        "reasons": {"accuracy": "matches the label", "completeness": "omits food", "clarity": "plain words"},
+        "unscored_reason": None,
+        "requests": 1,
+    }
+    filtered = {
+        "answer": reply,
+        "verdicts": {
+            "judge-a": verdict,
+            "judge-b": {**verdict, "scores": {}, "reasons": {}, "unscored_reason": "no JSON in reply"},
+        },
+    }
+    return {
+        "doc_id": doc_id,
+        "doc": {
+            "question": f"Can I take drug{doc_id} with food?",
+            "question_type": "Usage",
+            "answer": "Yes, with or without food.",
+        },
+        "target": "Yes, with or without food.",
+        "arguments": {"gen_args_0": {"arg_0": f"Question: drug{doc_id}?"}},
+        "resps": [[reply]],
+        "filtered_resps": [repr(filtered)],
+        "filter": "scored",
+        "rougeL": 0.5,
+        "judge_panel_score": score,
+    }
 
 
 def emrqa_sample(doc_id, relaxed):
-    doc = {"qa_id": f"risk/7#{doc_id}", "question": "What were the results of the x-ray", "note": NOTE,
-           "subset": "risk", "lf_template": "LabEvent (|test|)", "answers_json": json.dumps([{"entity_type": "single"}])}
-    return {"doc_id": doc_id, "doc": doc, "target": "ZEBRA-NOTE-LINE patient walked in",
-            "arguments": {"gen_args_0": {"arg_0": f"Clinical note:\n{NOTE}\nQuestion: x-ray?"}},
-            "resps": [["ZEBRA-NOTE-LINE patient walked in"]], "filtered_resps": ["ZEBRA-NOTE-LINE patient walked in"],
-            "filter": "none", "relaxed_em": relaxed, "f1": relaxed, "strict_em": relaxed, "prompt_too_long": 0.0}
+    doc = {
+        "qa_id": f"risk/7#{doc_id}",
+        "question": "What were the results of the x-ray",
+        "note": NOTE,
+        "subset": "risk",
+        "lf_template": "LabEvent (|test|)",
+        "answers_json": json.dumps([{"entity_type": "single"}]),
+    }
+    return {
+        "doc_id": doc_id,
+        "doc": doc,
+        "target": "ZEBRA-NOTE-LINE patient walked in",
+        "arguments": {"gen_args_0": {"arg_0": f"Clinical note:\n{NOTE}\nQuestion: x-ray?"}},
+        "resps": [["ZEBRA-NOTE-LINE patient walked in"]],
+        "filtered_resps": ["ZEBRA-NOTE-LINE patient walked in"],
+        "filter": "none",
+        "relaxed_em": relaxed,
+        "f1": relaxed,
+        "strict_em": relaxed,
+        "prompt_too_long": 0.0,
+    }
 
 
 SAMPLES = {
-    "emsqa_private": [emsqa_sample(0, PRIVATE_Q, "The answer is B.", ["b"], ["b"], 1.0),
-                      emsqa_sample(1, "second question", "The answer is A.", ["a"], ["b"], 0.0),
-                      emsqa_sample(2, "third question", "I cannot tell.", [], ["a"], 0.0, unparseable=1.0)],
-    "medicationqa": [medicationqa_sample(0, "Yes, it can be taken with food.", 4.0),
-                     medicationqa_sample(1, "Ask a doctor.", 2.0)],
+    "emsqa_private": [
+        emsqa_sample(0, PRIVATE_Q, "The answer is B.", ["b"], ["b"], 1.0),
+        emsqa_sample(1, "second question", "The answer is A.", ["a"], ["b"], 0.0),
+        emsqa_sample(2, "third question", "I cannot tell.", [], ["a"], 0.0, unparseable=1.0),
+    ],
+    "medicationqa": [
+        medicationqa_sample(0, "Yes, it can be taken with food.", 4.0),
+        medicationqa_sample(1, "Ask a doctor.", 2.0),
+    ],
     "emrqa_risk": [emrqa_sample(0, 1.0)],
 }
 
 
 def write_run(folder: Path) -> Path:
-    results = {"results": {}, "versions": {}, "n-shot": {}, "n-samples": {}, "configs": {},
-               "config": {"model": "hf", "model_args": "pretrained=org/model", "limit": None}, "date": 1.0}
+    results = {
+        "results": {},
+        "versions": {},
+        "n-shot": {},
+        "n-samples": {},
+        "configs": {},
+        "config": {"model": "hf", "model_args": "pretrained=org/model", "limit": None},
+        "date": 1.0,
+    }
     for task, samples in SAMPLES.items():
-        metric = {"emsqa_private": "acc,extract_answer", "medicationqa": "judge_panel_score,scored",
-                  "emrqa_risk": "relaxed_em,none"}[task]
+        metric = {
+            "emsqa_private": "acc,extract_answer",
+            "medicationqa": "judge_panel_score,scored",
+            "emrqa_risk": "relaxed_em,none",
+        }[task]
         results["results"][task] = {"alias": task, metric: 0.5, metric.replace(",", "_stderr,"): 0.1}
         results["n-samples"][task] = {"original": len(samples), "effective": len(samples)}
         results["versions"][task] = 1
@@ -120,8 +183,12 @@ def test_every_item_is_there_with_its_result_and_categories(report):
     items = page.all("details")
     assert [(i["data-task"], i["data-status"]) for i in items] == [
         ("emrqa_risk", "correct"),
-        ("emsqa_private", "correct"), ("emsqa_private", "wrong"), ("emsqa_private", "unparseable"),
-        ("medicationqa", "correct"), ("medicationqa", "wrong")]  # 4 of 5: at least the scale's middle (3)
+        ("emsqa_private", "correct"),
+        ("emsqa_private", "wrong"),
+        ("emsqa_private", "unparseable"),
+        ("medicationqa", "correct"),
+        ("medicationqa", "wrong"),
+    ]  # 4 of 5: at least the scale's middle (3)
     assert items[1]["data-categories"].split("\x1f") == ["level: emt", "subject area: pharmacology"]
     selects = {s["name"] for s in page.all("select")}
     assert selects == {"task", "category", "status"}
@@ -131,9 +198,14 @@ def test_every_item_is_there_with_its_result_and_categories(report):
 
 def test_public_items_show_prompt_output_answer_gold_and_each_judge(report):
     text = " ".join(Page((report / "report.html").read_text(encoding="utf-8")).text)
-    for shown in ("Question: drug0?", "Yes, it can be taken with food.", "Yes, with or without food.",
-                  "accuracy 4, completeness 3, clarity 5", "accuracy: matches the label; completeness: omits food",
-                  "no score (unscored: no JSON in reply)"):
+    for shown in (
+        "Question: drug0?",
+        "Yes, it can be taken with food.",
+        "Yes, with or without food.",
+        "accuracy 4, completeness 3, clarity 5",
+        "accuracy: matches the label; completeness: omits food",
+        "no score (unscored: no JSON in reply)",
+    ):
         assert shown in text, shown
 
 
@@ -165,10 +237,15 @@ def test_the_cli_writes_it_on_request_only(tmp_path, capsys):
     folder = tmp_path / "run" / "m"
     folder.mkdir(parents=True)
     write_run(folder)
-    assert run_medeval(["report", str(tmp_path / "run"), "--output", str(tmp_path / "a"), "--no-figures"],
-                       capsys).returncode == 0
+    assert (
+        run_medeval(
+            ["report", str(tmp_path / "run"), "--output", str(tmp_path / "a"), "--no-figures"], capsys
+        ).returncode
+        == 0
+    )
     assert not (tmp_path / "a" / "report.html").exists()
-    proc = run_medeval(["report", str(tmp_path / "run"), "--output", str(tmp_path / "b"), "--no-figures", "--html"],
-                       capsys)
+    proc = run_medeval(
+        ["report", str(tmp_path / "run"), "--output", str(tmp_path / "b"), "--no-figures", "--html"], capsys
+    )
     assert proc.returncode == 0 and (tmp_path / "b" / "report.html").is_file()
     assert f"browse the items in {tmp_path / 'b' / 'report.html'}" in proc.stdout

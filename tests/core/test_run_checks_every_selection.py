@@ -8,10 +8,10 @@ import json
 import time
 
 import pytest
+from conftest import FIXTURES, clear_medeval_settings
 
 from medeval_metrics import cli, preflight
 from medeval_metrics.data import MedevalDataError
-from conftest import FIXTURES, clear_medeval_settings
 
 LM_EVAL_TASKS = ["hellaswag", "arc_easy", "mmlu"]
 
@@ -42,7 +42,10 @@ def test_the_tag_without_data_lists_every_missing_source_and_what_to_run_instead
     found = problems_of("--tasks", "medeval")
     # the public sources (the Hub is off here) each with its own line, then the tag's own with the way out
     assert [p.split(" is not available")[0] for p in found[:-1]] == [
-        "the EMSQA public set", "the EMSQA knowledge base", "the MedicationQA data set (MedInfo2019-QA-Medications.xlsx, 690 rows)"]
+        "the EMSQA public set",
+        "the EMSQA knowledge base",
+        "the MedicationQA data set (MedInfo2019-QA-Medications.xlsx, 690 rows)",
+    ]
     tag = found[-1]
     assert tag.startswith("--tasks medeval includes emsqa_private, ")
     assert "(emsqa_private_path, emrqa_data_ql_csv, emrqa_data_json are not set)" in tag
@@ -62,11 +65,14 @@ def test_medeval_run_with_the_tag_stops_before_lm_eval_in_seconds(monkeypatch, c
     assert took < 10, took
 
 
-@pytest.mark.parametrize("pattern, tasks", [
-    ("emsqa_public_*", ["emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_mc"]),
-    ("emrql_?", ["emrqa_emrql_1", "emrqa_emrql_2"]),  # the old names, now groups of one task
-    ("emrqa_emrql_*", ["emrqa_emrql_1", "emrqa_emrql_2"]),
-])
+@pytest.mark.parametrize(
+    "pattern, tasks",
+    [
+        ("emsqa_public_*", ["emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_mc"]),
+        ("emrql_?", ["emrqa_emrql_1", "emrqa_emrql_2"]),  # the old names, now groups of one task
+        ("emrqa_emrql_*", ["emrqa_emrql_1", "emrqa_emrql_2"]),
+    ],
+)
 def test_a_pattern_of_the_pack_s_names_selects_its_tasks_and_checks_their_data(pattern, tasks):
     selection = preflight.select_tasks([pattern], lambda: pytest.fail("indexed lm-eval"))
     assert selection.only_pack and set(tasks) <= set(selection.pack_tasks)
@@ -84,7 +90,8 @@ def test_a_task_of_the_user_s_include_path_on_a_pack_loader_has_its_data_checked
     tasks.mkdir()
     (tasks / "my_emsqa.yaml").write_text(
         "task: my_emsqa\ntag: my_suite\ncustom_dataset: !function medeval_metrics.emsqa.load_private\n"
-        f"metadata:\n  emsqa_private_path: {tmp_path / 'nowhere.json'}\n")
+        f"metadata:\n  emsqa_private_path: {tmp_path / 'nowhere.json'}\n"
+    )
     for name in ("my_emsqa", "my_suite", "my_*"):
         found = problems_of("--tasks", name, "--include_path", str(tasks))
         assert len(found) == 1 and found[0].startswith("my_emsqa (your task, read like emsqa_private): ")
@@ -97,8 +104,15 @@ def test_a_task_of_the_user_s_include_path_on_a_pack_loader_has_its_data_checked
 # ---------------------------------------------------------------- 23.2 metadata keys
 
 
-@pytest.mark.parametrize("key, meant", [("private_path", "emsqa_private_path"), ("public_path", "emsqa_public_path"),
-                                        ("Private-Path", "emsqa_private_path"), ("path_public", "emsqa_public_path")])
+@pytest.mark.parametrize(
+    "key, meant",
+    [
+        ("private_path", "emsqa_private_path"),
+        ("public_path", "emsqa_public_path"),
+        ("Private-Path", "emsqa_private_path"),
+        ("path_public", "emsqa_public_path"),
+    ],
+)
 def test_a_near_miss_key_is_reported_and_does_not_count_as_the_data_missing(key, meant):
     task = meant.removesuffix("_path")  # emsqa_private, emsqa_public
     found = problems_of("--tasks", task, "--metadata", json.dumps({key: "/data/x.json"}))
@@ -113,15 +127,31 @@ def test_an_unknown_key_is_refused_unless_allowed_on_the_command_line():
 
 
 def test_medeval_run_takes_allow_unknown_metadata_out_before_lm_eval_sees_it(monkeypatch, tmp_path):
-    import lm_eval.__main__
     import sys
+
+    import lm_eval.__main__
 
     (tmp_path / "config.json").write_text("{}")
     seen = []
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: seen.append(list(sys.argv)))
     meta = json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json"), "my_setting": 3})
-    assert cli.main(["run", "--tasks", "emsqa_private", "--model", "hf", "--model_args", f"pretrained={tmp_path}",
-                     "--metadata", meta, "--allow-unknown-metadata"]) == 0
+    assert (
+        cli.main(
+            [
+                "run",
+                "--tasks",
+                "emsqa_private",
+                "--model",
+                "hf",
+                "--model_args",
+                f"pretrained={tmp_path}",
+                "--metadata",
+                meta,
+                "--allow-unknown-metadata",
+            ]
+        )
+        == 0
+    )
     assert seen and "--allow-unknown-metadata" not in seen[0]
 
 
@@ -129,16 +159,28 @@ def test_medeval_run_takes_allow_unknown_metadata_out_before_lm_eval_sees_it(mon
 
 
 def model_problems(model_args: str, model: str = "hf", reachable=lambda: pytest.fail("probed the network")):
-    found = problems_of("--model", model, "--model_args", model_args, "--tasks", "emsqa_private", "--metadata",
-                        json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
-                        check_options=True, hub_reachable=reachable)
+    found = problems_of(
+        "--model",
+        model,
+        "--model_args",
+        model_args,
+        "--tasks",
+        "emsqa_private",
+        "--metadata",
+        json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
+        check_options=True,
+        hub_reachable=reachable,
+    )
     return found
 
 
 def test_a_local_model_folder_that_does_not_exist_is_one_line(tmp_path):
     assert model_problems(f"pretrained={tmp_path / 'no-model'}") == [
-        f"--model_args pretrained={tmp_path / 'no-model'}: no such folder. Give the folder holding the model "
-        "(config.json and weights), or a Hugging Face Hub id such as Qwen/Qwen2.5-0.5B-Instruct."]
+        (
+            f"--model_args pretrained={tmp_path / 'no-model'}: no such folder. Give the folder holding the model "
+            "(config.json and weights), or a Hugging Face Hub id such as Qwen/Qwen2.5-0.5B-Instruct."
+        )
+    ]
     (tmp_path / "empty").mkdir()
     (problem,) = model_problems(f"pretrained={tmp_path / 'empty'}")
     assert "has no config.json, so it is not a model folder" in problem
@@ -147,7 +189,8 @@ def test_a_local_model_folder_that_does_not_exist_is_one_line(tmp_path):
 def test_a_missing_gguf_file_names_the_ones_there(tmp_path):
     (tmp_path / "q4.gguf").write_bytes(b"GGUF")
     assert model_problems(f"pretrained={tmp_path},gguf_file=q8.gguf") == [
-        f"--model_args gguf_file=q8.gguf: not in {tmp_path}. It holds: q4.gguf."]
+        f"--model_args gguf_file=q8.gguf: not in {tmp_path}. It holds: q4.gguf."
+    ]
     assert model_problems(f"pretrained={tmp_path},gguf_file=q4.gguf") == []
 
 
@@ -172,8 +215,16 @@ def test_the_hub_probe_is_made_only_when_a_download_is_needed(monkeypatch, tmp_p
     (tmp_path / "config.json").write_text("{}")
     assert model_problems(f"pretrained={tmp_path}") == []  # local model, local data: no probe (it would fail)
     probes = []
-    found = problems_of("--model", "hf", "--model_args", f"pretrained={tmp_path}", "--tasks", "emsqa_public",
-                        check_options=True, hub_reachable=lambda: probes.append(1) or False)
+    found = problems_of(
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={tmp_path}",
+        "--tasks",
+        "emsqa_public",
+        check_options=True,
+        hub_reachable=lambda: probes.append(1) or False,
+    )
     assert probes == [1] and "the Hub is disabled" in found[0]  # the download fails at once, no retries
 
 

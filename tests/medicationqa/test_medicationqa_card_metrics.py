@@ -7,10 +7,23 @@ import re
 
 from medeval_metrics.report import build_report
 
-SCORES = {"rougeL": 0.21, "bleu": 3.5, "judge_panel_score": 3.25, "judge_reward": 0.56, "judge_accuracy": 3.5,
-          "judge_completeness": 3.0, "judge_clarity": 3.25}
-BOOKKEEPING = {"judge_computed": 1.0, "judge_unscored_rate": 0.0, "judge_id_echo_rate": 0.0,
-               "judge_success_a": 1.0, "judge_success_b": 1.0, "judge_agreement": 0.4}
+SCORES = {
+    "rougeL": 0.21,
+    "bleu": 3.5,
+    "judge_panel_score": 3.25,
+    "judge_reward": 0.56,
+    "judge_accuracy": 3.5,
+    "judge_completeness": 3.0,
+    "judge_clarity": 3.25,
+}
+BOOKKEEPING = {
+    "judge_computed": 1.0,
+    "judge_unscored_rate": 0.0,
+    "judge_id_echo_rate": 0.0,
+    "judge_success_a": 1.0,
+    "judge_success_b": 1.0,
+    "judge_agreement": 0.4,
+}
 
 
 def write_run(folder):
@@ -18,10 +31,15 @@ def write_run(folder):
     for name, value in {**SCORES, **BOOKKEEPING}.items():
         metrics[f"{name},scored"] = value
         metrics[f"{name}_stderr,scored"] = 0.01
-    results = {"results": {"medicationqa": metrics}, "versions": {"medicationqa": 3}, "n-shot": {"medicationqa": 0},
-               "n-samples": {"medicationqa": {"original": 690, "effective": 690}},
-               "configs": {"medicationqa": {"task": "medicationqa", "metadata": {"version": 3}}},
-               "config": {"model": "hf", "model_args": "pretrained=org/model", "limit": None}, "date": 1.0}
+    results = {
+        "results": {"medicationqa": metrics},
+        "versions": {"medicationqa": 3},
+        "n-shot": {"medicationqa": 0},
+        "n-samples": {"medicationqa": {"original": 690, "effective": 690}},
+        "configs": {"medicationqa": {"task": "medicationqa", "metadata": {"version": 3}}},
+        "config": {"model": "hf", "model_args": "pretrained=org/model", "limit": None},
+        "date": 1.0,
+    }
     folder.mkdir(parents=True)
     (folder / "results_2026-01-01T00-00-00.json").write_text(json.dumps(results))
 
