@@ -184,7 +184,7 @@ def test_the_readme_smoke_command_prints_no_warning_and_one_line_per_task(tmp_pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [line for line in text.splitlines() if "WARNING" in line or "fatal:" in line or "Warning" in line] == []
     summary = [line for line in proc.stdout.splitlines() if line.startswith("medeval: emsqa_public: ")]
-    assert len(summary) == 1 and "acc " in summary[0] and "(20 items, --limit 20" in summary[0]
+    assert len(summary) == 1 and "acc " in summary[0] and "(20 items, " in summary[0] and "--limit 20: a test run" in summary[0]
     assert "medeval_breakdowns.md (and .json); `--breakdown` prints them" in proc.stdout
     assert "| level" not in proc.stdout and "**emsqa_public** by level" not in proc.stdout  # tables only on request
 
