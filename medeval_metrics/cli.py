@@ -83,14 +83,23 @@ def run_lm_eval(argv: Sequence[str]) -> int:
             lm_eval_compat.task_timings(),
             lm_eval_compat.capture_results() as evaluations,
             lm_eval_compat.model_key_only_for_its_endpoint(),
+            lm_eval_compat.guard_model_replies(),
             _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr),
         ):
             cli_evaluate()
+        failed = lm_eval_compat.take_write_failures()
+        if failed:  # the results are printed above; no later step reads a file that was not written
+            for failure in failed:
+                print(f"medeval: error: {redact.redact_text(failure)}", file=saved_stderr)
+            return 2
         print(run_summary(argv, evaluations[-1] if evaluations else {}, started, show_breakdowns), file=saved_stdout)
         code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored)
         if code:
             print(f"medeval: error: {reason}", file=saved_stderr)
             return code
+        from medeval_metrics.judge.cli import _cache_failure_exit_code
+
+        return _cache_failure_exit_code(0, "medeval")
     except MedevalDataError as exc:
         print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
         return 2
@@ -355,7 +364,7 @@ def run_help() -> str:
         "  3 a judge scored no item of a judged task (--allow-unscored accepts it); 130 interrupted.",
         "",
         "see also: `medeval list` (tasks, groups, data each needs), `medeval demo`, `medeval report --help`,",
-        "  docs/run-checks.md.",
+        "  docs/medeval-run.md.",
         "",
         "lm-eval's options (`lm-eval run --help`):",
         "",
