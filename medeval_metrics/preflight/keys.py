@@ -38,16 +38,20 @@ def _without_prefix(key: str) -> str:
     return key
 
 
-def meant_keys(key: str, known: Sequence[str]) -> list[str]:
+def meant_keys(key: str, known: Sequence[str], one_word_is_theirs: bool = False) -> list[str]:
     """The known keys ``key`` was probably meant for (empty if it looks like none): the same words in another
-    case, separator or order; the same without the pack's prefix (``private_path``); or a near spelling."""
+    case, separator or order; the same without the pack's prefix (``private_path``); or a near spelling.
+    ``one_word_is_theirs``: a one-word key (``seed``, ``device``) is not taken for a pack key without its prefix
+    (with --allow-unknown-metadata such a key is more likely the user's own task's)."""
     words = _words(key)
     same = [k for k in known if _words(k) == words]
     if same:
         return same
     unprefixed = [k for k in known if _words(_without_prefix(k)) == words]
-    if unprefixed:
+    if unprefixed and not (one_word_is_theirs and len(words) == 1):
         return unprefixed
+    if one_word_is_theirs and len(words) == 1:
+        return []
     flat = "_".join(words)
     by_flat = {"_".join(_words(k)): k for k in known}
     by_flat_unprefixed = {"_".join(_words(_without_prefix(k))): k for k in known}
@@ -74,7 +78,7 @@ def metadata_key_problems(metadata: Mapping[str, Any], allow_unknown: bool = Fal
             problems.append(task_set_problem(f"--metadata key {key!r}", key, metadata[key], task_set[key]))
         elif key in known:
             continue
-        elif meant := meant_keys(key, known):
+        elif meant := meant_keys(key, known, one_word_is_theirs=allow_unknown):
             case = " (keys are lower case)" if str(key).lower() in known else ""
             problems.append(f"--metadata key {key!r} is not one the pack reads{case}. {_did_you_mean(meant)}")
         elif str(key).startswith(pack_key_prefixes()):

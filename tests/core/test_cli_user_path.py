@@ -198,6 +198,14 @@ def test_the_opt_in_bertscore_key_is_known():  # documented, read by medicationq
     preflight.check_environment_keys({"MEDEVAL_MEDICATIONQA_BERTSCORE_MODEL": "distilbert-base-uncased"})
 
 
+def test_a_one_word_key_is_the_user_s_when_unknown_keys_are_allowed():
+    with pytest.raises(MedevalDataError, match="Did you mean 'emrqa_seed'"):
+        preflight.check_metadata_keys({"seed": 3})
+    preflight.check_metadata_keys({"seed": 3, "device": "cuda:1"}, allow_unknown=True)
+    with pytest.raises(MedevalDataError, match="Did you mean 'emsqa_private_path'"):  # two words: still the pack's
+        preflight.check_metadata_keys({"private_path": "/x"}, allow_unknown=True)
+
+
 def test_keys_far_from_the_pack_s_pass_only_when_allowed():
     preflight.check_metadata_keys({"tokenizer": "gpt2", "max_seq_lengths": [4096], "pretrained": "x"}, allow_unknown=True)
     with pytest.raises(MedevalDataError, match="add --allow-unknown-metadata"):
@@ -339,7 +347,11 @@ def test_offline_a_group_error_says_what_the_suggested_tasks_still_need(monkeypa
 @pytest.mark.parametrize("key", ["rag_cache_dir", "rag_save_retrievals"])
 def test_an_unwritable_retrieval_folder_is_one_line_naming_the_setting(tmp_path, key):
     from medeval_metrics.emsqa.rag import add_retrieval
+    import sys
+
     from medeval_metrics.emsqa.data import load_docs
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "emsqa"))  # also when tests/emsqa is not collected
     from test_emsqa_rag import make_kb
 
     items = json.loads((FIXTURES / "emsqa_synthetic.json").read_text())
