@@ -43,7 +43,9 @@ def measure(args: list[str], env: dict[str, str]) -> dict[str, float]:
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
-def main() -> int:
+def run() -> list[str]:
+    """One line per case (the section ``scripts/benchmark.py`` runs)."""
+    lines = []
     with tempfile.TemporaryDirectory() as work:
         model = Path(work) / "model"
         model.mkdir()
@@ -64,7 +66,13 @@ def main() -> int:
             ),
         }
         for name, (args, env) in cases.items():
-            print(f"{name}: {json.dumps(measure(args, env))}")
+            lines.append(f"{name}: {json.dumps(measure(args, env))}")
+    return lines
+
+
+def main() -> int:
+    for line in run():
+        print(line)
     return 0
 
 
