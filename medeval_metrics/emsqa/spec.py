@@ -11,11 +11,12 @@ from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Repor
 
 PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
 PUBLIC_SAMPLES = 3721  # test_open.json
-GENERATED = ("acc", "f1", "unparseable", "invalid_letter")
-# 3: negation scope, "not A but C", closing letters (tasks/emsqa/README.md, Changelog); 2: answer reading by
-# stated precedence, non-option letters are wrong picks
-GENERATED_VERSION = 3
-RETRIEVAL_VERSION = 2  # 2: answer extraction as in GENERATED_VERSION 3
+GENERATED = ("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model")
+# 4: restated option lists are no answer, option texts read where letters are, run-ons end the answer, quotes,
+# full-width, Chinese and Spanish folded, extracted_by_model; 3: negation scope, "not A but C", closing letters
+# (tasks/emsqa/README.md, Changelog); 2: answer reading by stated precedence, non-option letters are wrong picks
+GENERATED_VERSION = 4
+RETRIEVAL_VERSION = 3  # 3: answer extraction as in GENERATED_VERSION 4; 2: as in GENERATED_VERSION 3
 RETRIEVAL = (*GENERATED, "retrieved_own_area", "retrieved_documents", "prompt_too_long")
 SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
 
@@ -68,7 +69,7 @@ SPEC = BenchmarkSpec(
         Source(KNOWLEDGE_SOURCE, files=tuple(f"{stem}.json" for stem in KNOWLEDGE_FILES),
                upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)", check=check_knowledge),
     ),
-    options=("emsqa_revision", "emsqa_allow_duplicates", *RAG_OPTIONS),
+    options=("emsqa_revision", "emsqa_allow_duplicates", "emsqa_extraction_model", *RAG_OPTIONS),
     flag_options=("emsqa_allow_duplicates", "rag_require_all_files"),
     key_prefixes=("rag_",),
     # One line per task.
@@ -110,6 +111,8 @@ SPEC = BenchmarkSpec(
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
             "invalid_letter": MetricInfo("Answers naming only non-option letters", "invalid_letter_rate",
                                          in_model_index=False),
+            "extracted_by_model": MetricInfo("Answers read by the opt-in extraction model", "extracted_by_model_rate",
+                                             in_model_index=False),
             "retrieved_own_area": MetricInfo("Retrieved chunks from the item's own subject areas", "retrieved_own_area",
                                              in_model_index=False),
             "retrieved_documents": MetricInfo("Documents retrieved per item", "retrieved_documents",
