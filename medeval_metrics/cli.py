@@ -355,6 +355,11 @@ def run_help() -> str:
         help="let --metadata keys the pack does not read through (for your own tasks); without it "
         "such a key is an error, and a near-miss of a pack key always is",
     )
+    from medeval_metrics.judge.health import SKIP_FLAG
+
+    group.add_argument(
+        SKIP_FLAG, action="store_true", help="skip the one request per judge made before the run to see it answers"
+    )
     group.add_argument(
         BREAKDOWN_FLAG,
         action="store_true",
@@ -373,7 +378,8 @@ def run_help() -> str:
         "each selected task's data and the judge panel, and reports every problem at once.",
         "",
         "exit codes: 0 done; 2 a problem found before or during the run (each on a 'medeval: error:' line);",
-        "  3 a judge scored no item of a judged task (--allow-unscored accepts it); 130 interrupted.",
+        "  3 a judge scored no item of a judged task (--allow-unscored accepts it); 4 the judge cache could not",
+        "  be written (the results hold every verdict); 130 interrupted.",
         "",
         "see also: `medeval list` (tasks, groups, data each needs), `medeval demo`, `medeval report --help`,",
         "  docs/medeval-run.md.",

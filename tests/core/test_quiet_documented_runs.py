@@ -23,6 +23,7 @@ def test_run_help_starts_with_the_pack_s_options_exit_codes_and_pointers_then_lm
         for part in (
             "--allow-unknown-metadata",
             "--allow-unscored",
+            "--skip-judge-check",
             "--breakdown",
             "--judge-model",
             "metadata keys the pack reads",
