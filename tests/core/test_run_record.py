@@ -98,13 +98,15 @@ def test_a_run_records_each_task_s_time_and_its_judges_tokens(tmp_path, capsys):
             ],
             capsys,
         )
-        requests = server.count()
+        requests = server.count()  # 2 judges x 8 items, and the health check's one request per judge
     assert proc.returncode == 0, proc.stderr[-2000:]
     results, _ = find_results(tmp_path / "out")
     tasks = results["medeval_run"]["tasks"]
     assert set(tasks) == {"emsqa_private", "medicationqa"} and all(t["wall_s"] > 0 for t in tasks.values())
     judge = tasks["medicationqa"]["judge"]
-    assert judge["requests"] == requests == 16 and judge["prompt_tokens"] > 0 and judge["completion_tokens"] > 0
+    assert (
+        judge["requests"] == 16 and requests == 16 + 2 and judge["prompt_tokens"] > 0 and judge["completion_tokens"] > 0
+    )
     assert "judge" not in tasks["emsqa_private"]
     line = next(line for line in proc.stdout.splitlines() if line.startswith("medeval: medicationqa: "))
-    assert line.startswith("medeval: medicationqa: judge_panel_score ") and f"judges: {requests} requests, " in line
+    assert line.startswith("medeval: medicationqa: judge_panel_score ") and "judges: 16 requests, " in line
