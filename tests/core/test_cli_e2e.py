@@ -92,6 +92,7 @@ def test_ctrl_c_while_judges_answer_slowly_ends_at_once_with_the_resume_line(tmp
         proc = subprocess.Popen(
             [sys.executable, "-m", "medeval_metrics.cli", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
              "--device", "cpu", "--tasks", "medicationqa", "--gen_kwargs", "max_gen_toks=4", "--use_cache", str(tmp_path / "lm"),
+             "--skip-judge-check",  # the judges' first requests are then the run's, where Ctrl-C is meant to land
              "--metadata", json.dumps({"medicationqa_path": str(data), "medeval_judges": panel})],
             cwd=tmp_path, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 300
