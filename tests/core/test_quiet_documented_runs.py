@@ -44,6 +44,7 @@ def test_run_help_starts_with_the_pack_s_options_exit_codes_and_pointers_then_lm
 # ---------------------------------------------------------------- the git probe
 
 
+@pytest.mark.e2e  # starts a subprocess or loads a tokenizer
 def test_lm_eval_s_git_probe_still_writes_to_the_console_outside_a_repository(tmp_path):
     """When this fails, lm-eval runs git quietly itself and ``quiet_documented_runs`` (a) can go."""
     code = "from lm_eval.loggers.utils import get_git_commit_hash; get_git_commit_hash()"
@@ -58,6 +59,7 @@ def test_lm_eval_s_git_probe_still_writes_to_the_console_outside_a_repository(tm
     assert "fatal: not a git repository" in proc.stderr
 
 
+@pytest.mark.e2e  # starts a subprocess or loads a tokenizer
 def test_the_pack_s_git_probe_is_silent_and_records_the_same(tmp_path, capfd, monkeypatch):
     import lm_eval.evaluator
 
@@ -185,7 +187,12 @@ def test_the_readme_smoke_command_prints_no_warning_and_one_line_per_task(tmp_pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [line for line in text.splitlines() if "WARNING" in line or "fatal:" in line or "Warning" in line] == []
     summary = [line for line in proc.stdout.splitlines() if line.startswith("medeval: emsqa_public: ")]
-    assert len(summary) == 1 and "acc " in summary[0] and "(20 items, " in summary[0] and "--limit 20: a test run" in summary[0]
+    assert (
+        len(summary) == 1
+        and "acc " in summary[0]
+        and "(20 items, " in summary[0]
+        and "--limit 20: a test run" in summary[0]
+    )
     assert "medeval_breakdowns.md (and .json); `--breakdown` prints them" in proc.stdout
     assert "| level" not in proc.stdout and "**emsqa_public** by level" not in proc.stdout  # tables only on request
 
@@ -207,6 +214,7 @@ def test_lm_eval_s_truncation_warning_is_kept_once():
     assert [r.getMessage()[:58] for r in kept.records] == ["Left truncation applied. Original sequence length was 2566"]
 
 
+@pytest.mark.e2e  # starts a subprocess or loads a tokenizer
 def test_counting_a_long_prompt_does_not_make_transformers_warn(tiny_model, caplog):
     import transformers
 
