@@ -32,12 +32,13 @@ CORPORA = {
     "emrqa": REPO / "tests" / "emrqa" / "data" / "smollm2_outputs.jsonl",
     "judge": REPO / "tests" / "core" / "data" / "smollm2_judge_replies.jsonl",
 }
-EMSQA_LIMIT, MEDICATIONQA_LIMIT, EMRQA_LIMIT = 20, 12, 10
-EMSQA_GEN = "max_gen_toks=192"  # CoT's 1,024 would take hours here; a 135M model rarely needs more
-MEDICATIONQA_GEN = "max_gen_toks=160"
+MEDICATIONQA_LIMIT, EMRQA_LIMIT = 10, 8
+EMSQA_GEN = "max_gen_toks=128"  # CoT's 1,024 would take hours on two shared cores
+MEDICATIONQA_GEN = "max_gen_toks=128"
 EMSQA_TASKS = ("emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_rag")
 EMRQA_TASKS = ("emrqa_medication", "emrql_1", "emrqa_smoking")
-JUDGE_MAX_TOKENS = 200
+JUDGE_MAX_TOKENS = 160
+REUSE = False  # --reuse: a run whose output folder (--work-dir) already holds results is read, not run again
 
 
 def medeval_run(
@@ -77,18 +78,25 @@ def medeval_run(
         cmd += ["--gen_kwargs", gen_kwargs]
     if fewshot:
         cmd += ["--num_fewshot", str(fewshot)]
+    if REUSE and list(out.glob("**/results_*.json")):
+        print(f"  reusing the finished run in {out}", flush=True)
+        seconds = out.with_suffix(".seconds")
+        return cmd, json.loads(seconds.read_text()) if seconds.exists() else 0
     start = time.time()
     print("$", " ".join(cmd), flush=True)
+    # one thread: on a loaded machine two OpenMP threads spend most of their time waiting for each other
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     log = out.with_suffix(".log")  # lm-eval's progress, to follow a long run with tail -f
     log.parent.mkdir(parents=True, exist_ok=True)
     print(f"  log: {log}", flush=True)
     with log.open("w", encoding="utf-8") as handle:
-        done = subprocess.run(cmd, check=False, stdout=handle, stderr=subprocess.STDOUT)
+        done = subprocess.run(cmd, check=False, stdout=handle, stderr=subprocess.STDOUT, env=env)
     took = time.time() - start
     if done.returncode not in (0, 3):  # 3: unscored judge items, the run still wrote its samples
         tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
         sys.exit(f"medeval run failed ({done.returncode}):\n{tail}")
     print(f"  {took:.0f} s", flush=True)
+    out.with_suffix(".seconds").write_text(json.dumps(round(took)))
     return cmd, took
 
 
@@ -106,11 +114,12 @@ def gen_settings(sample: dict) -> dict:
 
 
 EMSQA_RUNS = {  # name: (chat template, few-shot examples, tasks, items); fewer items where outputs are long
-    "chat": (True, None, EMSQA_TASKS, EMSQA_LIMIT),
-    "chat-fewshot": (True, 3, ("emsqa_public",), EMSQA_LIMIT),
-    "plain": (False, None, ("emsqa_public",), EMSQA_LIMIT),
-    "plain-cot": (False, None, EMSQA_TASKS[1:], 12),
-    "plain-fewshot": (False, 3, ("emsqa_public",), EMSQA_LIMIT),
+    "chat": (True, None, ("emsqa_public",), 16),
+    "chat-cot": (True, None, EMSQA_TASKS[1:], 12),
+    "chat-fewshot": (True, 3, ("emsqa_public",), 12),
+    "plain": (False, None, ("emsqa_public",), 16),
+    "plain-cot": (False, None, EMSQA_TASKS[1:], 8),
+    "plain-fewshot": (False, 3, ("emsqa_public",), 12),
 }
 
 
@@ -200,9 +209,10 @@ def medicationqa_rows(model_dir: Path, work: Path) -> tuple[list[dict], list[dic
                 "run": {"seconds_for_run": round(took), "command": _portable(cmd)},
             }
         )
-        verdicts = s.get("judge_verdicts")
-        verdicts = json.loads(verdicts) if isinstance(verdicts, str) else verdicts
-        for verdict in _verdict_list(verdicts):
+        # the judge filter's record (logged as the filtered response) holds each judge's full verdict and reply
+        record = s["filtered_resps"][0] if isinstance(s["filtered_resps"], list) else s["filtered_resps"]
+        record = json.loads(record) if isinstance(record, str) else record
+        for verdict in (record.get("verdicts") or {}).values():
             replies.append(
                 {
                     "id": f"judge-smollm2-{s['doc_id']:03d}",
@@ -216,15 +226,6 @@ def medicationqa_rows(model_dir: Path, work: Path) -> tuple[list[dict], list[dic
                 }
             )
     return answers, replies
-
-
-def _verdict_list(verdicts) -> list[dict]:
-    if isinstance(verdicts, dict):
-        found = verdicts.get("verdicts", verdicts)
-        return [
-            v for v in (found.values() if isinstance(found, dict) else found) if isinstance(v, dict) and "reply" in v
-        ]
-    return [v for v in verdicts or [] if isinstance(v, dict) and "reply" in v]
 
 
 def emrqa_rows(model_dir: Path, work: Path) -> list[dict]:
@@ -305,15 +306,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=("emsqa", "medicationqa", "emrqa"))
     parser.add_argument("--model-dir", help="a SmolLM2 folder (default: medeval make-real-model's)")
+    parser.add_argument("--work-dir", help="keep lm-eval's output folders and logs here (default: a temporary folder)")
     parser.add_argument("--runs", nargs="+", choices=sorted(EMSQA_RUNS), help="EMSQA runs to record (default: all)")
+    parser.add_argument("--reuse", action="store_true", help="read finished runs in --work-dir instead of running")
     args = parser.parse_args()
+    global REUSE
+    REUSE = args.reuse
     os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     sys.path.insert(0, str(REPO))
     from medeval_metrics.real_model import make_real_model
 
     model_dir = Path(args.model_dir) if args.model_dir else make_real_model()
     with tempfile.TemporaryDirectory(prefix="medeval-real-outputs-") as tmp:
-        work = Path(tmp)
+        work = Path(args.work_dir) if args.work_dir else Path(tmp)
         if args.only in (None, "emsqa"):
             emsqa_rows(model_dir, work, args.runs)
         if args.only in (None, "medicationqa"):
