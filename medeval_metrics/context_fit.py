@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -46,7 +45,7 @@ class ContextFit:
         if self.tokenizer is not None:
             self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.max_gen_toks} generated"
             if cache_dir is not None:
-                from medeval_metrics.retrieval.retrievers import model_fingerprint
+                from medeval_metrics.emsqa.retrieval.retrievers import model_fingerprint
 
                 key = hashlib.sha256(model_fingerprint(str(name), small_files_only=True).encode()).hexdigest()[:24]
                 self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
@@ -74,7 +73,7 @@ class ContextFit:
         if self.cache_file is None:
             return self._tokenize(prompts)
         # Counts are kept per tokenizer (text hash -> tokens): the chunks and prompts recur across runs.
-        from medeval_metrics.retrieval.cache import exclusive_lock
+        from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
 
         keys = [hashlib.sha1(p.encode("utf-8")).hexdigest()[:20] for p in prompts]
         known = self._read_counts()
@@ -83,9 +82,9 @@ class ContextFit:
             known.update(zip((k for k, _ in todo), self._tokenize([p for _, p in todo])))
             with exclusive_lock(self.cache_file.with_suffix(".lock")):
                 merged = {**self._read_counts(), **known}
-                staging = self.cache_file.with_name(f".{self.cache_file.name}.{os.getpid()}")
-                staging.write_text(json.dumps(merged), encoding="utf-8")
-                os.replace(staging, self.cache_file)
+                from medeval_metrics.safe_files import atomic_write_text
+
+                atomic_write_text(self.cache_file, json.dumps(merged))
         return [known[k] for k in keys]
 
     def count_with_documents(self, bases: Sequence[str], headers: Sequence[str],

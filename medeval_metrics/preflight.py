@@ -258,12 +258,12 @@ SCRIPT_VARIABLE_PREFIX = "MEDEVAL_BENCH_"  # the benchmark scripts' own settings
 
 def known_environment_variables() -> list[str]:
     """Every ``MEDEVAL_*`` variable the pack reads: one per metadata key, and the pack-wide switches."""
-    from medeval_metrics import data, lm_eval_compat, real_model
+    from medeval_metrics import data, http_safety, lm_eval_compat, real_model
     from medeval_metrics.cli import FULL_INDEX_ENV
     from medeval_metrics.redact.text import SECRET_ENV_VARS_LIST
 
     pack_wide = {data.CHECKSUM_ENV, data.DATASET_CACHE_ENV, FULL_INDEX_ENV, lm_eval_compat.MODEL_KEY_ENV,
-                 SECRET_ENV_VARS_LIST, real_model.SOURCE_ENV}
+                 SECRET_ENV_VARS_LIST, http_safety.MODEL_REPLY_ENV, real_model.SOURCE_ENV}
     return sorted({environment_variable(key) for key in _known_metadata_keys()} | pack_wide)
 
 

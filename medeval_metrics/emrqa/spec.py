@@ -37,6 +37,8 @@ def check_sources(metadata: Mapping[str, Any]) -> None:
 # Preparation reads both files whichever subset a task evaluates.
 BOTH_FOR_QL, BOTH_FOR_QA = (DATA_JSON.key,), (DATA_QL_CSV.key,)
 
+LOGICAL_FORM_BREAKDOWN = BreakdownSpec(metrics=LOGICAL_FORM, dimensions={"lf_template": doc_field("lf_template")})
+
 SPEC = BenchmarkSpec(
     name="emrqa",
     paper=("Pampari et al. 2018, emrQA: A Large Corpus for Question Answering on Electronic Medical Records "
@@ -53,8 +55,8 @@ SPEC = BenchmarkSpec(
     # Sample counts are None: the test sets are drawn from the user's files. Evidence tasks are at
     # version 2 (evidence placed on its own numbered line; tasks/emrqa/README.md).
     tasks=(
-        Task("emrql_1", QL, LOGICAL_FORM, also_reads=BOTH_FOR_QL),
-        Task("emrql_2", QL, LOGICAL_FORM, also_reads=BOTH_FOR_QL),
+        Task("emrqa_emrql_1", QL, LOGICAL_FORM, also_reads=BOTH_FOR_QL),
+        Task("emrqa_emrql_2", QL, LOGICAL_FORM, also_reads=BOTH_FOR_QL),
         Task("emrqa_medication", QA, EVIDENCE, version=2, also_reads=BOTH_FOR_QA),
         Task("emrqa_relations", QA, EVIDENCE, version=2, also_reads=BOTH_FOR_QA),
         Task("emrqa_risk", QA, EVIDENCE, version=2, also_reads=BOTH_FOR_QA),
@@ -62,15 +64,22 @@ SPEC = BenchmarkSpec(
         Task("emrqa_obesity", QA, CLASSIFICATION, also_reads=BOTH_FOR_QA),
         Task("emrqa_evidence_window", QA, EVIDENCE, version=2, also_reads=BOTH_FOR_QA),
     ),
-    groups={"emrqa": ("emrql_1", "emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
-                      "emrqa_obesity")},
+    groups={
+        "emrqa": ("emrqa_emrql_1", "emrqa_emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk",
+                  "emrqa_smoking", "emrqa_obesity"),
+        # The emrQL tasks' names before they took the benchmark's prefix (issue 19), kept so that users'
+        # `--tasks emrql_1` still runs; lm-eval 0.4.13 has no task-name alias, so each is a one-task group.
+        "emrql_1": ("emrqa_emrql_1",),
+        "emrql_2": ("emrqa_emrql_2",),
+    },
     breakdowns={
         "emrqa": BreakdownSpec(
             metrics=("relaxed_em", "f1", "strict_em", "acc", "unparseable", "prompt_too_long"),
             dimensions={"subset": doc_field("subset"), "lf_template": doc_field("lf_template"),
                         "answer_type": answer_types},
         ),
-        "emrql": BreakdownSpec(metrics=LOGICAL_FORM, dimensions={"lf_template": doc_field("lf_template")}),
+        "emrqa_emrql": LOGICAL_FORM_BREAKDOWN,
+        "emrql": LOGICAL_FORM_BREAKDOWN,  # results written under the tasks' old names (emrql_1, emrql_2)
     },
     # The primary metric falls back to a task's first metric where a task does not report relaxed EM
     # (classification: acc; logical forms: lf_acc).

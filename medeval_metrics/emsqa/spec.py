@@ -12,7 +12,7 @@ from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Repor
 PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
 PUBLIC_SAMPLES = 3721  # test_open.json
 GENERATED = ("acc", "f1", "unparseable", "invalid_letter")
-# 3: negation scope, "not A but C", closing letters (tasks/emsqa/README.md, Versions); 2: answer reading by
+# 3: negation scope, "not A but C", closing letters (tasks/emsqa/README.md, Changelog); 2: answer reading by
 # stated precedence, non-option letters are wrong picks
 GENERATED_VERSION = 3
 RETRIEVAL_VERSION = 2  # 2: answer extraction as in GENERATED_VERSION 3

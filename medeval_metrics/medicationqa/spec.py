@@ -34,7 +34,7 @@ SPEC = BenchmarkSpec(
                hub_split="train", check=check_source),  # the Hub copy holds all 690 rows as "train"; all of them are the test set
     ),
     options=("medicationqa_bertscore_model",),  # opt-in BERTScore (medicationqa.bertscore.METADATA_KEY)
-    tasks=(Task("medicationqa", SOURCE.key, METRICS, samples=690, version=3),),  # 3: verdict parser (README, Versions)
+    tasks=(Task("medicationqa", SOURCE.key, METRICS, samples=690, version=3),),  # 3: verdict parser (tasks/medicationqa/README.md, Changelog)
     breakdowns={
         "medicationqa": BreakdownSpec(
             metrics=("rougeL", "bleu", "judge_panel_score", "judge_reward", "judge_accuracy", "judge_completeness",

@@ -1,0 +1,168 @@
+"""`medeval demo`: a first run on a fresh offline machine (tiny model into the cache, synthetic samples,
+fake judges on loopback, then the report)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+
+
+def test_the_cached_model_is_reused_not_rebuilt(tmp_path, monkeypatch):
+    from medeval_metrics import demo
+    from medeval_metrics.testing import tiny_model
+
+    folder = tmp_path / "demo-tiny-lm"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"x")
+    monkeypatch.setattr(tiny_model, "build_tiny_model", lambda *a, **k: pytest.fail("rebuilt a cached model"))
+    assert demo.tiny_model(tmp_path, say=lambda _: None) == folder
+
+
+def test_a_half_built_model_is_built_again(tmp_path, monkeypatch):
+    from medeval_metrics import demo
+    from medeval_metrics.testing import tiny_model
+
+    (tmp_path / "demo-tiny-lm").mkdir()
+    (tmp_path / "demo-tiny-lm" / "config.json").write_text("{}")  # an interrupted build: no weights
+    built = []
+
+    def fake_build(path):
+        path.mkdir(parents=True)
+        (path / "config.json").write_text("{}")
+        (path / "model.safetensors").write_bytes(b"w")
+        built.append(path)
+        return path
+
+    monkeypatch.setattr(tiny_model, "build_tiny_model", fake_build)
+    said = []
+    folder = demo.tiny_model(tmp_path, say=said.append)
+    assert built and (folder / "model.safetensors").read_bytes() == b"w" and "first run only" in said[0]
+
+
+def test_the_shipped_samples_load_with_the_pack_loaders():
+    from medeval_metrics import demo
+    from medeval_metrics.emsqa.data import load_docs
+    from medeval_metrics.medicationqa.data import read_local
+
+    docs = load_docs(demo.sample_path("emsqa"), "demo")
+    rows = read_local(demo.sample_path("medicationqa"))
+    assert len(docs) == 12 and len(rows) == 8
+    assert all("synthetic" in row["url"] for row in rows)
+
+
+@pytest.mark.e2e
+def test_demo_runs_every_benchmark_end_to_end_offline(tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli(["demo", "--output", str(out)], cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "cache" / "medeval" / "demo-tiny-lm" / "config.json").is_file()  # built into the user cache
+    report = out / "report"
+    results = (report / "results.md").read_text()
+    for task in ("emsqa_private", "medicationqa", "emrqa_risk"):
+        assert f"`{task}`" in results
+    judges = json.loads((report / "judges.json").read_text())
+    assert set(next(iter(judges.values()))["medicationqa"]) == {"demo-judge-a", "demo-judge-b"}
+    figures = json.loads((report / "report.json").read_text())["figures"]
+    assert any("medicationqa__judge_scores" in f for f in figures) and any("emrqa_risk" in f for f in figures)
+    assert all((report / f).stat().st_size > 1000 for f in figures)
+    assert f"The report is in {report}" in proc.stdout and "synthetic" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_a_second_demo_into_the_same_folder_reports_one_run_and_its_figures(tmp_path, capsys):
+    """The fake judges get a new loopback port each run: the second report is of one run (the newest),
+    with no comparison, and the report folder holds only its own figures (the user's files stay)."""
+    from conftest import run_medeval
+
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    first = run_cli(["demo", "--output", str(out)], cwd=tmp_path, env=env, timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    report = out / "report"
+    figures_first = sorted(json.loads((report / "report.json").read_text())["figures"])
+    (report / "my-notes.md").write_text("mine")
+    second = run_cli(["demo", "--output", str(out)], cwd=tmp_path, env=env, timeout=900)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "2 runs with the same settings; reporting the newest" in second.stderr
+    manifest = json.loads((report / "report.json").read_text())
+    assert len(manifest["runs"]) == 1 and "comparison.md" not in manifest["written"]
+    assert manifest["runs"][0]["results_file"].endswith(sorted((out / "run").rglob("results_*.json"))[-1].name)
+    on_disk = sorted(p.relative_to(report).as_posix() for p in report.rglob("*.png"))
+    assert on_disk == sorted(manifest["figures"]) == figures_first  # same names: one run, labelled by its model
+    assert "## Comparison" not in (report / "results.md").read_text()
+    assert (report / "my-notes.md").read_text() == "mine"
+    # the reviewer's card path: a card that does not exist yet is created
+    proc = run_medeval(["report", str(out / "run"), "--output", str(tmp_path / "r"), "--no-figures",
+                        "--update-card", str(tmp_path / "path" / "to" / "model" / "README.md")], capsys)
+    assert proc.returncode == 0 and ": created" in proc.stdout, proc.stderr
+
+
+def _captured_demo(tmp_path, monkeypatch, **flags):
+    """The lm-eval command line the demo builds (lm-eval itself is not run), with SmolLM2 stood in for."""
+    from medeval_metrics import cli, demo
+
+    seen = {}
+    monkeypatch.setattr(demo, "real_model", lambda cache: tmp_path / "smollm2")
+    monkeypatch.setattr(demo, "tiny_model", lambda cache, say: tmp_path / "tiny")
+
+    def fake_run(argv):
+        seen["argv"] = argv
+        return 1  # stop before the report
+
+    monkeypatch.setattr(cli, "run_lm_eval", fake_run)
+    with pytest.raises(Exception, match="the demo run failed"):
+        demo.run_demo(tmp_path / "out", cache=tmp_path / "cache", say=lambda _: None, **flags)
+    argv = seen["argv"]
+    return argv, json.loads(argv[argv.index("--metadata") + 1])
+
+
+def test_the_default_demo_is_unchanged_tiny_model_no_chat_template(tmp_path, monkeypatch):
+    argv, meta = _captured_demo(tmp_path, monkeypatch)
+    assert f"pretrained={tmp_path / 'tiny'}" in argv and "--apply_chat_template" not in argv
+    assert "max_gen_toks=24" in argv and "--allow-unscored" not in argv
+    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["demo-judge-a", "demo-judge-b"]
+
+
+def test_real_model_demo_evaluates_smollm2_with_its_chat_template(tmp_path, monkeypatch):
+    argv, meta = _captured_demo(tmp_path, monkeypatch, use_real_model=True)
+    assert f"pretrained={tmp_path / 'smollm2'}" in argv and "--apply_chat_template" in argv
+    assert "max_gen_toks=96" in argv
+    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["demo-judge-a", "demo-judge-b"]
+
+
+def test_real_judge_puts_smollm2_on_the_panel_on_the_cpu(tmp_path, monkeypatch):
+    argv, meta = _captured_demo(tmp_path, monkeypatch, use_real_model=True, real_judge=True)
+    judges = meta["medeval_judges"]["judges"]
+    assert [j["name"] for j in judges] == ["demo-judge-a", "demo-judge-b", "smollm2"]
+    assert judges[2]["backend"] == "hf" and judges[2]["model"] == str(tmp_path / "smollm2")
+    assert judges[2]["model_args"]["device"] == "cpu"
+    assert "--allow-unscored" in argv  # its items are mostly unscored; the demo still reports
+
+
+def test_real_model_demo_without_the_wheel_is_one_line_naming_the_step(tmp_path, monkeypatch, capsys):
+    from medeval_metrics.cli import main
+
+    monkeypatch.setenv("MEDEVAL_REAL_MODEL_SOURCE", str(tmp_path / "missing.whl"))
+    assert main(["demo", "--real-model", "--output", str(tmp_path / "out"), "--cache", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("medeval: error: demo --real-model: make-real-model: source:")
+
+
+@pytest.mark.e2e
+def test_real_model_demo_runs_and_reports_real_answers(tmp_path, monkeypatch, real_model):
+    from medeval_metrics import demo
+
+    monkeypatch.setattr(demo, "real_model", lambda cache: real_model)
+    report = demo.run_demo(tmp_path / "out", cache=tmp_path / "cache", say=lambda _: None, use_real_model=True)
+    results = (tmp_path / "out" / "report" / "results.md").read_text()
+    for task in ("emsqa_private", "medicationqa", "emrqa_risk"):
+        assert f"`{task}`" in results
+    samples = next((tmp_path / "out" / "run").glob("**/samples_medicationqa_*.jsonl")).read_text().splitlines()
+    answers = [json.loads(line)["resps"][0][0] for line in samples]
+    # a trained model writes English prose about the medicine, not the tiny model's byte soup
+    assert sum(len(a.split()) >= 5 and a.isascii() for a in answers) >= len(answers) // 2
+    assert report["elapsed_s"] > 0
