@@ -36,7 +36,7 @@ MEDICATIONQA_LIMIT, EMRQA_LIMIT = 10, 8
 EMSQA_GEN = "max_gen_toks=128"  # CoT's 1,024 would take hours on two shared cores
 MEDICATIONQA_GEN = "max_gen_toks=128"
 EMSQA_TASKS = ("emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_rag")
-EMRQA_TASKS = ("emrqa_medication", "emrql_1", "emrqa_smoking")
+EMRQA_TASKS = ("emrqa_medication", "emrqa_emrql_1", "emrqa_smoking")
 JUDGE_MAX_TOKENS = 160
 REUSE = False  # --reuse: a run whose output folder (--work-dir) already holds results is read, not run again
 
@@ -220,6 +220,7 @@ def medicationqa_rows(model_dir: Path, work: Path) -> tuple[list[dict], list[dic
                     "backend": "hf",
                     "doc_id": s["doc_id"],
                     "question": doc["question"],
+                    "reference": doc["answer"],
                     "answer": s["resps"][0][0],
                     "reply": verdict.get("reply"),
                     "judge_settings": {"max_tokens": JUDGE_MAX_TOKENS, "temperature": 0, "max_reasks": 0},
@@ -230,7 +231,7 @@ def medicationqa_rows(model_dir: Path, work: Path) -> tuple[list[dict], list[dic
 
 def emrqa_rows(model_dir: Path, work: Path) -> list[dict]:
     sys.path.insert(0, str(REPO))
-    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+    from medeval_metrics.emrqa.synthetic import write_synthetic
 
     templates = SHARED / "emrqa" / "templates-all.csv"
     info = write_synthetic(work / "emrqa-data", templates_csv=templates if templates.exists() else None)
@@ -256,7 +257,7 @@ def emrqa_rows(model_dir: Path, work: Path) -> list[dict]:
                     "gold": gold,
                     "output": s["resps"][0][0],
                     "generation": gen_settings(s),
-                    "synthetic_notes": "medeval_metrics.testing.emrqa_synthetic, default seed",
+                    "synthetic_notes": "medeval_metrics.emrqa.synthetic, default seed",
                     "run": {"seconds_for_run": round(took), "command": _portable(cmd)},
                 }
             )
