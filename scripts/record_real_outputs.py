@@ -15,6 +15,7 @@ and the emrQA templates for the synthetic notes. About 40 minutes on two busy co
 from __future__ import annotations
 
 import argparse
+import ast
 import glob
 import json
 import os
@@ -211,7 +212,7 @@ def medicationqa_rows(model_dir: Path, work: Path) -> tuple[list[dict], list[dic
         )
         # the judge filter's record (logged as the filtered response) holds each judge's full verdict and reply
         record = s["filtered_resps"][0] if isinstance(s["filtered_resps"], list) else s["filtered_resps"]
-        record = json.loads(record) if isinstance(record, str) else record
+        record = ast.literal_eval(record) if isinstance(record, str) else record  # lm-eval logs it as its repr
         for verdict in (record.get("verdicts") or {}).values():
             replies.append(
                 {
