@@ -9,12 +9,12 @@ One lm-eval run for all four tasks (one model load); about 3 minutes on two busy
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import time
 
 import pytest
-
 from conftest import clear_medeval_settings, find_results, run_medeval
 
 LIMIT = 3
@@ -27,28 +27,54 @@ def live_run(real_model, shared_data, tmp_path_factory):
 
     work = tmp_path_factory.mktemp("real-model-e2e")
     emrqa = write_synthetic(work / "emrqa")
-    judges = {"judges": [{"name": "smollm2", "backend": "hf", "model": str(real_model), "max_tokens": 48,
-                          "model_args": {"dtype": "float32"}}], "max_reasks": 0, "cache": None}
+    judges = {
+        "judges": [
+            {
+                "name": "smollm2",
+                "backend": "hf",
+                "model": str(real_model),
+                "max_tokens": 48,
+                "model_args": {"dtype": "float32"},
+            }
+        ],
+        "max_reasks": 0,
+        "cache": None,
+    }
     metadata = {
         "emsqa_public_path": str(shared_data / "emsqa"),
         "medicationqa_path": str(shared_data / "medicationqa" / "MedInfo2019-QA-Medications.xlsx"),
-        "emrqa_data_json": str(emrqa.data_json), "emrqa_data_ql_csv": str(emrqa.data_ql_csv),
-        "emrqa_cache_dir": str(work / "emrqa-cache"), "medeval_judges": json.dumps(judges),
+        "emrqa_data_json": str(emrqa.data_json),
+        "emrqa_data_ql_csv": str(emrqa.data_ql_csv),
+        "emrqa_cache_dir": str(work / "emrqa-cache"),
+        "medeval_judges": json.dumps(judges),
     }
-    argv = ["run", "--tasks", ",".join(TASKS), "--model", "hf", "--model_args", f"pretrained={real_model}",
-            "--batch_size", "4", "--apply_chat_template", "--limit", str(LIMIT), "--gen_kwargs", "max_gen_toks=48",
-            "--output_path", str(work / "out"), "--log_samples", "--metadata", json.dumps(metadata), "--allow-unscored"]
+    argv = [
+        "run",
+        "--tasks",
+        ",".join(TASKS),
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={real_model}",
+        "--batch_size",
+        "4",
+        "--apply_chat_template",
+        "--limit",
+        str(LIMIT),
+        "--gen_kwargs",
+        "max_gen_toks=48",
+        "--output_path",
+        str(work / "out"),
+        "--log_samples",
+        "--metadata",
+        json.dumps(metadata),
+        "--allow-unscored",
+    ]
     return argv, work
 
 
 @pytest.mark.e2e
 def test_smollm2_runs_every_benchmark_and_the_numbers_recompute(live_run, capsys, monkeypatch):
-    from medeval_metrics.emrqa.metrics import parse_label
-    from medeval_metrics.emsqa import extract_answer, score
-    from medeval_metrics.judge.rubric import ShownObjects
-    from medeval_metrics.medicationqa import RUBRIC
-    from medeval_metrics.medicationqa.scoring import rouge_l
-
     argv, work = live_run
     clear_medeval_settings(monkeypatch)
     started = time.monotonic()
@@ -56,8 +82,19 @@ def test_smollm2_runs_every_benchmark_and_the_numbers_recompute(live_run, capsys
     took = time.monotonic() - started
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Traceback" not in out.stderr
-    results, samples = find_results(work / "out")
     print(f"\nSmolLM2 live run, {len(TASKS)} tasks x {LIMIT} items: {took:.0f} s")
+    check_run(work / "out")
+
+
+def check_run(output_dir):
+    """Every logged output read again, every reported number recomputed from the logged samples."""
+    from medeval_metrics.emrqa.metrics import parse_label
+    from medeval_metrics.emsqa import extract_answer, score
+    from medeval_metrics.judge.rubric import ShownObjects
+    from medeval_metrics.medicationqa import RUBRIC
+    from medeval_metrics.medicationqa.scoring import rouge_l
+
+    results, samples = find_results(output_dir)
 
     def mean(rows, key):
         return sum(float(r[key]) for r in rows) / len(rows)
@@ -91,10 +128,14 @@ def test_smollm2_runs_every_benchmark_and_the_numbers_recompute(live_run, capsys
     assert results["results"]["medicationqa"]["rougeL,scored"] == pytest.approx(mean(rows, "rougeL"))
     unscored = 0
     for row in rows:
-        verdicts = row["judge_verdicts"]
-        verdicts = json.loads(verdicts) if isinstance(verdicts, str) else verdicts
-        verdict = verdicts["smollm2"] if "smollm2" in verdicts else verdicts["verdicts"]["smollm2"]
+        logged = row["judge_verdicts"]
+        logged = (json.loads(logged) if isinstance(logged, str) else logged)["smollm2"]
+        # the judge filter's record, logged as lm-eval's repr of the filtered response, keeps the raw reply
+        record = row["filtered_resps"][0] if isinstance(row["filtered_resps"], list) else row["filtered_resps"]
+        record = ast.literal_eval(record) if isinstance(record, str) else record
+        verdict = record["verdicts"]["smollm2"]
         assert isinstance(verdict["reply"], str), "the hf judge on the CPU gave no reply"
+        assert verdict["scores"] == logged["scores"]
         answer = row["resps"][0][0]
         messages = RUBRIC.messages(row["doc"]["question"], row["doc"]["answer"], answer)
         parsed = RUBRIC.parse(verdict["reply"], answer, ShownObjects.of(messages, answer))
