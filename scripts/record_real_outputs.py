@@ -117,10 +117,10 @@ def gen_settings(sample: dict) -> dict:
 EMSQA_RUNS = {  # name: (chat template, few-shot examples, tasks, items); fewer items where outputs are long
     "chat": (True, None, ("emsqa_public",), 16),
     "chat-cot": (True, None, EMSQA_TASKS[1:], 12),
-    "chat-fewshot": (True, 3, ("emsqa_public",), 12),
+    "chat-fewshot": (True, 3, ("emsqa_public",), 8),
     "plain": (False, None, ("emsqa_public",), 16),
-    "plain-cot": (False, None, EMSQA_TASKS[1:], 8),
-    "plain-fewshot": (False, 3, ("emsqa_public",), 12),
+    "plain-cot": (False, None, EMSQA_TASKS[1:], 4),
+    "plain-fewshot": (False, 3, ("emsqa_public",), 8),
 }
 
 
@@ -247,7 +247,9 @@ def emrqa_rows(model_dir: Path, work: Path) -> list[dict]:
     for task in EMRQA_TASKS:
         for s in samples(out, task):
             doc = s["doc"]
-            gold = {k: doc[k] for k in ("answers", "evidence", "logical_form", "label", "labels") if k in doc}
+            gold = {k: doc[k] for k in ("logical_form", "lf_template", "label", "labels") if k in doc}
+            if "answers_json" in doc:  # evidence tasks: the gold lines, and the synthetic note they are in
+                gold["answers"] = json.loads(doc["answers_json"])
             rows.append(
                 {
                     "id": f"{task}-chat-{s['doc_id']:03d}",
@@ -255,6 +257,7 @@ def emrqa_rows(model_dir: Path, work: Path) -> list[dict]:
                     "chat_template": True,
                     "doc_id": s["doc_id"],
                     "question": doc.get("question"),
+                    "note": doc.get("note"),  # synthetic (medeval_metrics.emrqa.synthetic), no patient data
                     "gold": gold,
                     "output": s["resps"][0][0],
                     "generation": gen_settings(s),
