@@ -81,7 +81,7 @@ def read_share(rows: list[dict]) -> tuple[str, list[str]]:
 
 
 # the variants recorded so far (scripts/record_real_outputs.py EMSQA_RUNS lists them all)
-RECORDED = ("zero_shot",)
+RECORDED = ("zero_shot", "fewshot_3")
 
 
 def test_corpus_covers_the_recorded_variants_with_and_without_the_chat_template():
