@@ -26,7 +26,9 @@ CORPUS = Path(__file__).parent / "data" / "smollm2_outputs.jsonl"
 # id -> why the pack misreads it (filled from the comparison after labelling; owner: `extract`)
 RESTATED = "a restated option list (no option singled out) is read as a multi-letter answer"
 CONFLICT = "a letter followed by another option's text (or by no option's text) is read by the letter"
+EXAMPLE = "the instruction's example answer, echoed with the question, is read as the answer"
 EXPECTED_FIXES: dict[str, str] = {
+    "cot-plain-003": EXAMPLE,
     "zero_shot-chat-000": CONFLICT,
     "zero_shot-chat-010": CONFLICT,
     "cot-chat-010": CONFLICT,
@@ -98,14 +100,13 @@ def read_share(rows: list[dict]) -> tuple[str, list[str]]:
 
 
 # the variants recorded so far (scripts/record_real_outputs.py EMSQA_RUNS lists them all)
-RECORDED = ("zero_shot", "fewshot_3")  # CoT, Expert-CoT and RAG: with the chat template so far
+RECORDED = ("zero_shot", "fewshot_3", "cot", "expert_cot", "rag_cot")
 
 
 def test_corpus_covers_the_recorded_variants_with_and_without_the_chat_template():
     kinds = {(row["variant"], row["chat_template"]) for row in ROWS}
     for variant in RECORDED:
         assert {(variant, True), (variant, False)} <= kinds, variant
-    assert {("cot", True), ("expert_cot", True), ("rag_cot", True)} <= kinds
     assert all(row["generation"]["do_sample"] is False for row in ROWS)
     assert len({row["id"] for row in ROWS}) == len(ROWS)
 
