@@ -107,6 +107,7 @@ def test_a_built_folder_is_returned_without_any_work(tmp_path, monkeypatch):
     out = tmp_path / "model"
     out.mkdir()
     (out / rm.MARKER).write_text(json.dumps({"gguf_sha256": rm.GGUF_SHA256}))
+
     def looked(*args):
         raise LookupError("looked for a source")
 
