@@ -6,9 +6,8 @@ Each row is one real output (``scripts/record_real_outputs.py``: greedy, CPU, th
 ``label`` is the sorted option letters the output commits to, or null where it commits to none
 (a restated option list, a question, a run-on with no pick), with ``label_reason``.
 
-Rows the pack misreads today are listed in ``EXPECTED_FIXES`` with the reason, for the ``extract``
-helper's work on issue 20; they are xfail (not strict: a fix makes them pass). Any other mismatch
-fails. Run with ``-s`` to see the read share per variant and the list of mismatches.
+Rows the pack would misread are listed in ``EXPECTED_FIXES`` with the reason (none today: every row
+is read as labelled); any other mismatch fails. Run with ``-s`` to see the read share per variant and the list of mismatches.
 """
 
 from __future__ import annotations
@@ -23,37 +22,9 @@ from medeval_metrics.emsqa import extract_answer, normalise_record
 
 CORPUS = Path(__file__).parent / "data" / "smollm2_outputs.jsonl"
 
-# id -> why the pack misreads it (filled from the comparison after labelling; owner: `extract`)
-RESTATED = "a restated option list (no option singled out) is read as a multi-letter answer"
-CONFLICT = "a letter followed by another option's text (or by no option's text) is read by the letter"
-EXAMPLE = "the instruction's example answer, echoed with the question, is read as the answer"
-EXPECTED_FIXES: dict[str, str] = {
-    "cot-plain-003": EXAMPLE,
-    "zero_shot-chat-000": CONFLICT,
-    "zero_shot-chat-010": CONFLICT,
-    "cot-chat-010": CONFLICT,
-    "expert_cot-chat-000": CONFLICT,
-    "zero_shot-chat-001": RESTATED,
-    "zero_shot-chat-006": RESTATED,
-    "zero_shot-chat-009": RESTATED,
-    "zero_shot-chat-011": RESTATED,
-    "zero_shot-chat-013": RESTATED,
-    "cot-chat-002": RESTATED,
-    "cot-chat-003": RESTATED,
-    "cot-chat-004": RESTATED,
-    "cot-chat-005": RESTATED,
-    "cot-chat-006": RESTATED,
-    "cot-chat-007": RESTATED,
-    "cot-chat-009": RESTATED,
-    "cot-chat-011": RESTATED,
-    "expert_cot-chat-007": RESTATED,
-    "expert_cot-chat-008": RESTATED,
-    "expert_cot-chat-010": RESTATED,
-    "rag_cot-chat-001": RESTATED,
-    "rag_cot-chat-002": RESTATED,
-    "rag_cot-chat-005": RESTATED,
-    "rag_cot-chat-006": RESTATED,
-}
+# id -> why the pack misreads it; empty since extraction version 4 read every row as labelled. A row
+# listed here is xfail (not strict); any mismatch not listed fails.
+EXPECTED_FIXES: dict[str, str] = {}
 
 
 def load_rows(path: Path = CORPUS) -> list[dict]:
