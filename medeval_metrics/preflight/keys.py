@@ -162,7 +162,7 @@ SCRIPT_VARIABLE_PREFIX = "MEDEVAL_BENCH_"  # the benchmark scripts' own settings
 
 def known_environment_variables() -> list[str]:
     """Every ``MEDEVAL_*`` variable the pack reads: one per metadata key, and the pack-wide switches."""
-    from medeval_metrics import data, http_safety, lm_eval_compat
+    from medeval_metrics import data, http_safety, lm_eval_compat, real_model
     from medeval_metrics.redact.text import SECRET_ENV_VARS_LIST
 
     pack_wide = {
@@ -172,6 +172,7 @@ def known_environment_variables() -> list[str]:
         lm_eval_compat.MODEL_KEY_ENV,
         SECRET_ENV_VARS_LIST,
         http_safety.MODEL_REPLY_ENV,
+        real_model.SOURCE_ENV,
     }
     return sorted({environment_variable(key) for key in known_metadata_keys()} | pack_wide)
 
