@@ -42,8 +42,12 @@ def test_mixed_valid_and_invalid_letters_is_not_an_invalid_letter_answer(predict
 
 
 def test_mixed_answer_keeps_its_non_option_letter_as_a_wrong_pick():
-    assert score(["a", "e"], ["a"], LETTERS) == {"acc": 0.0, "f1": pytest.approx(2 / 3), "unparseable": 0.0,
-                                                "invalid_letter": 0.0}
+    assert score(["a", "e"], ["a"], LETTERS) == {
+        "acc": 0.0,
+        "f1": pytest.approx(2 / 3),
+        "unparseable": 0.0,
+        "invalid_letter": 0.0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -63,10 +67,22 @@ def test_answer_field_wins_over_other_lists_in_the_same_reply(reply, expected):
 def test_an_item_in_two_subject_areas_counts_in_both():
     spec = spec_for_task("emsqa_public")
     samples = [
-        {"doc": {"level": ["emt"], "category": ["airway", "cardiology"]}, "filter": "extract_answer",
-         "acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0},
-        {"doc": {"level": ["emt"], "category": ["airway"]}, "filter": "extract_answer",
-         "acc": 0.0, "f1": 0.5, "unparseable": 0.0, "invalid_letter": 0.0},
+        {
+            "doc": {"level": ["emt"], "category": ["airway", "cardiology"]},
+            "filter": "extract_answer",
+            "acc": 1.0,
+            "f1": 1.0,
+            "unparseable": 0.0,
+            "invalid_letter": 0.0,
+        },
+        {
+            "doc": {"level": ["emt"], "category": ["airway"]},
+            "filter": "extract_answer",
+            "acc": 0.0,
+            "f1": 0.5,
+            "unparseable": 0.0,
+            "invalid_letter": 0.0,
+        },
     ]
     result = compute_breakdown(samples, spec)["extract_answer"]
     by_area = result["subject_area"]
