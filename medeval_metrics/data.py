@@ -18,9 +18,8 @@ import hashlib
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
 log = logging.getLogger("medeval.data")
@@ -38,6 +37,11 @@ class DataSource:
     description: str  # what it is, for messages: "the EMSQA public test set"
     how_to_get: str  # what to download, from where
     hub_repo: str | None = None  # default public home on the Hugging Face Hub
+    # file name -> sha256 of the published files (a local copy or download is compared with them)
+    sha256: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        _PINS.update(self.sha256)  # a file named like a pinned one is checked whichever loader reads it
 
     @property
     def env_var(self) -> str:
@@ -117,18 +121,15 @@ def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revi
 # --------------------------------------------------------------------------- known checksums
 
 CHECKSUM_ENV = "MEDEVAL_DATA_CHECKSUMS"  # "warn" (default), "error", or "off"
+_PINS: dict[str, str] = {}  # file name -> sha256, from every DataSource defined so far (DataSource.sha256)
 
 
-@lru_cache(maxsize=1)
 def known_checksums() -> dict[str, str]:
-    """File name -> sha256 for every pinned public file in the pack's manifest (``sources.*.sha256``)."""
-    from medeval_metrics.manifest import load_manifest
+    """File name -> sha256 of every pinned public file: the ``sha256`` of each ``DataSource`` defined.
 
-    pinned: dict[str, str] = {}
-    for benchmark in load_manifest().get("benchmarks", {}).values():
-        for source in benchmark.get("sources", {}).values():
-            pinned.update(source.get("sha256") or {})
-    return pinned
+    A file is read through the source that defines its pins, so its pins are known before it is checked.
+    """
+    return dict(_PINS)
 
 
 def file_sha256(path: Path) -> str:
@@ -145,9 +146,9 @@ _digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256,
 
 def check_known_checksum(path: Path, mode: str | None = None) -> str:
     """Compare a local file named like a pinned public file (``test_open.json``,
-    ``MedInfo2019-QA-Medications.xlsx``...) with the manifest's sha256.
+    ``MedInfo2019-QA-Medications.xlsx``...) with its source's pinned sha256.
 
-    Returns "match", "mismatch" or "unpinned" (a name the manifest does not pin, a folder, or
+    Returns "match", "mismatch" or "unpinned" (a name no source pins, a folder, or
     checking off). A mismatch means the scores will not be comparable with published ones: by
     default a warning (once per file) naming the file and both digests; ``MEDEVAL_DATA_CHECKSUMS=error``
     makes it a ``MedevalDataError``, ``=off`` skips the check (``mode`` overrides the variable).
@@ -156,7 +157,7 @@ def check_known_checksum(path: Path, mode: str | None = None) -> str:
     mode = (mode or os.environ.get(CHECKSUM_ENV) or "warn").strip().lower()
     if mode not in ("warn", "error", "off"):
         raise MedevalDataError(f"{CHECKSUM_ENV}={mode!r}: use 'warn' (the default), 'error' or 'off'.")
-    expected = known_checksums().get(path.name)
+    expected = _PINS.get(path.name)
     if mode == "off" or expected is None or not path.is_file():
         return "unpinned"
     stat = path.stat()

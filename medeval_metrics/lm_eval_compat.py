@@ -406,9 +406,9 @@ class _DropPackCustomDatasetNotice(logging.Filter):
 
 @functools.lru_cache(maxsize=1)
 def _pack_task_names() -> frozenset[str]:
-    from medeval_metrics.manifest import load_manifest
+    from medeval_metrics.task_yaml import pack_task_yamls
 
-    return frozenset(task["task"] for task in load_manifest()["tasks"])
+    return frozenset(pack_task_yamls())
 
 
 def quiet_pack_custom_dataset_notice() -> None:

@@ -3,14 +3,20 @@
 lm-eval passes a loader ``config_source`` (the YAML's path) among the metadata, and lets the user's
 ``--metadata`` override the YAML's own ``metadata`` keys. A loader that must know what the task
 itself says (its generation budget, a setting the task fixes) reads it here.
+
+The YAML is also the one statement of what a task is: ``task_facts(name)`` gives its metrics,
+version, output type and split as the pack's tasks folder says them (a spec's ``Task`` reads them here).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import medeval_metrics
 
 
 def own_task_config(config_source: Any) -> dict[str, Any]:
@@ -41,3 +47,49 @@ def _parsed(path_text: str, mtime_ns: int) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
     return config if isinstance(config, dict) else {}
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """What a task's YAML says it is."""
+
+    name: str
+    metrics: tuple[str, ...]  # metric_list order
+    version: int
+    output_type: str
+    split: str
+    path: Path
+
+
+def pack_task_yamls(root: str | Path | None = None) -> dict[str, Path]:
+    """{task name: its YAML file} for every task YAML under the pack's tasks folder (groups left out)."""
+    folder = Path(root or medeval_metrics.tasks_path())
+    files = sorted(folder.rglob("*.yaml"))
+    return dict(_task_index(tuple((str(p), p.stat().st_mtime_ns) for p in files)))
+
+
+@functools.lru_cache(maxsize=8)
+def _task_index(files: tuple[tuple[str, int], ...]) -> tuple[tuple[str, Path], ...]:
+    found = []
+    for path_text, mtime_ns in files:
+        config = _parsed(path_text, mtime_ns)
+        if isinstance(config.get("task"), str) and "group" not in config:
+            found.append((config["task"], Path(path_text)))
+    return tuple(found)
+
+
+def task_facts(name: str, root: str | Path | None = None) -> TaskFacts:
+    """The metrics, version, output type and split of the pack's task ``name``, read from its YAML."""
+    path = pack_task_yamls(root).get(name)
+    if path is None:
+        raise KeyError(f"no task YAML declares `task: {name}` under {root or medeval_metrics.tasks_path()}; "
+                       f"a benchmark's tasks/<benchmark>/ folder holds one YAML per task.")
+    config = own_task_config(path)
+    return TaskFacts(
+        name=name,
+        metrics=tuple(str(entry["metric"]) for entry in config.get("metric_list") or ()),
+        version=int((config.get("metadata") or {}).get("version", 0)),
+        output_type=str(config.get("output_type", "generate_until")),
+        split=str(config.get("test_split", "")),
+        path=path,
+    )

@@ -54,6 +54,8 @@ PUBLIC_SOURCE = DataSource(
         "and point the pack at the folder holding them (or at test_open.json itself)."
     ),
     hub_repo="Xueren/EMS-MCQA",
+    sha256={"test_open.json": "53e225049d0deb9b57da30cc1569844762fdd3d97bce9137eb8f410d4b4b9847",
+            "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774"},
 )
 PRIVATE_SOURCE = DataSource(
     key="emsqa_private_path",

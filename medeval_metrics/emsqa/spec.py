@@ -11,13 +11,6 @@ from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Repor
 
 PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
 PUBLIC_SAMPLES = 3721  # test_open.json
-GENERATED = ("acc", "f1", "unparseable", "invalid_letter")
-# 3: negation scope, "not A but C", closing letters (tasks/emsqa/README.md, Versions); 2: answer reading by
-# stated precedence, non-option letters are wrong picks
-GENERATED_VERSION = 3
-RETRIEVAL_VERSION = 2  # 2: answer extraction as in GENERATED_VERSION 3
-RETRIEVAL = (*GENERATED, "retrieved_own_area", "retrieved_documents", "prompt_too_long")
-SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
 
 _level, _area = doc_field("level"), doc_field("category")
 
@@ -59,10 +52,7 @@ SPEC = BenchmarkSpec(
     listing_position=1,
     sources=(
         Source(PUBLIC_SOURCE, files=("test_open.json", "val_open.json"),
-               upstream="https://github.com/UVA-DSA/EMSQA (data/final/)",
-               sha256={"test_open.json": "53e225049d0deb9b57da30cc1569844762fdd3d97bce9137eb8f410d4b4b9847",
-                       "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774"},
-               check=check_public),
+               upstream="https://github.com/UVA-DSA/EMSQA (data/final/)", check=check_public),
         Source(PRIVATE_SOURCE, files=("the user's private file in the public schema",),
                upstream="not released; users bring their copy", check=check_private),
         Source(KNOWLEDGE_SOURCE, files=tuple(f"{stem}.json" for stem in KNOWLEDGE_FILES),
@@ -73,17 +63,10 @@ SPEC = BenchmarkSpec(
     key_prefixes=("rag_",),
     # One line per task.
     tasks=(
-        Task("emsqa_public", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
-        Task("emsqa_public_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
-        Task("emsqa_public_expert_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
-        Task("emsqa_public_mc", PUBLIC, SCORED_CHOICES, samples=PUBLIC_SAMPLES, output_type="multiple_choice"),
-        Task("emsqa_private", PRIVATE, GENERATED, version=GENERATED_VERSION),
-        Task("emsqa_private_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
-        Task("emsqa_private_expert_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
-        Task("emsqa_private_mc", PRIVATE, SCORED_CHOICES, output_type="multiple_choice"),
+        *(Task(f"emsqa_public{variant}", PUBLIC, samples=PUBLIC_SAMPLES) for variant in ("", "_cot", "_expert_cot", "_mc")),
+        *(Task(f"emsqa_private{variant}", PRIVATE) for variant in ("", "_cot", "_expert_cot", "_mc")),
         # retrieval from the knowledge base (the paper's Table 4 settings)
-        *(Task(f"emsqa_{split}_{variant}", source, RETRIEVAL, samples=samples, also_reads=(KNOWLEDGE,),
-               version=RETRIEVAL_VERSION)
+        *(Task(f"emsqa_{split}_{variant}", source, samples=samples, also_reads=(KNOWLEDGE,))
           for split, source, samples in (("public", PUBLIC, PUBLIC_SAMPLES), ("private", PRIVATE, None))
           for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")),
     ),
@@ -96,7 +79,7 @@ SPEC = BenchmarkSpec(
     },
     breakdowns={
         "emsqa": BreakdownSpec(
-            metrics=GENERATED,
+            metrics=("acc", "f1", "unparseable", "invalid_letter"),
             dimensions={"level": _level, "subject_area": _area, "level x subject_area": crossed(_level, _area)},
         ),
     },

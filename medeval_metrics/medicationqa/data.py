@@ -27,6 +27,7 @@ SOURCE = DataSource(
         "(or use the Hub mirror truehealth/medicationqa when online)."
     ),
     hub_repo="truehealth/medicationqa",
+    sha256={"MedInfo2019-QA-Medications.xlsx": "4f13d0e3b195bd6a5d72a1872f9118cb5f69fd02c370001695330cfc9e3b5832"},
 )
 HUB_SPLIT = "train"
 SHEET = "DrugQA"  # the data sheet's name in the original workbook (the reader finds it by its header)
