@@ -223,7 +223,7 @@ def _print_breakdowns(argv: Sequence[str], started: float) -> None:
 
 
 def _cmd_tasks_path(args: argparse.Namespace) -> int:
-    from medeval_metrics import tasks_path
+    from medeval_metrics.pack import tasks_path
 
     print(tasks_path())
     return 0
@@ -303,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Medical QA task pack for lm-evaluation-harness (EMSQA, MedicationQA, emrQA).",
         epilog="`medeval run ARGS` runs `lm_eval run ARGS` with the pack's tasks available.",
     )
-    from medeval_metrics import __version__
+    from medeval_metrics.pack import __version__
 
     parser.add_argument("--version", action="version", version=f"medeval-metrics {__version__} ({_lm_eval_version()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -38,10 +38,14 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
+from medeval_metrics import lm_eval_link
+from medeval_metrics.pack import tasks_path
+from medeval_metrics.task_yaml import pack_task_yamls
+
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "capture_results", "model_key_only_for_its_endpoint", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "capture_results", "model_key_only_for_its_endpoint", "install_redaction", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -79,8 +83,6 @@ def _override_warning_filter(pack: str, copies: list[str], counter: list[int]) -
 def index_pack_tasks(pack_path: str | None = None) -> None:
     """Make every TaskManager built in this process also index the pack's tasks folder."""
     from lm_eval.tasks import TaskManager
-
-    from medeval_metrics import lm_eval_link, tasks_path
 
     if getattr(TaskManager.__init__, "_medeval_patched", False):
         return
@@ -182,11 +184,25 @@ def _named_callables(obj: Any) -> Any:
     return obj
 
 
+def install_redaction(*, private_documents: str | None = None) -> None:
+    """The redaction hooks (``medeval_metrics.redact.install``) and, once lm-eval has loaded its results
+    writer (it has by the time a task is built), ``redact_results_writer``: what a task's loader calls.
+
+    Redaction is imported here, not with this module: ``import medeval_metrics`` imports this module, and
+    the redaction patterns cost about 40 ms to compile (measured with ``python -X importtime``).
+    """
+    from medeval_metrics import redact
+
+    redact.install(private_documents=private_documents)
+    if "lm_eval.loggers.evaluation_tracker" in sys.modules:
+        redact_results_writer()
+
+
 def redact_results_writer() -> None:
     """Patch lm-eval's EvaluationTracker to redact what it writes (and name callables). Idempotent."""
     from lm_eval.loggers.evaluation_tracker import EvaluationTracker
 
-    from medeval_metrics.redact.text import redact_obj
+    from medeval_metrics.redact import redact_obj  # lazily: see install_redaction
 
     if getattr(EvaluationTracker.save_results_aggregated, "_medeval_redacting", False):
         return
@@ -406,8 +422,6 @@ class _DropPackCustomDatasetNotice(logging.Filter):
 
 @functools.lru_cache(maxsize=1)
 def _pack_task_names() -> frozenset[str]:
-    from medeval_metrics.task_yaml import pack_task_yamls
-
     return frozenset(pack_task_yamls())
 
 
@@ -492,7 +506,7 @@ def model_key_only_for_its_endpoint() -> Iterator[None]:
         if named:
             value = os.environ.get(named, "")
             if value:
-                from medeval_metrics import redact
+                from medeval_metrics import redact  # lazily: see install_redaction
 
                 redact.register_secret(value)
             return value
@@ -520,3 +534,4 @@ def model_key_only_for_its_endpoint() -> Iterator[None]:
                 delattr(LocalCompletionsAPI, name)
             else:
                 setattr(LocalCompletionsAPI, name, value)
+

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 import medeval_metrics
+from medeval_metrics import task_yaml
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, Judging, Reporting, Source, Task
 
 SPEC_MODULE = "spec"  # medeval_metrics.<package>.spec
@@ -86,8 +87,9 @@ def _task_index() -> dict[str, tuple[BenchmarkSpec, Task]]:
 
 
 def reload() -> None:
-    """Forget the specs read so far; the next lookup finds and imports them again."""
+    """Forget the specs and task YAMLs read so far; the next lookup finds and reads them again."""
     _loaded.cache_clear()
+    task_yaml.reload()
 
 
 def benchmarks() -> tuple[BenchmarkSpec, ...]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import medeval_metrics
+from medeval_metrics.pack import tasks_path
 
 
 def own_task_config(config_source: Any) -> dict[str, Any]:
@@ -36,17 +36,25 @@ def own_task_config(config_source: Any) -> dict[str, Any]:
 def _parsed(path_text: str, mtime_ns: int) -> dict[str, Any]:
     # One parse per file version: the pre-run check reads every task YAML, and they include the same
     # templates (82 reads of 45 files before). ``own_task_config`` hands out copies.
-    import yaml
+    import yaml  # lazily: 50 ms, and `import medeval_metrics` (lm-eval resolving a !function) needs none of it
 
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    _Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
     try:
-        config = yaml.load(Path(path_text).read_text(encoding="utf-8"), Loader=_Loader) or {}
+        config = yaml.load(Path(path_text).read_text(encoding="utf-8"), Loader=_loader()) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
     return config if isinstance(config, dict) else {}
+
+
+@functools.cache
+def _loader() -> type:
+    import yaml
+
+    # libyaml's parser where PyYAML has it: the 45 task files take 40 ms instead of 400 (`medeval list` reads them all)
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    return Loader
 
 
 @dataclass(frozen=True)
@@ -63,33 +71,39 @@ class TaskFacts:
 
 def pack_task_yamls(root: str | Path | None = None) -> dict[str, Path]:
     """{task name: its YAML file} for every task YAML under the pack's tasks folder (groups left out)."""
-    folder = Path(root or medeval_metrics.tasks_path())
-    files = sorted(folder.rglob("*.yaml"))
-    return dict(_task_index(tuple((str(p), p.stat().st_mtime_ns) for p in files)))
-
-
-@functools.lru_cache(maxsize=8)
-def _task_index(files: tuple[tuple[str, int], ...]) -> tuple[tuple[str, Path], ...]:
-    found = []
-    for path_text, mtime_ns in files:
-        config = _parsed(path_text, mtime_ns)
-        if isinstance(config.get("task"), str) and "group" not in config:
-            found.append((config["task"], Path(path_text)))
-    return tuple(found)
+    return {name: facts.path for name, facts in _pack_facts(str(Path(root or tasks_path()).resolve())).items()}
 
 
 def task_facts(name: str, root: str | Path | None = None) -> TaskFacts:
     """The metrics, version, output type and split of the pack's task ``name``, read from its YAML."""
-    path = pack_task_yamls(root).get(name)
-    if path is None:
-        raise KeyError(f"no task YAML declares `task: {name}` under {root or medeval_metrics.tasks_path()}; "
-                       f"a benchmark's tasks/<benchmark>/ folder holds one YAML per task.")
-    config = own_task_config(path)
-    return TaskFacts(
-        name=name,
-        metrics=tuple(str(entry["metric"]) for entry in config.get("metric_list") or ()),
-        version=int((config.get("metadata") or {}).get("version", 0)),
-        output_type=str(config.get("output_type", "generate_until")),
-        split=str(config.get("test_split", "")),
-        path=path,
-    )
+    folder = str(Path(root or tasks_path()).resolve())
+    facts = _pack_facts(folder).get(name)
+    if facts is None:
+        raise KeyError(f"no task YAML declares `task: {name}` under {folder}; a benchmark's tasks/<benchmark>/ "
+                       "folder holds one YAML per task.")
+    return facts
+
+
+def reload() -> None:
+    """Read the tasks folder again on the next lookup (for tests that add a benchmark's YAMLs)."""
+    _pack_facts.cache_clear()
+
+
+@functools.lru_cache(maxsize=8)
+def _pack_facts(folder: str) -> dict[str, TaskFacts]:
+    # Once per process: `medeval list` asks for four facts of every task (100 lookups of 25 YAMLs).
+    found: dict[str, TaskFacts] = {}
+    for path in sorted(Path(folder).rglob("*.yaml")):
+        config = own_task_config(path)
+        name = config.get("task")
+        if not isinstance(name, str) or "group" in config:
+            continue
+        found[name] = TaskFacts(
+            name=name,
+            metrics=tuple(str(entry["metric"]) for entry in config.get("metric_list") or ()),
+            version=int((config.get("metadata") or {}).get("version", 0)),
+            output_type=str(config.get("output_type", "generate_until")),
+            split=str(config.get("test_split", "")),
+            path=path,
+        )
+    return found

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from medeval_metrics import redact
+from medeval_metrics.lm_eval_compat import install_redaction
 from medeval_metrics.data import MedevalDataError, record_scored_data
 from medeval_metrics.emrqa import metrics as M
 from medeval_metrics.emrqa.cache import ensure_prepared
@@ -218,7 +218,7 @@ def _notes(folder: Path, keys: set[str]) -> dict[str, str]:
 
 
 def _qa_docs(subset: str, kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    redact.install(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
+    install_redaction(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
     folder, manifest = ensure_prepared(kwargs)
     counts = manifest["qa"]["test_lf_template_counts"].get(subset, {})
     if not counts:
@@ -319,7 +319,7 @@ def load_evidence_window(**kwargs: Any) -> Any:
 
 def load_logical_forms(variant: str, **kwargs: Any) -> Any:
     """``custom_dataset`` of the emrQL tasks (``dataset_kwargs: {variant: emrql_1}``)."""
-    redact.install(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
+    install_redaction(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
     folder, manifest = ensure_prepared(kwargs)
     counts = manifest["emrql"]["test_lf_template_counts"][variant]
     docs = stratified_sample(folder / f"{variant}_test.jsonl", counts, sample_size(kwargs), manifest["seed"], variant, "line")

@@ -25,6 +25,7 @@ from medeval_metrics.data import (
     read_json_records,
     refuse_wrong_file_kind,
 )
+from medeval_metrics.lm_eval_compat import install_redaction
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -359,9 +360,7 @@ class EmsqaSplits(dict):
 
 def load_public(**metadata: Any):
     """``custom_dataset`` for the public set: test split scored, validation as the (deferred) few-shot pool."""
-    from medeval_metrics import redact
-
-    redact.install()  # task building is an entry point: keys are redacted before the first request
+    install_redaction()  # task building is an entry point: keys are redacted before the first request
     test_path, val_path = _public_files(metadata)
     duplicates_ok = allow_duplicates(metadata)
     splits = EmsqaSplits(test=_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True))
@@ -375,9 +374,7 @@ def load_public(**metadata: Any):
 
 def load_private(**metadata: Any):
     """``custom_dataset`` for the user's private set (few-shot examples are other private items)."""
-    from medeval_metrics import redact
-
-    redact.install()  # task building is an entry point: keys are redacted before the first request
+    install_redaction()  # task building is an entry point: keys are redacted before the first request
     path = PRIVATE_SOURCE.local_path(metadata)
     if path is None:
         raise PRIVATE_SOURCE.missing("no file was given")

@@ -16,6 +16,7 @@ from medeval_metrics.data import (
     record_scored_files,
     refuse_wrong_file_kind,
 )
+from medeval_metrics.lm_eval_compat import install_redaction
 
 log = logging.getLogger("medeval.medicationqa")
 
@@ -250,9 +251,7 @@ def load_medicationqa(**metadata: Any):
     """lm-eval ``custom_dataset``: all rows as the ``test`` split (a ``datasets.DatasetDict``)."""
     import datasets
 
-    from medeval_metrics import redact
-
-    redact.install()  # task building is an entry point: keys are redacted before the first request
+    install_redaction()  # task building is an entry point: keys are redacted before the first request
 
     from medeval_metrics.judge.config import PANEL_FIELD, panel_for_task
 

@@ -136,7 +136,7 @@ def build_report(
     model_name: str | None = None,
 ) -> dict[str, Any]:
     """Write the report files (see ``medeval_metrics.report``); returns the contents of ``report.json``."""
-    from medeval_metrics import __version__
+    from medeval_metrics.pack import __version__
     from medeval_metrics.report import model_card, tables
     from medeval_metrics.report.runs import card_model_name
 
