@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Callable, Sequence
 
+from medeval_metrics.settings import FULL_TASK_INDEX, is_true
+
 # Modules that contribute subcommands; each is imported only to build the parser, so they keep
 # their heavy imports inside the command functions.
 _SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -100,7 +102,7 @@ def run_checks(argv: Sequence[str]):
     return checks(argv, check_options=True)
 
 
-FULL_INDEX_ENV = "MEDEVAL_FULL_TASK_INDEX"
+FULL_INDEX_ENV = FULL_TASK_INDEX.name
 
 
 def _pack_only_index(selection, argv: Sequence[str]) -> bool:
@@ -111,7 +113,7 @@ def _pack_only_index(selection, argv: Sequence[str]) -> bool:
     from medeval_metrics.preflight import user_include_path
 
     return (selection is not None and selection.only_pack and not user_include_path(argv)
-            and os.environ.get(FULL_INDEX_ENV, "").strip().lower() not in {"1", "true", "yes", "on"})
+            and not is_true(os.environ.get(FULL_INDEX_ENV, "")))
 
 
 def _task_index(selection, argv: Sequence[str]):

@@ -7,7 +7,8 @@ metadata key naming a local copy. The key can be set three ways, first match win
 2. the environment variable ``MEDEVAL_<KEY>`` (``MEDEVAL_EMSQA_PUBLIC_PATH=...``)
 3. nothing: the Hub source is used (for data that has a public home).
 
-Secrets never travel through ``--metadata``: lm-eval copies it into the results JSON.
+How a setting is read: ``medeval_metrics.settings`` (``setting`` and ``flag_setting`` stay importable
+from here for old import paths).
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from medeval_metrics.errors import MedevalDataError
+from medeval_metrics.settings import DATA_CHECKSUMS, DATASET_CACHE, FALSE_WORDS, TRUE_WORDS, env_var, flag_setting, is_true, setting
+
+__all__ = [  # the settings names are re-exported: old import paths (data.setting, data.flag_setting) keep working
+    "DataSource", "FALSE_WORDS", "MedevalDataError", "TRUE_WORDS", "env_var", "flag_setting", "setting",
+]
+
 log = logging.getLogger("medeval.data")
-
-
-class MedevalDataError(ValueError):
-    """Bad or missing input data; the message says which file, which record and the fix."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class DataSource:
 
     @property
     def env_var(self) -> str:
-        return "MEDEVAL_" + self.key.upper()
+        return env_var(self.key)
 
     def how_to_point(self, example: str = "/path/to/file") -> str:
         return (
@@ -55,7 +59,7 @@ class DataSource:
 
     def local_path(self, metadata: Mapping[str, Any] | None = None) -> Path | None:
         """The user's local copy, if one is configured; an error if it is configured but absent."""
-        value = (metadata or {}).get(self.key) or os.environ.get(self.env_var)
+        value = setting(metadata, self.key)
         if not value:
             return None
         origin = f"--metadata {self.key}" if (metadata or {}).get(self.key) else self.env_var
@@ -75,19 +79,8 @@ class DataSource:
         )
 
 
-def setting(metadata: Mapping[str, Any] | None, key: str, default: Any = None) -> Any:
-    """A metadata key's value, else ``MEDEVAL_<KEY>``'s, else ``default`` (an empty value counts as unset)."""
-    value = (metadata or {}).get(key)
-    if value is None or value == "":
-        value = os.environ.get("MEDEVAL_" + key.upper())
-    return default if value is None or value == "" else value
-
-
 def hub_offline() -> bool:
-    return any(
-        os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}
-        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
+    return any(is_true(os.environ.get(var, "")) for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
 def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revision: str | None = None) -> Path:
@@ -120,7 +113,7 @@ def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revi
 
 # --------------------------------------------------------------------------- known checksums
 
-CHECKSUM_ENV = "MEDEVAL_DATA_CHECKSUMS"  # "warn" (default), "error", or "off"
+CHECKSUM_ENV = DATA_CHECKSUMS.name  # "warn" (default), "error", or "off"
 _PINS: dict[str, str] = {}  # file name -> sha256, from every DataSource defined so far (DataSource.sha256)
 
 
@@ -457,8 +450,8 @@ def _document_error(path: Path, description: str, exc: json.JSONDecodeError) -> 
 
 # --------------------------------------------------------------------------- validated-dataset cache
 
-DATASET_CACHE_ENV = "MEDEVAL_DATASET_CACHE"  # a folder, or "off"; default ~/.cache/medeval/datasets
-_CACHE_OFF = {"off", "0", "false", "no", "none"}
+DATASET_CACHE_ENV = DATASET_CACHE.name  # a folder, or "off"; default ~/.cache/medeval/datasets
+_CACHE_OFF = {*FALSE_WORDS, "none"}
 _unwritable_cache_noticed: set[str] = set()
 
 
@@ -572,22 +565,3 @@ def _file_digest(path: Path) -> str:
     if key not in _digests:
         _digests[key] = file_sha256(path)
     return _digests[key]
-
-
-# --------------------------------------------------------------------------- on/off settings
-
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off")
-
-
-def flag_setting(value: Any, where: str) -> bool:
-    """An on/off setting: true/false, 1/0, yes/no (also on/off; any case); anything else is an error naming ``where``."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS:
-        return True
-    if isinstance(value, str) and value.strip().lower() in FALSE_WORDS + ("",):
-        return False
-    raise MedevalDataError(f"{where}={value!r} is neither true nor false: give true/false, 1/0 or yes/no (any case).")

@@ -40,6 +40,7 @@ from typing import Any, Iterator
 
 from medeval_metrics import lm_eval_link
 from medeval_metrics.pack import tasks_path
+from medeval_metrics.settings import MODEL_API_KEY_ENV
 from medeval_metrics.task_yaml import pack_task_yamls
 
 __all__ = [
@@ -476,7 +477,7 @@ def capture_results() -> Iterator[list[dict[str, Any]]]:
 
 # --- 11. The evaluated local-* model: OPENAI_API_KEY only to OpenAI ---------------------------------
 
-MODEL_KEY_ENV = "MEDEVAL_MODEL_API_KEY_ENV"  # names the variable holding a local server's key
+MODEL_KEY_ENV = MODEL_API_KEY_ENV.name  # names the variable holding a local server's key
 OPENAI_HOSTS = ("api.openai.com",)
 
 

@@ -166,6 +166,11 @@ def metadata_keys() -> tuple[str, ...]:
     return tuple(sorted({s.key for spec in _load() for s in spec.sources} | {o for spec in _load() for o in spec.options}))
 
 
+def removed_options() -> dict[str, str]:
+    """Every metadata key a benchmark no longer reads -> what replaced it (``BenchmarkSpec.removed_options``)."""
+    return {key: instead for spec in _load() for key, instead in spec.removed_options.items()}
+
+
 def flag_options() -> tuple[str, ...]:
     """The metadata keys that are on/off switches (``BenchmarkSpec.flag_options``), sorted."""
     return tuple(sorted({o for spec in _load() for o in spec.flag_options}))

@@ -167,6 +167,8 @@ class BenchmarkSpec:
     judging: Judging | None = None
     options: tuple[str, ...] = ()  # metadata keys its loaders read besides the sources' (e.g. a seed)
     flag_options: tuple[str, ...] = ()  # those options that are on/off switches (true/false, 1/0, yes/no)
+    # keys it no longer reads -> what replaced them: given anyway, each is an error saying so (settings.refuse_removed)
+    removed_options: Mapping[str, str] = field(default_factory=dict)
     # further prefixes of its option keys besides "<name>_" (e.g. "rag_"): an unknown key with one is a typo
     key_prefixes: tuple[str, ...] = ()
     # modules with a ``register_cli(subparsers)`` adding the benchmark's own ``medeval`` subcommands

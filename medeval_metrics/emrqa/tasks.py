@@ -15,7 +15,6 @@ from __future__ import annotations
 import heapq
 import json
 import logging
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -26,6 +25,7 @@ from medeval_metrics.emrqa import metrics as M
 from medeval_metrics.emrqa.cache import ensure_prepared
 from medeval_metrics.emrqa.sources import resolve_inputs
 from medeval_metrics.emrqa.seeding import stable_fraction
+from medeval_metrics.settings import setting
 from medeval_metrics.stats import install_stderr_hook, with_stderr
 from medeval_metrics.task_yaml import own_task_config
 
@@ -92,7 +92,7 @@ def stratified_sample(
 
 
 def sample_size(kwargs: Mapping[str, Any]) -> int:
-    value = kwargs.get("emrqa_sample_size", os.environ.get("MEDEVAL_EMRQA_SAMPLE_SIZE", DEFAULT_SAMPLE_SIZE))
+    value = setting(kwargs, "emrqa_sample_size", DEFAULT_SAMPLE_SIZE)
     if str(value).strip().lower() in {"all", "full", "0"}:
         return 0
     try:

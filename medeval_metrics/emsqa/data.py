@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +14,6 @@ from medeval_metrics.data import (
     DataSource,
     check_known_checksum,
     collector_paused,
-    flag_setting,
     file_sha256,
     record_scored_data,
     validated_dataset,
@@ -26,6 +24,7 @@ from medeval_metrics.data import (
     refuse_wrong_file_kind,
 )
 from medeval_metrics.lm_eval_compat import install_redaction
+from medeval_metrics.settings import flag_option
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -164,9 +163,7 @@ def _check_file_kind(path: Path, description: str) -> None:
 
 def allow_duplicates(metadata: dict[str, Any]) -> bool:
     """The opt-out for sets that really repeat a question: metadata key or MEDEVAL_EMSQA_ALLOW_DUPLICATES."""
-    if ALLOW_DUPLICATES_KEY in metadata:
-        return flag_setting(metadata[ALLOW_DUPLICATES_KEY], f"--metadata {ALLOW_DUPLICATES_KEY}")
-    return flag_setting(os.environ.get("MEDEVAL_EMSQA_ALLOW_DUPLICATES", False), "MEDEVAL_EMSQA_ALLOW_DUPLICATES")
+    return flag_option(metadata, ALLOW_DUPLICATES_KEY)
 
 
 def _item_key(record: dict[str, Any]) -> tuple[str, tuple[str, ...]] | None:

@@ -9,7 +9,7 @@ The loaders retrieve once per item when the dataset is built and store in each d
 - ``emsqa_knowledge_path``: folder of the knowledge files (default: the Hub dataset EMS-Knowledge);
 - ``rag_retriever``: ``bm25`` (default) or ``medcpt`` (dense; ``rag_query_encoder`` /
   ``rag_article_encoder`` name other encoders); ``rag_k`` (32), ``rag_chunk_tokens`` (512),
-  ``rag_chunk_overlap`` (128), ``rag_chunk_tokenizer``, ``rag_pool_factor`` (10), ``rag_device``;
+  ``rag_chunk_overlap`` (128) (the removed settings: ``knowledge.RAG_REMOVED``);
 - ``rag_areas``: ``gold`` (the items' own subject areas, the paper's "GT" rows) or a file of
   predicted areas per item id (the "Filter" rows);
 - ``rag_save_retrievals``: write the retrievals to this file; ``rag_retrievals``: read them from
@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 from medeval_metrics.context_fit import ContextFit
 from medeval_metrics.data import MedevalDataError, download_hub_file, setting
 from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
-from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE
+from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_REMOVED
 from medeval_metrics.emsqa.prompts import doc_to_text_cot, doc_to_text_expert_cot
 from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.retrieval import (
@@ -44,6 +44,7 @@ from medeval_metrics.retrieval import (
     read_retrievals,
     write_retrievals,
 )
+from medeval_metrics.settings import refuse_removed
 from medeval_metrics.task_yaml import own_task_config
 
 log = logging.getLogger("medeval_metrics.emsqa")
@@ -54,14 +55,13 @@ _noticed: set[str] = set()  # warnings already given in this process
 _SETTINGS = {  # metadata key -> (RetrievalSettings field, type)
     "rag_retriever": ("retriever", str), "rag_mode": ("mode", str), "rag_k": ("k", int),
     "rag_chunk_tokens": ("chunk_tokens", int), "rag_chunk_overlap": ("chunk_overlap", int),
-    "rag_chunk_tokenizer": ("chunk_tokenizer", str), "rag_query_encoder": ("query_encoder", str),
-    "rag_article_encoder": ("article_encoder", str), "rag_pool_factor": ("pool_factor", int),
-    "rag_batch_size": ("batch_size", int), "rag_device": ("device", str),
+    "rag_query_encoder": ("query_encoder", str), "rag_article_encoder": ("article_encoder", str),
 }
 _DEFAULT_MAX_GEN_TOKS = 1024  # the CoT variants' (used when the loader runs outside lm-eval)
 
 
 def retrieval_settings(metadata: Mapping[str, Any]) -> RetrievalSettings:
+    refuse_removed(metadata, RAG_REMOVED)
     values: dict[str, Any] = {}
     for key, (name, kind) in _SETTINGS.items():
         value = setting(metadata, key)
@@ -356,10 +356,6 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
                "none. " if filtered else "global retrieval searches the files present. ")
             + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
         )
-        from medeval_metrics.data import flag_setting
-
-        if flag_setting(setting(metadata, "rag_require_all_files", False), "rag_require_all_files"):
-            raise MedevalDataError(message)
         if message not in _noticed:  # once per run, not once per RAG task of a group
             _noticed.add(message)
             log.warning("medeval: %s", message)

@@ -6,7 +6,8 @@ from typing import Any, Mapping
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.data import PRIVATE_SOURCE, PUBLIC_SOURCE
-from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_OPTIONS
+from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_OPTIONS, RAG_REMOVED
+from medeval_metrics.settings import refuse_removed
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, crossed, doc_field
 
 PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
@@ -39,6 +40,7 @@ def check_knowledge(metadata: Mapping[str, Any]) -> None:
     """The knowledge base resolves: a folder holding the subject files, or the Hub copy."""
     from medeval_metrics.emsqa import rag
 
+    refuse_removed(metadata, RAG_REMOVED)
     rag.knowledge_files(dict(metadata))
     rag.check_writable_settings(dict(metadata))  # the index cache and a retrievals file to write
 
@@ -59,7 +61,8 @@ SPEC = BenchmarkSpec(
                upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)", check=check_knowledge),
     ),
     options=("emsqa_revision", "emsqa_allow_duplicates", *RAG_OPTIONS),
-    flag_options=("emsqa_allow_duplicates", "rag_require_all_files"),
+    flag_options=("emsqa_allow_duplicates",),
+    removed_options=RAG_REMOVED,
     key_prefixes=("rag_",),
     # One line per task.
     tasks=(

@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.settings import JUDGES
 
-ENV_VAR = "MEDEVAL_JUDGES"
+ENV_VAR = JUDGES.name
 METADATA_KEY = "medeval_judges"
 PANEL_FIELD = "judge_panel"  # document field through which a task's loader hands the panel to its filter
 DEFAULT_CACHE = "~/.cache/medeval/judge_cache.sqlite"

@@ -31,6 +31,8 @@ import lm_eval.models  # noqa: F401  (fills the registry first, so our entry doe
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from medeval_metrics.settings import is_true
+
 
 @register_model("medeval-scripted")
 class ScriptedLM(LM):
@@ -129,7 +131,7 @@ class ScriptedLM(LM):
 
 
 def _truthy(value: bool | str) -> bool:
-    return value is True or str(value).strip().lower() in ("1", "true", "yes")
+    return is_true(value)
 
 
 def _leave_group() -> None:
