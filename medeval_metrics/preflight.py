@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from medeval_metrics.data import MedevalDataError, flag_setting
+from medeval_metrics.files import unwritable_reason
+from medeval_metrics.task_yaml import task_set_metadata
 
 JUDGES_KEY = "medeval_judges"  # the judge panel (medeval_metrics.judge.config.METADATA_KEY)
 
@@ -194,23 +196,9 @@ def task_set_keys() -> dict[str, dict[str, list[str]]]:
 
 def _task_set_keys_cached(_memo: dict = {}) -> dict[str, dict[str, list[str]]]:  # noqa: B006 (a memo)
     if not _memo:
-        from pathlib import Path
-
-        from medeval_metrics import tasks_path
-
-        from medeval_metrics.task_yaml import own_task_config
-
-        out: dict[str, dict[str, list[str]]] = {}
-        for path in sorted(Path(tasks_path()).rglob("*.yaml")):
-            config = own_task_config(path)
-            metadata = config.get("metadata")
-            if isinstance(config.get("task"), str) and isinstance(metadata, dict):
-                for key, value in metadata.items():
-                    if key != "version":
-                        out.setdefault(key, {}).setdefault(str(value), []).append(config["task"])
         order = {name: i for i, name in enumerate(_pack_names())}  # the pack's listing order, public tasks first
         _memo["keys"] = {key: {value: sorted(tasks, key=lambda t: order.get(t, len(order))) for value, tasks in by.items()}
-                         for key, by in out.items()}
+                         for key, by in task_set_metadata().items()}
     return _memo["keys"]
 
 
@@ -670,24 +658,6 @@ def _model_problem(name: str) -> str | None:
     close = difflib.get_close_matches(name, known, n=2, cutoff=0.5)
     suggestion = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"--model {name!r} is not a model backend lm-eval knows.{suggestion} Known: {', '.join(known)}."
-
-
-def unwritable_reason(folder: Path) -> str | None:
-    """Why files cannot be written into ``folder`` (created as needed), or None. Checked by really creating (and
-    removing) a folder in its nearest existing ancestor: permission bits do not tell for root or for /proc."""
-    import tempfile
-
-    folder = Path(folder).expanduser()
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is a file, not a folder"
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".medeval-write-check-", dir=existing))
-    except OSError as exc:
-        return f"{existing} is not writable ({exc.strerror or type(exc).__name__})"
-    return None
 
 
 def user_include_path(argv: Sequence[str]) -> bool:

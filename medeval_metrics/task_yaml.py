@@ -107,3 +107,16 @@ def _pack_facts(folder: str) -> dict[str, TaskFacts]:
             path=path,
         )
     return found
+
+
+def task_set_metadata(root: str | Path | None = None) -> dict[str, dict[str, list[str]]]:
+    """Metadata keys the pack's task YAMLs set themselves (besides ``version``) -> value -> the tasks setting it,
+    by task name. A user's value would silently turn a task into another (``rag_mode``): such keys are refused."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for name, facts in _pack_facts(str(Path(root or tasks_path()).resolve())).items():
+        metadata = own_task_config(facts.path).get("metadata")
+        if isinstance(metadata, dict):
+            for key, value in metadata.items():
+                if key != "version":
+                    out.setdefault(key, {}).setdefault(str(value), []).append(name)
+    return {key: {value: sorted(tasks) for value, tasks in by.items()} for key, by in out.items()}

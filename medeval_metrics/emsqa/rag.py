@@ -45,7 +45,8 @@ from medeval_metrics.retrieval import (
     write_retrievals,
 )
 from medeval_metrics.settings import refuse_removed
-from medeval_metrics.task_yaml import own_task_config
+from medeval_metrics.files import unwritable_reason
+from medeval_metrics.task_yaml import own_task_config, task_set_metadata
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -259,9 +260,7 @@ def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
     given = metadata.get("rag_mode")
     if own is None or given is None or str(given) == str(own):
         return
-    from medeval_metrics.preflight import task_set_keys
-
-    with_mode = sorted(task_set_keys().get("rag_mode", {}).get(str(given), []))
+    with_mode = task_set_metadata().get("rag_mode", {}).get(str(given), [])
     task = config.get("task", Path(str(source)).stem)
     instead = f"run {' or '.join(with_mode)} instead" if with_mode else f"the modes are {', '.join(MODES)}"
     raise MedevalDataError(
@@ -312,8 +311,6 @@ def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], 
 def check_writable_settings(metadata: Mapping[str, Any]) -> Path:
     """The index cache folder (``rag_cache_dir``), after checking that it and ``rag_save_retrievals``'s folder can
     be written: a one-line error naming the path and the setting, before anything is built."""
-    from medeval_metrics.preflight import unwritable_reason
-
     cache_root = Path(setting(metadata, "rag_cache_dir", "") or default_cache_root()).expanduser()
     save_path = setting(metadata, "rag_save_retrievals")
     for key, folder in (("rag_cache_dir", cache_root), ("rag_save_retrievals", save_path and Path(save_path).expanduser().parent)):
