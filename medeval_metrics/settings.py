@@ -79,11 +79,6 @@ def flag_option(metadata: Mapping[str, Any] | None, key: str, default: bool = Fa
     return flag_setting(setting(metadata, key, default), where)
 
 
-def env_flag(key: Key) -> bool:
-    """A pack-wide on/off variable (``FULL_TASK_INDEX``); a value that is neither true nor false is an error."""
-    return flag_setting(os.environ.get(key.name, ""), key.name)
-
-
 def refuse_removed(metadata: Mapping[str, Any] | None, removed: Mapping[str, str],
                    environ: Mapping[str, str] | None = None) -> None:
     """Raise for a removed key the user still gives (metadata or ``MEDEVAL_<KEY>``), saying what replaced it."""
