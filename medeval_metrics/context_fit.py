@@ -46,7 +46,7 @@ class ContextFit:
         if self.tokenizer is not None:
             self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.max_gen_toks} generated"
             if cache_dir is not None:
-                from medeval_metrics.retrieval.retrievers import model_fingerprint
+                from medeval_metrics.emsqa.retrieval.retrievers import model_fingerprint
 
                 key = hashlib.sha256(model_fingerprint(str(name), small_files_only=True).encode()).hexdigest()[:24]
                 self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
@@ -74,7 +74,7 @@ class ContextFit:
         if self.cache_file is None:
             return self._tokenize(prompts)
         # Counts are kept per tokenizer (text hash -> tokens): the chunks and prompts recur across runs.
-        from medeval_metrics.retrieval.cache import exclusive_lock
+        from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
 
         keys = [hashlib.sha1(p.encode("utf-8")).hexdigest()[:20] for p in prompts]
         known = self._read_counts()

@@ -2,7 +2,7 @@
 
 Each patch says which lm-eval behaviour it works around and for which versions, is idempotent,
 is applied only by an explicit call (never at import), and has a test in
-``tests/test_lm_eval_compat.py`` that fails when lm-eval changes so that the patch is no longer
+``tests/core/test_lm_eval_compat.py`` that fails when lm-eval changes so that the patch is no longer
 needed, or when the patch stops working. Importing this module imports nothing from lm-eval.
 
 1. ``index_pack_tasks``: ``TaskManager.__init__`` also indexes the pack's tasks (``medeval run``).
@@ -309,7 +309,7 @@ def pack_only_task_index() -> Iterator[None]:
     only when every requested task is the pack's and the user gave no ``--include_path``, so the
     pack's folder (added by the pack's own TaskManager hook) is all that is needed.
     Versions: lm-eval 0.4.13 (``TaskManager.__init__(..., include_defaults=True, ...)``).
-    Test: tests/test_cli_run_checks.py notices when ``include_defaults`` disappears or when the
+    Test: tests/core/test_cli_run_checks.py notices when ``include_defaults`` disappears or when the
     CLI grows its own way to skip the defaults.
     """
     from lm_eval.tasks import TaskManager
@@ -386,7 +386,7 @@ def aggregate_metric_families() -> None:
     callable, "higher_is_better": bool}}`` has each metric starting with ``prefix`` aggregated by
     that aggregation (a name is looked up in lm-eval's aggregation registry, as in a metric_list)
     and given that direction; lm-eval asks for the aggregation of every metric before it reads
-    higher_is_better. Other tasks are untouched. Idempotent. Test: tests/test_lm_eval_compat.py.
+    higher_is_better. Other tasks are untouched. Idempotent. Test: tests/core/test_lm_eval_compat.py.
     """
     from lm_eval.api.registry import get_aggregation
     from lm_eval.api.task import ConfigurableTask
@@ -435,7 +435,7 @@ def quiet_pack_custom_dataset_notice() -> None:
     ``custom_dataset`` (nothing else accepts a path from ``--metadata``), document their keys in
     the README and ``medeval list``, and name the missing key and the fix in their own errors, so
     the line is noise there. Other tasks keep it. A logging filter on lm-eval's task logger (it
-    imports nothing from lm-eval). Idempotent. Test: tests/test_lm_eval_compat.py.
+    imports nothing from lm-eval). Idempotent. Test: tests/core/test_lm_eval_compat.py.
     """
     logger = logging.getLogger("lm_eval.api.task")
     if not any(isinstance(f, _DropPackCustomDatasetNotice) for f in logger.filters):

@@ -2,7 +2,7 @@
 
 - Preparation runs in a child process so its peak resident memory can be read on its own; the same
   file loaded whole with ``json.load`` (what a naive reader does) is measured the same way, for the
-  ratio. The data set is synthetic, in the real layout (see medeval_metrics/testing/emrqa_synthetic.py).
+  ratio. The data set is synthetic, in the real layout (see medeval_metrics/emrqa/synthetic.py).
 - Scoring: 10,000 evidence predictions (gold lines, lines a few characters off, wrong lines, free
   text) against long notes (risk-style, several visits joined), with ``score_evidence``.
 - Growth: preparation at 1x, 2x and 4x with BOTH data.json and data-ql.csv scaled (data-ql.csv is
@@ -61,7 +61,7 @@ def _child(mode: str, data_json: Path, data_ql: Path, out: Path) -> dict:
 
 def _scoring(lines: list[str]) -> None:
     from medeval_metrics.emrqa.metrics import NoteIndex, score_evidence
-    from medeval_metrics.testing.emrqa_synthetic import _filler
+    from medeval_metrics.emrqa.synthetic import _filler
 
     rng = random.Random(0)
     notes = []
@@ -149,7 +149,7 @@ def _worst_cases(lines: list[str]) -> None:
 
 
 def _growth(lines: list[str]) -> None:
-    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+    from medeval_metrics.emrqa.synthetic import write_synthetic
 
     base = int(os.environ.get("MEDEVAL_BENCH_EMRQA_GROWTH_NOTES", "80"))
     rows_per_note = 40  # data-ql.csv rows per note at every scale, so both files grow together
@@ -175,7 +175,7 @@ def _growth(lines: list[str]) -> None:
 
 
 def run() -> list[str]:
-    from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+    from medeval_metrics.emrqa.synthetic import write_synthetic
 
     notes = int(os.environ.get("MEDEVAL_BENCH_EMRQA_NOTES", "400"))
     lines: list[str] = []
@@ -197,7 +197,7 @@ def run() -> list[str]:
         from medeval_metrics.emrqa.prepare import ensure_prepared
 
         ensure_prepared(meta, log=lambda _: None)
-        for name, loader in (("emrqa_risk", partial(emrqa_tasks.load_evidence, "risk")), ("emrql_1", partial(emrqa_tasks.load_logical_forms, "emrql_1"))):
+        for name, loader in (("emrqa_risk", partial(emrqa_tasks.load_evidence, "risk")), ("emrqa_emrql_1", partial(emrqa_tasks.load_logical_forms, "emrql_1"))):
             started = time.perf_counter()
             size = len(loader(**meta)["test"])
             elapsed = time.perf_counter() - started

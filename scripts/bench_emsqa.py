@@ -1,7 +1,7 @@
 """EMSQA answer reading, loading growth, start-up cost and the pack's share of an end-to-end run.
 
 Prints, measured in this one run:
-- the share of the realistic-output corpus (tests/data/emsqa_model_outputs.jsonl) read correctly,
+- the share of the realistic-output corpus (tests/emsqa/data/emsqa_model_outputs.jsonl) read correctly,
   by model style, and the extraction time per output;
 - EMSQA loading (read, validate, build the datasets.Dataset) at 1x and 10x the public test set, with
   the ratio (linear growth reads 10x), and that a zero-shot load does not read the validation file;
@@ -121,7 +121,7 @@ def _pack_share_of_run(limit: int = 40) -> tuple[float, float]:
 
 def _corpus_lines() -> list[str]:
     sys.path.insert(0, str(REPO))
-    from tests.test_emsqa_corpus import CASES, corpus_summary, read
+    from tests.emsqa.test_emsqa_corpus import CASES, corpus_summary, read
 
     start = time.perf_counter()
     for case in CASES:

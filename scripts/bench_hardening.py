@@ -42,7 +42,7 @@ def _time(fn, *args) -> float:
 
 def _parser_lines() -> list[str]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from tests.test_hardening_parsers import PARSERS
+    from tests.core.test_hardening_parsers import PARSERS
 
     rng = random.Random(0)
     inputs = {seed: _one_mb(seed) for seed in SEEDS}

@@ -30,8 +30,8 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 def _bm25(lines: list[str], work: Path) -> None:
     from medeval_metrics.emsqa.rag import AREA_FILES, knowledge_files
-    from medeval_metrics.retrieval import RetrievalSettings, open_index
-    from medeval_metrics.retrieval import index as index_module
+    from medeval_metrics.emsqa.retrieval import RetrievalSettings, open_index
+    from medeval_metrics.emsqa.retrieval import index as index_module
 
     files, _ = knowledge_files({"emsqa_knowledge_path": str(KNOWLEDGE)})
     items = json.loads((DATA / "test_open.json").read_text())
@@ -102,7 +102,7 @@ def _dense(lines: list[str], work: Path) -> None:
     import torch
     from transformers import BertConfig, BertModel
 
-    from medeval_metrics.retrieval.retrievers import DenseRetriever, load_chunks
+    from medeval_metrics.emsqa.retrieval.retrievers import DenseRetriever, load_chunks
     from medeval_metrics.testing.tiny_encoder import build_tiny_encoder
 
     chunks = load_chunks(next((work / "cache").rglob("chunks.json")).parent)

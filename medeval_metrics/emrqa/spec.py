@@ -35,6 +35,8 @@ def check_sources(metadata: Mapping[str, Any]) -> None:
 # Preparation reads both files whichever subset a task evaluates.
 BOTH_FOR_QL, BOTH_FOR_QA = (DATA_JSON.key,), (DATA_QL_CSV.key,)
 
+LOGICAL_FORM_BREAKDOWN = BreakdownSpec(metrics=LOGICAL_FORM, dimensions={"lf_template": doc_field("lf_template")})
+
 SPEC = BenchmarkSpec(
     name="emrqa",
     paper=("Pampari et al. 2018, emrQA: A Large Corpus for Question Answering on Electronic Medical Records "
@@ -50,19 +52,26 @@ SPEC = BenchmarkSpec(
     commands=("medeval_metrics.emrqa.prepare",),  # `medeval emrqa-prepare`
     # Sample counts are None: the test sets are drawn from the user's files.
     tasks=(
-        *(Task(name, QL, also_reads=BOTH_FOR_QL) for name in ("emrql_1", "emrql_2")),
+        *(Task(f"emrqa_{name}", QL, also_reads=BOTH_FOR_QL) for name in ("emrql_1", "emrql_2")),
         *(Task(f"emrqa_{name}", QA, also_reads=BOTH_FOR_QA)
           for name in ("medication", "relations", "risk", "smoking", "obesity", "evidence_window")),
     ),
-    groups={"emrqa": ("emrql_1", "emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
-                      "emrqa_obesity")},
+    groups={
+        "emrqa": ("emrqa_emrql_1", "emrqa_emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk",
+                  "emrqa_smoking", "emrqa_obesity"),
+        # The emrQL tasks' names before they took the benchmark's prefix (issue 19), kept so that users'
+        # `--tasks emrql_1` still runs; lm-eval 0.4.13 has no task-name alias, so each is a one-task group.
+        "emrql_1": ("emrqa_emrql_1",),
+        "emrql_2": ("emrqa_emrql_2",),
+    },
     breakdowns={
         "emrqa": BreakdownSpec(
             metrics=("relaxed_em", "f1", "strict_em", "acc", "unparseable", "prompt_too_long"),
             dimensions={"subset": doc_field("subset"), "lf_template": doc_field("lf_template"),
                         "answer_type": answer_types},
         ),
-        "emrql": BreakdownSpec(metrics=LOGICAL_FORM, dimensions={"lf_template": doc_field("lf_template")}),
+        "emrqa_emrql": LOGICAL_FORM_BREAKDOWN,
+        "emrql": LOGICAL_FORM_BREAKDOWN,  # results written under the tasks' old names (emrql_1, emrql_2)
     },
     # The primary metric falls back to a task's first metric where a task does not report relaxed EM
     # (classification: acc; logical forms: lf_acc).

@@ -32,7 +32,7 @@ from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
 from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_REMOVED
 from medeval_metrics.emsqa.prompts import doc_to_text_cot, doc_to_text_expert_cot
 from medeval_metrics.emsqa.scoring import process_results
-from medeval_metrics.retrieval import (
+from medeval_metrics.emsqa.retrieval import (
     MODES,
     CorpusFile,
     RetrievalSettings,

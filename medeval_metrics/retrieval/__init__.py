@@ -1,20 +1,14 @@
-"""Retrieval for retrieval-augmented tasks, used when a dataset is built (once per item, not per request).
+"""Compatibility alias, kept for users' code and task YAMLs: ``medeval_metrics.retrieval`` moved to
+``medeval_metrics.emsqa.retrieval`` (issue 19); this name and its submodules are the same module objects."""
 
-Generic: names no benchmark. ``corpus`` (files of titled sections -> overlapping token windows),
-``retrievers`` (bm25 via ``bm25s``; dense with two encoders and FAISS inner product, the ``[rag]``
-extra), ``index`` (settings, the three modes, the cached index), ``cache`` (on-disk, keyed by
-corpus content + chunking + retriever, one build across processes), ``precomputed`` (retrieval
-files written by one run and read by another). Whether a prompt with its documents fits the model:
-``medeval_metrics.context_fit``.
-"""
+import importlib
+import pkgutil
+import sys
 
-from medeval_metrics.retrieval.cache import cached_build, default_cache_root
-from medeval_metrics.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, corpus_files, corpus_version, file_sha256
-from medeval_metrics.retrieval.index import MODES, KnowledgeIndex, RetrievalSettings, chunks_version, open_index
-from medeval_metrics.retrieval.precomputed import read_retrievals, write_retrievals
-
-__all__ = [
-    "Chunk", "CorpusFile", "chunk_corpus", "corpus_files", "corpus_version", "file_sha256", "cached_build",
-    "default_cache_root", "MODES", "KnowledgeIndex", "RetrievalSettings", "chunks_version", "open_index",
-    "read_retrievals", "write_retrievals",
-]
+_NEW = "medeval_metrics.emsqa.retrieval"
+_package = importlib.import_module(_NEW)
+# Each submodule is registered under the old name too, so `import medeval_metrics.retrieval.index` finds the
+# module already loaded instead of loading a second copy from the new folder.
+for _info in pkgutil.iter_modules(_package.__path__):
+    sys.modules[f"{__name__}.{_info.name}"] = importlib.import_module(f"{_NEW}.{_info.name}")
+sys.modules[__name__] = _package

@@ -1,0 +1,20 @@
+"""Retrieval for retrieval-augmented tasks, used when a dataset is built (once per item, not per request).
+
+Generic: names no benchmark. ``corpus`` (files of titled sections -> overlapping token windows),
+``retrievers`` (bm25 via ``bm25s``; dense with two encoders and FAISS inner product, the ``[rag]``
+extra), ``index`` (settings, the three modes, the cached index), ``cache`` (on-disk, keyed by
+corpus content + chunking + retriever, one build across processes), ``precomputed`` (retrieval
+files written by one run and read by another). Whether a prompt with its documents fits the model:
+``medeval_metrics.context_fit``.
+"""
+
+from medeval_metrics.emsqa.retrieval.cache import cached_build, default_cache_root
+from medeval_metrics.emsqa.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, corpus_files, corpus_version, file_sha256
+from medeval_metrics.emsqa.retrieval.index import MODES, KnowledgeIndex, RetrievalSettings, chunks_version, open_index
+from medeval_metrics.emsqa.retrieval.precomputed import read_retrievals, write_retrievals
+
+__all__ = [
+    "Chunk", "CorpusFile", "chunk_corpus", "corpus_files", "corpus_version", "file_sha256", "cached_build",
+    "default_cache_root", "MODES", "KnowledgeIndex", "RetrievalSettings", "chunks_version", "open_index",
+    "read_retrievals", "write_retrievals",
+]

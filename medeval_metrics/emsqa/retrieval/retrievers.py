@@ -1,0 +1,225 @@
+"""Two retrievers over a list of chunks: ``bm25`` (the ``bm25s`` library) and dense (a query and an
+article encoder through transformers, FAISS inner product).
+
+Both answer ``search(prepared_queries, k, allowed)``: for each query, the top ``k`` chunk positions
+and scores, best first, among ``allowed`` positions (all when ``None``). Ties go to the lower chunk
+position, so results are identical across runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from medeval_metrics.data import MedevalDataError
+from medeval_metrics.emsqa.retrieval.corpus import Chunk
+
+Hits = list[tuple[int, float]]
+
+
+def top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None = None, positive_only: bool = False) -> Hits:
+    """Best ``k`` (position, score) pairs, ties broken by lower position."""
+    positions = np.arange(scores.shape[0]) if allowed is None else np.asarray(allowed)
+    values = scores[positions]
+    if positive_only:
+        keep = values > 0
+        positions, values = positions[keep], values[keep]
+    if values.size == 0 or k <= 0:
+        return []
+    if values.size > k:
+        threshold = np.partition(values, values.size - k)[values.size - k]
+        keep = values >= threshold
+        positions, values = positions[keep], values[keep]
+    order = np.lexsort((positions, -values))[:k]
+    return [(int(positions[i]), float(values[i])) for i in order]
+
+
+class BM25Retriever:
+    """Okapi BM25 (``bm25s``, Lucene variant) over ``"title. chunk"`` texts; English stopwords removed.
+
+    Chunks that share no term with the query score 0 and are never returned, so an item can get
+    fewer than k documents.
+    """
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self._model: Any = None
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        import bm25s
+
+        return {"kind": "bm25", "library": f"bm25s {bm25s.__version__}", "method": "lucene", "k1": self.k1,
+                "b": self.b, "stopwords": "en", "token_pattern": "bm25s default"}
+
+    @staticmethod
+    def _tokens(texts: Sequence[str]) -> list[list[str]]:
+        import bm25s
+
+        return bm25s.tokenize(list(texts), stopwords="en", return_ids=False, show_progress=False)
+
+    def build(self, chunks: Sequence[Chunk], folder: Path) -> None:
+        import bm25s
+
+        self._model = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
+        self._model.index(self._tokens([c.indexed_text for c in chunks]), show_progress=False)
+        self._model.save(str(folder / "bm25"), show_progress=False)
+
+    def load(self, folder: Path) -> None:
+        import bm25s
+
+        self._model = bm25s.BM25.load(str(folder / "bm25"), show_progress=False)
+
+    def prepare(self, queries: Sequence[str]) -> list[list[int]]:
+        return [self._model.get_tokens_ids(tokens) for tokens in self._tokens(queries)]
+
+    def search(self, prepared: Sequence[list[int]], k: int, allowed: np.ndarray | None = None) -> list[Hits]:
+        n = self._model.scores["num_docs"]
+        out = []
+        for token_ids in prepared:
+            scores = self._model.get_scores_from_ids(token_ids) if token_ids else np.zeros(n, dtype=np.float32)
+            out.append(top_k(np.asarray(scores), k, allowed, positive_only=True))
+        return out
+
+
+def model_fingerprint(name_or_path: str, small_files_only: bool = False) -> str:
+    """A Hub name as given; a local folder by the content of its files (an encoder retrained into the
+    same folder gets a new index). ``small_files_only``: only files under 64 MB (tokenizer and config
+    files; weights by name and size), for keys that depend on the tokenizer alone."""
+    path = Path(name_or_path).expanduser()
+    if not path.is_dir():
+        return str(name_or_path)
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(path).as_posix()}\0{size}\0".encode())
+        if small_files_only and size >= 64 << 20:
+            continue
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return f"{path.name}@sha256:{digest.hexdigest()[:16]}"
+
+
+class DenseRetriever:
+    """MedCPT-style dense retrieval: the [CLS] vector of each encoder's last layer (the pooling the
+    MedCPT model cards specify), L2-normalised, searched by inner product in a FAISS flat index.
+
+    Queries are cut at ``query_max_tokens`` (64 for MedCPT), articles at ``article_max_tokens``.
+    Any pair of BERT-style encoders given by Hub name or local folder works the same way.
+    """
+
+    def __init__(self, query_encoder: str, article_encoder: str, query_max_tokens: int = 64,
+                 article_max_tokens: int = 512, batch_size: int = 32, device: str | None = None) -> None:
+        self.query_encoder, self.article_encoder = str(query_encoder), str(article_encoder)
+        self.query_max_tokens, self.article_max_tokens = int(query_max_tokens), int(article_max_tokens)
+        self.batch_size = int(batch_size)
+        self.device = device
+        self._index: Any = None
+        self._query_model: Any = None
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return {"kind": "dense", "pooling": "cls", "normalized": True, "search": "faiss IndexFlatIP",
+                "query_encoder": model_fingerprint(self.query_encoder),
+                "article_encoder": model_fingerprint(self.article_encoder),
+                "query_max_tokens": self.query_max_tokens, "article_max_tokens": self.article_max_tokens}
+
+    def _device(self) -> str:
+        if self.device:
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def _load_encoder(self, name: str) -> tuple[Any, Any]:
+        try:
+            from transformers import AutoModel, AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(name)
+            model = AutoModel.from_pretrained(name).to(self._device()).eval()
+        except OSError as exc:
+            raise MedevalDataError(
+                f"dense retrieval: cannot load the encoder {name!r} ({str(exc).splitlines()[0][:200]}). Download it "
+                "(e.g. `huggingface-cli download ncbi/MedCPT-Article-Encoder`) or give a local folder, or use "
+                "rag_retriever bm25, or a precomputed-retrievals file (rag_retrievals)."
+            ) from exc
+        return tokenizer, model
+
+    def encode(self, texts: Sequence[str], tokenizer: Any, model: Any, max_tokens: int) -> np.ndarray:
+        import torch
+
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths share a batch
+        out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start:start + self.batch_size]
+                encoded = tokenizer([texts[i] for i in batch], truncation=True, padding=True,
+                                    max_length=max_tokens, return_tensors="pt").to(model.device)
+                cls = model(**encoded).last_hidden_state[:, 0, :].float()
+                out[batch] = torch.nn.functional.normalize(cls, dim=-1).cpu().numpy()
+        return out
+
+    def build(self, chunks: Sequence[Chunk], folder: Path) -> None:
+        tokenizer, model = self._load_encoder(self.article_encoder)
+        embeddings = self.encode([c.indexed_text for c in chunks], tokenizer, model, self.article_max_tokens)
+        np.save(folder / "embeddings.npy", embeddings)
+        self._index = self._faiss_index(embeddings)
+
+    def load(self, folder: Path) -> None:
+        self._index = self._faiss_index(np.load(folder / "embeddings.npy"))
+
+    @staticmethod
+    def _faiss_index(embeddings: np.ndarray) -> Any:
+        try:
+            import faiss
+        except ImportError as exc:
+            raise MedevalDataError(
+                "dense retrieval needs FAISS: `pip install 'medeval-metrics[rag]'` (or faiss-cpu)."
+            ) from exc
+        index = faiss.IndexFlatIP(embeddings.shape[1])
+        index.add(np.ascontiguousarray(embeddings, dtype=np.float32))
+        return index
+
+    def prepare(self, queries: Sequence[str]) -> np.ndarray:
+        if self._query_model is None:
+            self._query_model = self._load_encoder(self.query_encoder)
+        tokenizer, model = self._query_model
+        return self.encode(list(queries), tokenizer, model, self.query_max_tokens)
+
+    def search(self, prepared: np.ndarray, k: int, allowed: np.ndarray | None = None) -> list[Hits]:
+        import faiss
+
+        if len(prepared) == 0:
+            return []
+        params = None
+        limit = self._index.ntotal
+        if allowed is not None:
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
+            limit = len(allowed)
+        k = min(k, limit)
+        if k <= 0:
+            return [[] for _ in range(len(prepared))]
+        scores, ids = self._index.search(np.ascontiguousarray(prepared, dtype=np.float32), k, params=params)
+        return [[(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i >= 0]
+                for row_ids, row_scores in zip(ids, scores)]
+
+
+def save_chunks(chunks: Sequence[Chunk], folder: Path) -> None:
+    # Texts as one UTF-8 file plus lengths: loads in a fraction of the time a JSON list of them takes.
+    (folder / "chunks.txt").write_text("".join(c.text for c in chunks), encoding="utf-8")
+    records = [[c.id, c.source, c.title, len(c.text)] for c in chunks]
+    (folder / "chunks.json").write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+
+
+def load_chunks(folder: Path) -> list[Chunk]:
+    text = (folder / "chunks.txt").read_text(encoding="utf-8")
+    chunks, start = [], 0
+    for chunk_id, source, title, length in json.loads((folder / "chunks.json").read_text(encoding="utf-8")):
+        chunks.append(Chunk(chunk_id, source, title, text[start:start + length]))
+        start += length
+    return chunks

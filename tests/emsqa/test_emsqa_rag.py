@@ -1,0 +1,377 @@
+"""EMSQA with retrieval, without lm-eval: area -> file mapping, knowledge source errors, predicted
+areas, prompts with documents, diagnostics, precomputed retrievals (on a synthetic knowledge base
+in the authors' layout, with one planted section per item)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from medeval_metrics.data import MedevalDataError
+from medeval_metrics.emsqa.data import SUBJECT_AREAS, load_docs
+from medeval_metrics.emsqa.rag import (
+    AREA_FILES,
+    KNOWLEDGE_FILES,
+    add_retrieval,
+    doc_to_text_rag_cot,
+    doc_to_text_rag_expert_cot,
+    process_results_rag,
+    read_predicted_areas,
+    retrieval_settings,
+)
+
+SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
+FILLER = {
+    "Scene safety": "assess the scene for hazards before approaching any patient and call for resources",
+    "Documentation": "write the patient care report promptly and accurately after every call",
+}
+
+
+def planted_text(index):
+    return f"PLANTED-{index}"
+
+
+def make_kb(folder, items, plant=True, skip=(), wrong_area_for=()):
+    """One file per knowledge subject; item i's first area file holds a section repeating its question
+    plus the marker PLANTED-i (in ``wrong_area_for`` items: the terminology file instead)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pages = {stem: [dict(FILLER)] for stem in KNOWLEDGE_FILES}
+    for index, item in enumerate(items):
+        if plant:
+            stem = "terminology" if index in wrong_area_for else AREA_FILES[item["category"][0]]
+            pages[stem].append({f"Fact {index}": f"{item['question']} {planted_text(index)}"})
+    for stem, content in pages.items():
+        if stem not in skip:
+            (folder / f"{stem}.json").write_text(json.dumps(content), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def items():
+    return json.loads(SYNTHETIC.read_text())
+
+
+@pytest.fixture
+def docs():
+    return load_docs(SYNTHETIC, "the synthetic set")
+
+
+@pytest.fixture
+def metadata(tmp_path, items):
+    return {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)), "rag_cache_dir": str(tmp_path / "cache"),
+            "rag_k": 3}
+
+
+def test_every_subject_area_has_a_file_and_terminology_belongs_to_none():
+    assert set(AREA_FILES) == set(SUBJECT_AREAS)
+    assert AREA_FILES["cardiology_and_resuscitation"] == "cardiovascular"
+    assert AREA_FILES["medical_and_obstetrics_gynecology"] == "medical"
+    assert AREA_FILES["airway_respiration_and_ventilation"] == "airway, respiratory, ventilation"
+    assert "terminology" in KNOWLEDGE_FILES and "terminology" not in AREA_FILES.values()
+    assert len(KNOWLEDGE_FILES) == 11
+
+
+@pytest.mark.parametrize("mode", ["global", "filter_then_retrieve", "retrieve_then_filter"])
+def test_each_item_gets_its_planted_section(docs, metadata, mode):
+    record = add_retrieval(docs, {**metadata, "rag_mode": mode})
+    for index, doc in enumerate(docs):
+        assert doc["rag_chunks"][0]["id"].startswith(AREA_FILES[doc["category"][0]] + "_"), index
+        assert planted_text(index) in doc["rag_context"].splitlines()[1]  # the best document is listed first
+        assert len(doc["rag_chunks"]) <= 3
+        assert doc["rag_chunks_version"] == record["chunks_version"]
+    assert record["settings"]["mode"] == mode and record["settings"]["retriever"] == "bm25"
+    assert record["missing_files"] == [] and len(record["files"]) == 11
+
+
+def test_filtered_modes_do_not_reach_a_section_in_another_file(docs, metadata, tmp_path, items):
+    folder = make_kb(tmp_path / "kb2", items, wrong_area_for={5})  # item 5 (trauma): its fact is in terminology
+    base = {**metadata, "emsqa_knowledge_path": str(folder)}
+    add_retrieval(docs, {**base, "rag_mode": "filter_then_retrieve"})
+    assert planted_text(5) not in docs[5]["rag_context"]
+    assert all(c["source"] == "trauma" for c in docs[5]["rag_chunks"])
+    add_retrieval(docs, {**base, "rag_mode": "global"})
+    assert planted_text(5) in docs[5]["rag_context"]
+
+
+def test_prompts_place_the_documents_like_the_paper(docs, metadata):
+    add_retrieval(docs, {**metadata, "rag_mode": "global"})
+    doc = docs[1]
+    cot = doc_to_text_rag_cot(doc)
+    assert cot.startswith("Relevant documents:\n- Fact 1: ")
+    assert cot.index("Relevant documents") < cot.index("Question:") < cot.index("Think step by step")
+    expert = doc_to_text_rag_expert_cot(doc)
+    last_choice = f"{doc['letters'][-1].upper()}. {doc['options'][-1]}"
+    assert expert.startswith("You are a certified Emergency Medical Technician (EMT)")
+    assert expert.index("Question:") < expert.index(last_choice) < expert.index("Relevant documents:") < expert.index(
+        "One or more options may be correct")
+    assert expert.count("\n- ") == len(doc["rag_chunks"])
+
+
+def test_an_item_without_documents_says_so(docs):
+    doc = {**docs[0], "rag_context": None, "rag_missing": ""}
+    assert "Relevant documents" not in doc_to_text_rag_cot(doc)  # e.g. a few-shot example from validation
+    from medeval_metrics.emsqa.rag import documents_block
+
+    assert documents_block([]) == "Relevant documents: none were retrieved for this question."
+
+
+def test_diagnostics_are_hand_computed(docs):
+    doc = {**docs[1], "rag_own_sources": ["cardiovascular", "trauma"], "fits_context": False,
+           "rag_chunks": [{"id": "a", "source": "trauma", "score": 3.0}, {"id": "b", "source": "medical", "score": 2.0},
+                          {"id": "c", "source": "cardiovascular", "score": 1.0}, {"id": "d", "source": "others", "score": 0.5}]}
+    metrics = process_results_rag(doc, [["a", "b", "d"]])
+    assert metrics == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "retrieved_own_area": 0.5,
+                       "retrieved_documents": 4.0, "prompt_too_long": 1.0}
+    # With the generation settings lm-eval used (--gen_kwargs included): prompt + budget vs the context.
+    sized = {**doc, "prompt_tokens": 1000, "context_limit": 2048}
+    assert process_results_rag(sized, [["a"]], generation_kwargs={"max_gen_toks": 1024})["prompt_too_long"] == 0.0
+    assert process_results_rag(sized, [["a"]], generation_kwargs={"max_gen_toks": 1049})["prompt_too_long"] == 1.0
+    empty = process_results_rag({**doc, "rag_chunks": [], "fits_context": True}, [None])
+    assert empty["retrieved_own_area"] == 0.0 and empty["retrieved_documents"] == 0.0 and empty["unparseable"] == 1.0
+
+
+def test_missing_file_warns_names_the_file_and_can_be_required(docs, metadata, tmp_path, items, caplog):
+    folder = make_kb(tmp_path / "kb10", items, skip={"ems_operations"})
+    base = {**metadata, "emsqa_knowledge_path": str(folder), "rag_mode": "filter_then_retrieve"}
+    with caplog.at_level(logging.WARNING):
+        record = add_retrieval(docs, base)
+    assert ("lacks ems_operations.json: 1 of 12 items have a subject area whose file is missing; in mode "
+            "filter_then_retrieve they get documents only from their other areas' files, and the 1 with no other "
+            "area get none.") in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        add_retrieval(docs, base)  # the next RAG task of the same run: said once
+    assert "lacks ems_operations.json" not in caplog.text
+    assert record["missing_files"] == ["ems_operations"]
+    assert docs[7]["rag_chunks"] == [] and docs[7]["rag_sources"] == []  # its only area has no file
+    # the switch that made it an error is gone: given, it says what replaced it
+    with pytest.raises(MedevalDataError, match="--metadata rag_require_all_files: the setting rag_require_all_files "
+                       "was removed; a knowledge base that lacks files is named in a warning"):
+        add_retrieval(docs, {**base, "rag_require_all_files": True})
+
+
+def test_an_area_with_no_file_is_an_error(docs, metadata):
+    docs[3]["category"] = ["cardiology"]
+    with pytest.raises(MedevalDataError, match=r"EMSQA item '3': subject area 'cardiology' has no knowledge file\. Known areas"):
+        add_retrieval(docs, metadata)
+
+
+def test_k_larger_than_the_corpus(docs, metadata):
+    with pytest.raises(MedevalDataError, match=r"rag_k=500 is larger than the corpus \(34 chunks\)"):
+        add_retrieval(docs, {**metadata, "rag_k": 500})
+
+
+def test_malformed_knowledge_file_names_file_page_and_fix(docs, metadata, tmp_path, items):
+    folder = make_kb(tmp_path / "bad", items)
+    (folder / "trauma.json").write_text(json.dumps([{"A": "x"}, {"B": ["not", "text"]}]))
+    with pytest.raises(MedevalDataError, match=r"trauma\.json: page 1, section 'B' of the EMSQA knowledge base holds a list"
+                       r".*Replace it with the published file\. Download the folder knowledge/"):
+        add_retrieval(docs, {**metadata, "emsqa_knowledge_path": str(folder)})
+    (folder / "trauma.json").write_text('[{"A": "x"')
+    with pytest.raises(MedevalDataError, match=r"trauma\.json: the EMSQA knowledge base is not valid JSON \(line 1"):
+        add_retrieval(docs, {**metadata, "emsqa_knowledge_path": str(folder), "rag_cache_dir": str(tmp_path / "c2")})
+
+
+@pytest.mark.parametrize(
+    "where, message",
+    [("missing", "emsqa_knowledge_path points at .*missing, which does not exist"),
+     ("file", "is a file; emsqa_knowledge_path must name the folder"),
+     ("empty", "none of the knowledge files")],
+)
+def test_knowledge_path_errors(docs, tmp_path, where, message):
+    target = tmp_path / where
+    if where == "file":
+        target.write_text("[]")
+    elif where == "empty":
+        target.mkdir()
+        (target / "notes.json").write_text("[]")
+    with pytest.raises(MedevalDataError, match=message):
+        add_retrieval(docs, {"emsqa_knowledge_path": str(target), "rag_cache_dir": str(tmp_path / "c")})
+
+
+def test_no_knowledge_path_offline_says_how_to_point_at_one(docs, tmp_path, monkeypatch):
+    monkeypatch.delenv("MEDEVAL_EMSQA_KNOWLEDGE_PATH", raising=False)
+    with pytest.raises(MedevalDataError, match=r"EMSQA knowledge base is not available: the Hub is disabled.*emsqa_knowledge_path"):
+        add_retrieval(docs, {"rag_cache_dir": str(tmp_path / "c")})
+
+
+def test_predicted_areas_file(docs, metadata, tmp_path):
+    ids = [d["id"] for d in docs]
+    path = tmp_path / "areas.json"
+    path.write_text(json.dumps({i: ["trauma"] for i in ids}))
+    add_retrieval(docs, {**metadata, "rag_mode": "filter_then_retrieve", "rag_areas": str(path)})
+    assert all(c["source"] == "trauma" for d in docs for c in d["rag_chunks"])
+    assert docs[0]["rag_own_sources"] == ["assessment"]  # the diagnostic still uses the gold areas
+    lines = tmp_path / "areas.jsonl"
+    lines.write_text("\n".join(json.dumps({"id": i, "areas": "pediatrics"}) for i in ids))
+    assert read_predicted_areas(lines, ids)["4"] == ["pediatrics"]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [({"0": ["trauma"], "99": ["trauma"]}, r"item id '99' is not in the evaluated set"),
+     ({"0": ["cardio"]}, r"item '0': subject area 'cardio' has no knowledge file"),
+     ({"0": ["trauma"]}, r"11 items have no predicted areas \(first: \['1', '2'"),
+     ({"0": 3}, "the areas must be a list")],
+)
+def test_bad_predicted_areas_files(tmp_path, docs, content, message):
+    path = tmp_path / "areas.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(MedevalDataError, match=message):
+        read_predicted_areas(path, [d["id"] for d in docs])
+
+
+def test_precomputed_retrievals_reproduce_without_retrieving(docs, metadata, tmp_path, monkeypatch):
+    saved = tmp_path / "retrievals.jsonl"
+    add_retrieval(docs, {**metadata, "rag_mode": "retrieve_then_filter", "rag_save_retrievals": str(saved)})
+    expected = [(d["rag_chunks"], d["rag_context"]) for d in docs]
+
+    def no_retrieval(*args, **kwargs):
+        raise AssertionError("retrieved although precomputed retrievals were given")
+
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.load", no_retrieval)
+    fresh = load_docs(SYNTHETIC, "again")
+    record = add_retrieval(fresh, {**metadata, "rag_mode": "retrieve_then_filter", "rag_retrievals": str(saved),
+                                   "rag_cache_dir": str(tmp_path / "fresh-cache")})  # no cached retrievals to fall back on
+    assert [(d["rag_chunks"], d["rag_context"]) for d in fresh] == expected
+    assert record["retrievals_from"] == str(saved)
+
+
+def test_an_identical_run_reuses_the_retrievals(docs, metadata, monkeypatch):
+    add_retrieval(docs, {**metadata, "rag_mode": "filter_then_retrieve"})
+    expected = [d["rag_chunks"] for d in docs]
+    calls = []
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare",
+                        lambda self, queries: calls.append(len(queries)) or [[] for _ in queries])
+    again = load_docs(SYNTHETIC, "again")
+    add_retrieval(again, {**metadata, "rag_mode": "filter_then_retrieve"})
+    assert calls == [] and [d["rag_chunks"] for d in again] == expected
+    add_retrieval(again, {**metadata, "rag_mode": "filter_then_retrieve", "rag_k": 2})  # other settings: retrieved
+    assert calls == [12]
+
+
+def test_precomputed_file_problems(docs, metadata, tmp_path):
+    saved = tmp_path / "r.jsonl"
+    add_retrieval(docs, {**metadata, "rag_save_retrievals": str(saved)})
+    lines = saved.read_text().splitlines()
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("\n".join(lines[:3]))  # header + items 0 and 1
+    fresh = load_docs(SYNTHETIC, "again")
+    add_retrieval(fresh, {**metadata, "rag_retrievals": str(partial)})
+    assert fresh[1]["rag_chunks"] == docs[1]["rag_chunks"]
+    with pytest.raises(MedevalDataError, match=r"item '2' has no entry in the precomputed-retrievals file"):
+        doc_to_text_rag_cot(fresh[2])  # only an item that is actually evaluated needs one
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text(lines[0] + "\n" + json.dumps({"id": "q-77", "chunks": []}))
+    with pytest.raises(MedevalDataError, match=r"item id 'q-77' is not in the evaluated set"):
+        add_retrieval(load_docs(SYNTHETIC, "again"), {**metadata, "rag_retrievals": str(foreign)})
+    unknown_chunk = tmp_path / "chunk.jsonl"
+    unknown_chunk.write_text(lines[0] + "\n" + json.dumps({"id": "0", "chunks": [{"id": "trauma_99_0", "score": 1.0}]}))
+    with pytest.raises(MedevalDataError, match=r"chunk 'trauma_99_0' is not in the EMSQA knowledge base as chunked now"):
+        add_retrieval(load_docs(SYNTHETIC, "again"), {**metadata, "rag_retrievals": str(unknown_chunk)})
+
+
+def test_settings_from_metadata_then_environment(monkeypatch):
+    monkeypatch.setenv("MEDEVAL_RAG_K", "8")
+    monkeypatch.setenv("MEDEVAL_RAG_RETRIEVER", "dense")
+    settings = retrieval_settings({"rag_mode": "filter_then_retrieve"})
+    assert (settings.k, settings.mode, settings.retriever) == (8, "filter_then_retrieve", "medcpt")
+    assert retrieval_settings({"rag_k": "16"}).k == 16
+    with pytest.raises(MedevalDataError, match=r"rag_k='many' is not a int"):
+        retrieval_settings({"rag_k": "many"})
+
+
+def test_prompt_length_is_counted_against_the_model_context(docs, metadata):
+    add_retrieval(docs, {**metadata, "max_length": 1030}, max_gen_toks=1024)  # 6 tokens left for the prompt
+    assert all(not d["fits_context"] for d in docs)
+    add_retrieval(docs, {**metadata, "max_length": 32768}, max_gen_toks=1024)
+    assert all(d["fits_context"] for d in docs)
+    for d in docs:  # the labelled estimate (characters / 4), counted by parts: within a token per part
+        assert abs(d["prompt_tokens"] - len(doc_to_text_rag_expert_cot(d)) / 4) <= len(d["rag_chunks"]) + 3
+
+
+def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
+    """`medeval run` rejects unknown pack keys (`rag_kk`): every key rag.py reads must be declared."""
+    import re
+
+    from medeval_metrics import preflight
+    from medeval_metrics.emsqa import rag
+
+    source = Path(rag.__file__).read_text(encoding="utf-8")
+    doc_fields = {"rag_chunks", "rag_chunks_version", "rag_context", "rag_missing", "rag_own_sources", "rag_sources"}
+    read = set(re.findall(r'"((?:rag|emsqa)_[a-z_]+)"', source)) - doc_fields
+    assert read <= set(preflight._known_metadata_keys())
+    assert "rag_" in preflight._pack_key_prefixes()
+    with pytest.raises(MedevalDataError, match="rag_kk.*rag_k"):
+        preflight.check_metadata_keys({"rag_kk": 4})
+
+
+# --- a task owns its retrieval mode; zero-shot runs never read the few-shot pool --------------------
+
+def _task_yaml(name):
+    from medeval_metrics import tasks_path
+
+    return str(Path(tasks_path()) / "emsqa" / f"{name}.yaml")
+
+
+@pytest.mark.parametrize("task, given, instead", [
+    ("emsqa_public_rag", "filter_then_retrieve", "run emsqa_private_expertrag_ftr or emsqa_public_expertrag_ftr instead"),
+    ("emsqa_private_expertrag_ftr", "retrieve_then_filter", "run emsqa_private_expertrag_rtf or emsqa_public_expertrag_rtf instead"),
+    ("emsqa_public_expertrag_rtf", "global", "emsqa_public_rag"),
+    ("emsqa_public_rag", "nearest", "the modes are global, filter_then_retrieve, retrieve_then_filter"),
+])
+def test_metadata_cannot_run_another_mode_under_a_tasks_name(task, given, instead):
+    from medeval_metrics.emsqa.rag import check_task_owns_its_mode
+
+    with pytest.raises(MedevalDataError) as info:
+        check_task_owns_its_mode({"config_source": _task_yaml(task), "rag_mode": given})
+    text = str(info.value)
+    assert f"--metadata rag_mode={given!r}" in text and f"({task} is " in text and instead in text
+    assert "drop rag_mode from --metadata" in text
+
+
+def test_the_tasks_own_mode_and_loaders_outside_lm_eval_pass():
+    from medeval_metrics.emsqa.rag import check_task_owns_its_mode
+
+    check_task_owns_its_mode({"config_source": _task_yaml("emsqa_public_expertrag_ftr"), "rag_mode": "filter_then_retrieve"})
+    check_task_owns_its_mode({"rag_mode": "retrieve_then_filter"})  # no task YAML: a loader called directly
+    check_task_owns_its_mode({"config_source": "inline", "rag_mode": "global"})
+
+
+def test_the_own_task_config_follows_includes():
+    from medeval_metrics.task_yaml import own_task_config
+
+    config = own_task_config(_task_yaml("emsqa_public_rag"))
+    assert config["task"] == "emsqa_public_rag" and config["metadata"]["rag_mode"] == "global"
+    assert config["generation_kwargs"]["max_gen_toks"] > 0  # from the CoT template, two includes up
+    assert config["custom_dataset"] == "medeval_metrics.emsqa.rag.load_public_rag"  # !function kept as text
+
+
+@pytest.mark.e2e
+def test_a_zero_shot_rag_run_never_reads_the_validation_file(tmp_path, items, caplog):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+    from medeval_metrics.emsqa import data as emsqa_data
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    folder = tmp_path / "public"
+    folder.mkdir()
+    (folder / "test_open.json").write_text(json.dumps(items))
+    broken = [{"question": "unreadable pool item", "choices": ["a. x", "b. "], "answer": "a"}]
+    (folder / "val_open.json").write_text(json.dumps(items[:2] + broken))
+    metadata = {"emsqa_public_path": str(folder), "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)),
+                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 2}
+    emsqa_data._read_pool.cache_clear()
+    model = ScriptedLM({"key": "question", "generate": {}, "choose": {}, "default": '["a"]'})
+    with caplog.at_level(logging.WARNING):
+        lm_eval.simple_evaluate(model=model, tasks=["emsqa_public_rag"], limit=2,
+                                task_manager=TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata))
+    assert emsqa_data._read_pool.cache_info().misses == 0
+    assert "val_open.json" not in caplog.text and "few-shot example" not in caplog.text

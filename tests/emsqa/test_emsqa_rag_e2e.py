@@ -1,0 +1,199 @@
+"""EMSQA with retrieval end to end through real lm-eval.
+
+A prompt-reading scripted model answers an item right only when the item's planted knowledge section
+is in its prompt, so the scores prove that retrieval reaches the model and changes the result; a run
+with a precomputed-retrievals file reproduces a run's scores without retrieving; the documented
+command runs with the tiny model on the real knowledge-base copy.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import FIXTURES, find_results, run_cli
+from test_emsqa_rag import make_kb, planted_text
+
+pytestmark = pytest.mark.e2e
+SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
+ITEMS = json.loads(SYNTHETIC.read_text())
+METRICS = ("acc", "f1", "unparseable", "retrieved_own_area", "retrieved_documents", "prompt_too_long")
+
+
+def gold(item):
+    return [item["answer"]] if isinstance(item["answer"], str) else item["answer"]
+
+
+def prompt_reading_model():
+    from medeval_metrics.testing.scripted import ScriptedLM
+
+    class PromptReadingLM(ScriptedLM):
+        """Right answer when the item's planted section is in the prompt, a wrong one otherwise."""
+
+        def generate_until(self, requests, disable_tqdm=False):
+            self.requests_seen.extend(requests)
+            outputs = []
+            for request in requests:
+                index = next(i for i, item in enumerate(ITEMS) if item["question"] == request.doc["question"])
+                wrong = next(c[0] for c in ITEMS[index]["choices"] if c[0] not in gold(ITEMS[index]))
+                letters = gold(ITEMS[index]) if planted_text(index) in request.args[0] else [wrong]
+                outputs.append("Using the documents.\n" + json.dumps({"answer": letters}))
+            return outputs
+
+    return PromptReadingLM()
+
+
+def evaluate(task, metadata):
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+
+    manager = TaskManager(include_defaults=False, include_path=tasks_path(),
+                          metadata={"emsqa_private_path": str(SYNTHETIC), **metadata})
+    model = prompt_reading_model()
+    results = lm_eval.simple_evaluate(model=model, tasks=[task], task_manager=manager, log_samples=True)
+    return results, model
+
+
+def metrics_of(results, task):
+    return {m: results["results"][task][f"{m},extract_answer"] for m in METRICS}
+
+
+def test_retrieval_reaches_the_model_and_changes_the_score(tmp_path):
+    base = {"rag_cache_dir": str(tmp_path / "cache"), "rag_k": 2}
+    planted = make_kb(tmp_path / "kb", ITEMS, wrong_area_for={5, 9})  # items 5 and 9: fact in terminology
+    bare = make_kb(tmp_path / "kb-bare", ITEMS, plant=False)
+
+    results, model = evaluate("emsqa_private_expertrag_ftr", {**base, "emsqa_knowledge_path": str(planted)})
+    ftr = metrics_of(results, "emsqa_private_expertrag_ftr")
+    assert ftr["acc"] == pytest.approx(10 / 12)  # filtering keeps items 5 and 9 from their facts
+    # bm25 returns only chunks sharing a term with the question: each item's planted section (the only
+    # match in its file) for 9 items; items 5 and 7 also match a filler section ("patient", "resources");
+    # item 9 (its fact moved away) matches nothing in its file: 0 documents, counted 0 own-area share.
+    assert ftr["retrieved_documents"] == pytest.approx((9 * 1 + 2 + 2 + 0) / 12)
+    assert ftr["retrieved_own_area"] == pytest.approx(11 / 12) and ftr["unparseable"] == 0.0
+    prompt = model.requests_seen[0].args[0]
+    assert prompt.index("Question:") < prompt.index("Relevant documents:") < prompt.index("One or more options")
+
+    results, _ = evaluate("emsqa_private_rag", {**base, "emsqa_knowledge_path": str(bare)})
+    assert metrics_of(results, "emsqa_private_rag")["acc"] == 0.0  # nothing to find: every answer wrong
+    results, _ = evaluate("emsqa_private_rag", {**base, "emsqa_knowledge_path": str(planted)})
+    assert metrics_of(results, "emsqa_private_rag")["acc"] == 1.0  # global retrieval reaches terminology too
+
+    # The samples show which chunks each item got; the config records settings, retriever and corpus.
+    samples = results["samples"]["emsqa_private_rag"]
+    chunks = samples[5]["doc"]["rag_chunks"]
+    assert chunks[0]["id"].startswith("terminology_") and chunks[0]["score"] > 0
+    assert all(set(c) == {"id", "source", "score"} for s in samples for c in s["doc"]["rag_chunks"])
+    recorded = results["configs"]["emsqa_private_rag"]["metadata"]["rag"]
+    assert recorded["settings"] == {"retriever": "bm25", "mode": "global", "k": 2, "chunk_tokens": 512,
+                                    "chunk_overlap": 128, "chunk_tokenizer": "basic"}
+    assert len(recorded["corpus_version"]) == 64 and recorded["files"]["trauma"]
+    assert recorded["index_from_cache"] is True  # built by the ftr run above: same corpus and settings
+
+
+def test_precomputed_retrievals_give_identical_scores_without_retrieving(tmp_path, monkeypatch):
+    metadata = {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS, wrong_area_for={3})),
+                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 3}
+    saved = tmp_path / "retrievals.jsonl"
+    first, first_model = evaluate("emsqa_private_expertrag_rtf", {**metadata, "rag_save_retrievals": str(saved)})
+    assert 0 < metrics_of(first, "emsqa_private_expertrag_rtf")["acc"] < 1
+
+    def no_retrieval(*args, **kwargs):
+        raise AssertionError("retrieved although precomputed retrievals were given")
+
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
+    samples_file = tmp_path / "samples_emsqa_private_expertrag_rtf.jsonl"
+    samples_file.write_text("\n".join(json.dumps(s, default=str) for s in first["samples"]["emsqa_private_expertrag_rtf"]))
+    for source in (saved, samples_file):
+        fresh_cache = str(tmp_path / f"cache-{source.name}")  # no cached retrievals to fall back on
+        second, second_model = evaluate("emsqa_private_expertrag_rtf",
+                                        {**metadata, "rag_retrievals": str(source), "rag_cache_dir": fresh_cache})
+        assert metrics_of(second, "emsqa_private_expertrag_rtf") == metrics_of(first, "emsqa_private_expertrag_rtf")
+        assert [r.args[0] for r in second_model.requests_seen] == [r.args[0] for r in first_model.requests_seen]
+        assert second["configs"]["emsqa_private_expertrag_rtf"]["metadata"]["rag"]["retrievals_from"] == str(source)
+
+
+def test_two_processes_build_the_index_once(tmp_path):
+    folder = make_kb(tmp_path / "kb", ITEMS)
+    script = textwrap.dedent(f"""
+        import time
+        from medeval_metrics.emsqa.retrieval import RetrievalSettings, open_index
+        from medeval_metrics.emsqa.rag import knowledge_files
+        import medeval_metrics.emsqa.retrieval.index as ix
+        import medeval_metrics.emsqa.retrieval.retrievers as r
+        build, chunk = r.BM25Retriever.build, ix.chunk_corpus
+        def slow_build(self, chunks, folder):
+            print("indexing")
+            time.sleep(1.0)
+            build(self, chunks, folder)
+        def slow_chunk(*args):
+            print("chunking")
+            time.sleep(1.0)
+            return chunk(*args)
+        r.BM25Retriever.build, ix.chunk_corpus = slow_build, slow_chunk
+        files, _ = knowledge_files({{"emsqa_knowledge_path": {str(folder)!r}}})
+        index = open_index(files, RetrievalSettings(k=2), {str(tmp_path / "cache")!r}, "kb", "fix")
+        print("chunks", len(index.chunks), index.retrieve(["shock"], None))
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outputs]
+    lines = [line for out, _ in outputs for line in out.splitlines()]
+    assert lines.count("chunking") == 1 and lines.count("indexing") == 1  # each part built by one process
+    finals = [line for line in lines if line.startswith("chunks ")]
+    assert len(finals) == 2 and finals[0] == finals[1]  # and both processes search the same index
+
+
+def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, shared_data):
+    """The issue's "done when": medeval run ... emsqa_public_expertrag_rtf offline on the shared copy;
+    the samples show the chunks; a second run from the retrievals file gives identical scores."""
+    saved = tmp_path / "retrievals.jsonl"
+    common = ["run", "--tasks", "emsqa_public_expertrag_rtf", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
+              "--limit", "5", "--device", "cpu", "--batch_size", "5", "--gen_kwargs", "max_gen_toks=8", "--log_samples"]
+    metadata = {"emsqa_public_path": str(shared_data / "emsqa"),
+                "emsqa_knowledge_path": str(shared_data / "emsqa" / "knowledge"),
+                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 4}
+    first = run_cli([*common, "--metadata", json.dumps({**metadata, "rag_save_retrievals": str(saved)}),
+                     "--output_path", str(tmp_path / "a")], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "lacks ems_operations.json" in first.stderr
+    results_a, samples_a = find_results(tmp_path / "a")
+    docs = [s["doc"] for s in samples_a["emsqa_public_expertrag_rtf"]]
+    assert len(docs) == 5 and all(c["id"] and isinstance(c["score"], float) for d in docs for c in d["rag_chunks"])
+    assert all({c["source"] for c in d["rag_chunks"]} <= set(d["rag_sources"]) for d in docs)
+    # The prompt length, counted by parts at build time, is within a few tokens of the whole prompt's.
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
+    for sample in samples_a["emsqa_public_expertrag_rtf"]:
+        whole = len(tokenizer(sample["arguments"]["gen_args_0"]["arg_0"], add_special_tokens=False)["input_ids"])
+        boundaries = len(sample["doc"]["rag_chunks"]) + 2  # the newlines between the parts
+        assert abs(sample["doc"]["prompt_tokens"] - whole) <= 2 * boundaries, (whole, sample["doc"]["prompt_tokens"])
+    assert all(not d["fits_context"] for d in docs)  # 1,024 positions, 1,024 tokens to generate (the YAML's)
+    for sample in samples_a["emsqa_public_expertrag_rtf"]:  # scored with the budget lm-eval used: max_gen_toks=8
+        doc = sample["doc"]
+        assert sample["prompt_too_long"] == float(doc["prompt_tokens"] + 8 > doc["context_limit"])
+    # Breakdowns by level and subject area, as for the other EMSQA variants.
+    breakdown = json.loads(next((tmp_path / "a").rglob("medeval_breakdowns.json")).read_text())
+    by_area = breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]["subject_area"]
+    assert sum(v["acc"]["n"] for v in by_area.values()) >= 5 and "level" in breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]
+    second = run_cli([*common, "--metadata", json.dumps({**metadata, "rag_retrievals": str(saved),
+                                                          "rag_cache_dir": str(tmp_path / "cache-b")}),
+                      "--output_path", str(tmp_path / "b")], cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    results_b, samples_b = find_results(tmp_path / "b")
+    task = "emsqa_public_expertrag_rtf"
+    scores = lambda r: {k: v for k, v in r["results"][task].items() if "," in k}  # noqa: E731
+    assert scores(results_b) == scores(results_a)
+    assert [s["arguments"] for s in samples_b[task]] == [s["arguments"] for s in samples_a[task]]
+    config_b = results_b["configs"][task]["metadata"]["rag"]
+    assert config_b["retrievals_from"] == str(saved) and config_b["settings"]["mode"] == "retrieve_then_filter"
+    assert config_b["missing_files"] == ["ems_operations"]
+    assert "prompt_too_long" in results_a["results"][task].__repr__()
