@@ -18,6 +18,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from medeval_metrics.files import exclusive_lock, model_fingerprint
+
 log = logging.getLogger("medeval_metrics.context_fit")
 DEFAULT_LIMIT = 2048  # lm-eval's HFLM default when the model declares no length
 _NO_LIMIT = 10**12  # transformers' "no maximum" sentinel for model_max_length is larger than this
@@ -46,8 +48,6 @@ class ContextFit:
         if self.tokenizer is not None:
             self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.max_gen_toks} generated"
             if cache_dir is not None:
-                from medeval_metrics.emsqa.retrieval.retrievers import model_fingerprint
-
                 key = hashlib.sha256(model_fingerprint(str(name), small_files_only=True).encode()).hexdigest()[:24]
                 self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
         else:
@@ -74,8 +74,6 @@ class ContextFit:
         if self.cache_file is None:
             return self._tokenize(prompts)
         # Counts are kept per tokenizer (text hash -> tokens): the chunks and prompts recur across runs.
-        from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
-
         keys = [hashlib.sha1(p.encode("utf-8")).hexdigest()[:20] for p in prompts]
         known = self._read_counts()
         todo = sorted({k: p for k, p in zip(keys, prompts) if k not in known}.items())

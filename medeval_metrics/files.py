@@ -1,11 +1,15 @@
-"""Files and folders as the pack finds them: what a file is by its content, whether a folder can be written."""
+"""Files and folders as the pack finds them: what a file is by its content, whether a folder can be written,
+a lock shared by processes that fill one cache, and a model folder's identity by its files."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import tempfile
+import time
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from medeval_metrics.errors import MedevalDataError
 
@@ -151,3 +155,48 @@ def refuse_wrong_file_kind(
         "utf16": " Re-save it as UTF-8.",
     }.get(kind, "")
     raise MedevalDataError(f"{path}: {description} should be {should_be}, but this file is {FILE_KINDS[kind]}.{fix}")
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_path: Path) -> Iterator[None]:
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks (Windows): an exclusive-create lock file, polled
+        while True:
+            try:
+                fd = os.open(lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                break
+            except FileExistsError:
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            os.close(fd)
+            os.unlink(lock_path)
+        return
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def model_fingerprint(name_or_path: str, small_files_only: bool = False) -> str:
+    """A Hub name as given; a local folder by the content of its files (an encoder retrained into the
+    same folder gets a new index). ``small_files_only``: only files under 64 MB (tokenizer and config
+    files; weights by name and size), for keys that depend on the tokenizer alone."""
+    path = Path(name_or_path).expanduser()
+    if not path.is_dir():
+        return str(name_or_path)
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(path).as_posix()}\0{size}\0".encode())
+        if small_files_only and size >= 64 << 20:
+            continue
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return f"{path.name}@sha256:{digest.hexdigest()[:16]}"

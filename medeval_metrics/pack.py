@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 __version__ = "0.1.0"
@@ -25,3 +26,14 @@ def tasks_path() -> str:
     raise RuntimeError(
         "medeval_metrics is installed without its task YAMLs; reinstall with `pip install medeval-metrics`."
     )
+
+
+def task_folders() -> tuple[str, ...]:
+    """``tasks_path()``, then the tasks folder beside every further home of the package (a subpackage folder
+    added to ``medeval_metrics.__path__``, as a scratch checkout with one more benchmark is): where task YAMLs are."""
+    folders = [tasks_path()]
+    for home in getattr(sys.modules.get(__package__), "__path__", ()):  # the package itself, not re-imported
+        for candidate in (Path(home) / "tasks", Path(home).parent / "tasks"):
+            if candidate.is_dir() and str(candidate.resolve()) not in folders:
+                folders.append(str(candidate.resolve()))
+    return tuple(folders)

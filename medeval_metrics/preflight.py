@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from medeval_metrics.data import MedevalDataError, flag_setting
 from medeval_metrics.files import unwritable_reason
+from medeval_metrics.settings import FULL_TASK_INDEX, PACK_KEYS, env_var
 from medeval_metrics.task_yaml import task_set_metadata
 
 JUDGES_KEY = "medeval_judges"  # the judge panel (medeval_metrics.judge.config.METADATA_KEY)
@@ -220,12 +221,11 @@ def _task_set_problem(where: str, key: str, value: Any, by_value: Mapping[str, l
 def flag_problems(metadata: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
     """Each on/off setting (``BenchmarkSpec.flag_options`` and the pack's switch variables) that is neither."""
     from medeval_metrics import registry
-    from medeval_metrics.cli import FULL_INDEX_ENV
 
     checks = [(f"--metadata {key}", metadata[key]) for key in registry.flag_options() if key in metadata]
     checks += [(f"MEDEVAL_{key.upper()}", environ[f"MEDEVAL_{key.upper()}"]) for key in registry.flag_options()
                if f"MEDEVAL_{key.upper()}" in environ and key not in metadata]
-    checks += [(FULL_INDEX_ENV, environ[FULL_INDEX_ENV])] if FULL_INDEX_ENV in environ else []
+    checks += [(FULL_TASK_INDEX.name, environ[FULL_TASK_INDEX.name])] if FULL_TASK_INDEX.name in environ else []
     problems = []
     for where, value in checks:
         try:
@@ -246,18 +246,13 @@ SCRIPT_VARIABLE_PREFIX = "MEDEVAL_BENCH_"  # the benchmark scripts' own settings
 
 def known_environment_variables() -> list[str]:
     """Every ``MEDEVAL_*`` variable the pack reads: one per metadata key, and the pack-wide switches."""
-    from medeval_metrics import data, lm_eval_compat
-    from medeval_metrics.cli import FULL_INDEX_ENV
-    from medeval_metrics.redact.text import SECRET_ENV_VARS_LIST
-
-    pack_wide = {data.CHECKSUM_ENV, data.DATASET_CACHE_ENV, FULL_INDEX_ENV, lm_eval_compat.MODEL_KEY_ENV,
-                 SECRET_ENV_VARS_LIST}
+    pack_wide = {key.name for key in PACK_KEYS}
     return sorted({environment_variable(key) for key in _known_metadata_keys()} | pack_wide)
 
 
 def environment_variable(key: str) -> str:
     """The variable for a metadata key: ``MEDEVAL_<KEY>`` (``medeval_judges``: ``MEDEVAL_JUDGES``)."""
-    return key.upper() if key.startswith("medeval_") else f"MEDEVAL_{key.upper()}"
+    return env_var(key)
 
 
 def check_environment_keys(environ: Mapping[str, str]) -> None:

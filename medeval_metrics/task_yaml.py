@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medeval_metrics.pack import tasks_path
+from medeval_metrics.pack import task_folders
 
 
 def own_task_config(config_source: Any) -> dict[str, Any]:
@@ -69,18 +69,22 @@ class TaskFacts:
     path: Path
 
 
+def _folders(root: str | Path | None) -> tuple[str, ...]:
+    return (str(Path(root).resolve()),) if root else task_folders()
+
+
 def pack_task_yamls(root: str | Path | None = None) -> dict[str, Path]:
-    """{task name: its YAML file} for every task YAML under the pack's tasks folder (groups left out)."""
-    return {name: facts.path for name, facts in _pack_facts(str(Path(root or tasks_path()).resolve())).items()}
+    """{task name: its YAML file} for every task YAML under the pack's tasks folders (groups left out)."""
+    return {name: facts.path for name, facts in _pack_facts(_folders(root)).items()}
 
 
 def task_facts(name: str, root: str | Path | None = None) -> TaskFacts:
     """The metrics, version, output type and split of the pack's task ``name``, read from its YAML."""
-    folder = str(Path(root or tasks_path()).resolve())
-    facts = _pack_facts(folder).get(name)
+    folders = _folders(root)
+    facts = _pack_facts(folders).get(name)
     if facts is None:
-        raise KeyError(f"no task YAML declares `task: {name}` under {folder}; a benchmark's tasks/<benchmark>/ "
-                       "folder holds one YAML per task.")
+        raise KeyError(f"no task YAML declares `task: {name}` under {', '.join(folders)}; a benchmark's "
+                       "tasks/<benchmark>/ folder holds one YAML per task.")
     return facts
 
 
@@ -90,13 +94,13 @@ def reload() -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _pack_facts(folder: str) -> dict[str, TaskFacts]:
+def _pack_facts(folders: tuple[str, ...]) -> dict[str, TaskFacts]:
     # Once per process: `medeval list` asks for four facts of every task (100 lookups of 25 YAMLs).
     found: dict[str, TaskFacts] = {}
-    for path in sorted(Path(folder).rglob("*.yaml")):
+    for path in (p for folder in folders for p in sorted(Path(folder).rglob("*.yaml"))):
         config = own_task_config(path)
         name = config.get("task")
-        if not isinstance(name, str) or "group" in config:
+        if not isinstance(name, str) or "group" in config or name in found:  # the first folder's wins
             continue
         found[name] = TaskFacts(
             name=name,
@@ -113,7 +117,7 @@ def task_set_metadata(root: str | Path | None = None) -> dict[str, dict[str, lis
     """Metadata keys the pack's task YAMLs set themselves (besides ``version``) -> value -> the tasks setting it,
     by task name. A user's value would silently turn a task into another (``rag_mode``): such keys are refused."""
     out: dict[str, dict[str, list[str]]] = {}
-    for name, facts in _pack_facts(str(Path(root or tasks_path()).resolve())).items():
+    for name, facts in _pack_facts(_folders(root)).items():
         metadata = own_task_config(facts.path).get("metadata")
         if isinstance(metadata, dict):
             for key, value in metadata.items():
