@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from medeval_metrics import registry
 from medeval_metrics.data import MedevalDataError, flag_setting
 from medeval_metrics.files import unwritable_reason
-from medeval_metrics.settings import FULL_TASK_INDEX, PACK_KEYS, env_var
+from medeval_metrics.settings import FULL_TASK_INDEX, PACK_KEYS, env_var, removed_problems
 from medeval_metrics.task_yaml import task_set_metadata
 
 JUDGES_KEY = "medeval_judges"  # the judge panel (medeval_metrics.judge.config.METADATA_KEY)
@@ -25,8 +26,6 @@ JUDGES_KEY = "medeval_judges"  # the judge panel (medeval_metrics.judge.config.M
 
 def _pack_key_prefixes() -> tuple[str, ...]:
     """Metadata keys with these prefixes belong to the pack: an unknown one is a typo, not a key for someone else."""
-    from medeval_metrics import registry
-
     return (*(f"{spec.name}_" for spec in registry.benchmarks()),
             *(prefix for spec in registry.benchmarks() for prefix in spec.key_prefixes), "medeval_")
 
@@ -60,8 +59,6 @@ def _manifest() -> dict[str, Any]:
 
 def _known_metadata_keys() -> list[str]:
     """Every metadata key the pack reads (data sources and options, from the specs; the judge panel)."""
-    from medeval_metrics import registry
-
     return sorted({*registry.metadata_keys(), JUDGES_KEY})
 
 
@@ -150,9 +147,12 @@ def metadata_key_problems(metadata: Mapping[str, Any]) -> list[str]:
     known = _known_metadata_keys()
     lowered = {k.lower(): k for k in known}
     task_set = task_set_keys()
+    removed = registry.removed_options()
     problems = []
     for key in metadata:
-        if key in task_set:
+        if key in removed:
+            problems += removed_problems({key: metadata[key]}, {key: removed[key]}, {})
+        elif key in task_set:
             problems.append(_task_set_problem(f"--metadata key {key!r}", key, metadata[key], task_set[key]))
         elif key in known:
             continue
@@ -220,8 +220,6 @@ def _task_set_problem(where: str, key: str, value: Any, by_value: Mapping[str, l
 
 def flag_problems(metadata: Mapping[str, Any], environ: Mapping[str, str]) -> list[str]:
     """Each on/off setting (``BenchmarkSpec.flag_options`` and the pack's switch variables) that is neither."""
-    from medeval_metrics import registry
-
     checks = [(f"--metadata {key}", metadata[key]) for key in registry.flag_options() if key in metadata]
     checks += [(f"MEDEVAL_{key.upper()}", environ[f"MEDEVAL_{key.upper()}"]) for key in registry.flag_options()
                if f"MEDEVAL_{key.upper()}" in environ and key not in metadata]
@@ -264,11 +262,14 @@ def check_environment_keys(environ: Mapping[str, str]) -> None:
 def environment_problems(environ: Mapping[str, str]) -> list[str]:
     known = known_environment_variables()
     task_set = {environment_variable(key): key for key in task_set_keys()}
+    removed = {environment_variable(key): key for key in registry.removed_options()}
     problems = []
     for name in sorted(environ):
         if not name.startswith("MEDEVAL_") or name.startswith(SCRIPT_VARIABLE_PREFIX):
             continue
-        if name in task_set:
+        if name in removed:
+            problems += removed_problems({}, {removed[name]: registry.removed_options()[removed[name]]}, {name: environ[name]})
+        elif name in task_set:
             key = task_set[name]
             problems.append(_task_set_problem(f"environment variable {name}", key, environ[name], task_set_keys()[key])
                             + f" (`unset {name}`)")
@@ -444,8 +445,6 @@ def _lm_eval_task_names(include_path: str | None = None) -> list[str]:
 def _validators() -> dict[str, Callable[[dict[str, Any]], None]]:
     """Data source key -> a check that resolves and reads the source as the task will (raises if it cannot);
     each benchmark's spec gives its sources' checks."""
-    from medeval_metrics import registry
-
     return {source.key: source.check for spec in registry.benchmarks() for source in spec.sources if source.check}
 
 
@@ -522,8 +521,6 @@ def check_judge_panel(metadata: dict[str, Any]) -> None:
 
 
 def _needs_judges(tasks: Sequence[str]) -> bool:
-    from medeval_metrics import registry
-
     return any(registry.judging_for(t) is not None for t in tasks)
 
 

@@ -86,3 +86,14 @@ def test_the_true_words_are_listed_once():
                  if p != package / "settings.py" and words.search(p.read_text(encoding="utf-8"))]
     assert not offenders, f"read on/off values with medeval_metrics.settings: {offenders}"
     assert settings.TRUE_WORDS == ("1", "true", "yes", "on")
+
+
+def test_medeval_run_reports_a_removed_key_with_what_replaced_it():
+    from medeval_metrics import preflight
+
+    problems = preflight.metadata_key_problems({"rag_device": "cuda", "rag_k": 4})
+    assert problems == ["--metadata rag_device: the setting rag_device was removed; the dense encoders run on the GPU "
+                        "when torch sees one, else on the CPU. Drop it from your command."]
+    problems = preflight.environment_problems({"MEDEVAL_RAG_BATCH_SIZE": "64", "MEDEVAL_RAG_K": "4"})
+    assert problems == ["MEDEVAL_RAG_BATCH_SIZE: the setting rag_batch_size was removed; the dense encoders embed 32 "
+                        "texts at a time (speed only: scores do not depend on it). Drop it from your command."]
