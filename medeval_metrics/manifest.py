@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from medeval_metrics import registry
 from medeval_metrics.spec import BenchmarkSpec, Source
 
 PACK = "medeval-metrics"
@@ -34,8 +35,6 @@ def _source_entry(source: Source) -> dict[str, Any]:
 def build_manifest(benchmarks: Iterable[BenchmarkSpec] | None = None) -> dict[str, Any]:
     """The manifest of the given benchmarks (default: the registry's)."""
     if benchmarks is None:
-        from medeval_metrics import registry
-
         benchmarks = registry.benchmarks()
     benchmarks = list(benchmarks)
     return {

@@ -47,6 +47,7 @@ from medeval_metrics.emsqa.retrieval import (
 from medeval_metrics.settings import refuse_removed
 from medeval_metrics.files import unwritable_reason
 from medeval_metrics.task_yaml import own_task_config, task_set_metadata
+from medeval_metrics.lm_eval_compat import loading_task_config, pass_generation_kwargs_to_process_results
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -270,8 +271,6 @@ def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
 
 
 def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
-    from medeval_metrics.lm_eval_compat import loading_task_config, pass_generation_kwargs_to_process_results
-
     check_task_owns_its_mode(metadata)
     pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
     task_config = loading_task_config()

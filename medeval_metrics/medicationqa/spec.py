@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from medeval_metrics.medicationqa.data import SOURCE
+from medeval_metrics.medicationqa.data import SOURCE, load_rows
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, Judging, MetricInfo, Reporting, Source, Task, doc_field
 
 JUDGE_SCALE = (1.0, 5.0)  # the rubric's 1-5 scores
@@ -12,8 +12,6 @@ JUDGE_SCALE = (1.0, 5.0)  # the rubric's 1-5 scores
 
 def check_source(metadata: Mapping[str, Any]) -> None:
     """The 690 rows read and validate as the task will read them (`medeval run`'s pre-flight)."""
-    from medeval_metrics.medicationqa.data import load_rows
-
     load_rows(dict(metadata))
 
 SPEC = BenchmarkSpec(
