@@ -45,7 +45,7 @@ class ScriptedLM(LM):
         self.key = self.table.get("key", "question")
         self.requests_seen: list[Any] = []
         self._device = "cpu"  # lm-eval puts its per-rank request counts on lm.device before all_gather
-        self._distributed = _truthy(data_parallel) and int(os.environ.get("WORLD_SIZE", "1")) > 1
+        self._distributed = is_true(data_parallel) and int(os.environ.get("WORLD_SIZE", "1")) > 1
         if self._distributed:
             import torch.distributed as dist
 
@@ -128,10 +128,6 @@ class ScriptedLM(LM):
 
     def chat_template(self, chat_template: bool | str = False) -> str | None:
         return "medeval-scripted" if chat_template else None
-
-
-def _truthy(value: bool | str) -> bool:
-    return is_true(value)
 
 
 def _leave_group() -> None:
