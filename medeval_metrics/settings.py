@@ -12,8 +12,9 @@ Secrets never travel through ``--metadata``: lm-eval copies it into the results 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from medeval_metrics.errors import MedevalDataError
 
@@ -79,16 +80,18 @@ def flag_option(metadata: Mapping[str, Any] | None, key: str, default: bool = Fa
     return flag_setting(setting(metadata, key, default), where)
 
 
-def refuse_removed(metadata: Mapping[str, Any] | None, removed: Mapping[str, str],
-                   environ: Mapping[str, str] | None = None) -> None:
+def refuse_removed(
+    metadata: Mapping[str, Any] | None, removed: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> None:
     """Raise for a removed key the user still gives (metadata or ``MEDEVAL_<KEY>``), saying what replaced it."""
     problems = removed_problems(metadata, removed, os.environ if environ is None else environ)
     if problems:
         raise MedevalDataError(" ".join(problems))
 
 
-def removed_problems(metadata: Mapping[str, Any] | None, removed: Mapping[str, str],
-                     environ: Mapping[str, str]) -> list[str]:
+def removed_problems(
+    metadata: Mapping[str, Any] | None, removed: Mapping[str, str], environ: Mapping[str, str]
+) -> list[str]:
     """One line per removed key given as metadata or as its variable: ``removed`` maps key -> what replaced it."""
     problems = []
     for key, instead in removed.items():

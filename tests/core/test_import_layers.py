@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import tomllib
 
-import pytest
+import tomllib
+from conftest import REPO_ROOT
 
 import medeval_metrics
-from conftest import REPO_ROOT
 from medeval_metrics import registry
 
 PYPROJECT = REPO_ROOT / "pyproject.toml"
@@ -67,7 +66,9 @@ def test_every_top_level_module_has_a_layer():
     package = pathlib.Path(medeval_metrics.__file__).parent
     found = {f"medeval_metrics.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
     found |= {f"medeval_metrics.{p.parent.name}" for p in package.glob("*/__init__.py")}
-    assert not found - placed, f"give these modules a layer in pyproject.toml [tool.importlinter]: {sorted(found - placed)}"
+    assert not found - placed, (
+        f"give these modules a layer in pyproject.toml [tool.importlinter]: {sorted(found - placed)}"
+    )
 
 
 PLANTED = [  # (module file, what it is made to import): one wrong-way import of each kind
@@ -86,13 +87,19 @@ def test_a_wrong_way_import_breaks_the_contracts(tmp_path, capsys, monkeypatch):
     for source in package.rglob("*.py"):
         target = copy / source.relative_to(package)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(source.read_text(encoding="utf-8").replace("medeval_metrics", "medeval_plant"), encoding="utf-8")
+        target.write_text(
+            source.read_text(encoding="utf-8").replace("medeval_metrics", "medeval_plant"), encoding="utf-8"
+        )
     for module_file, imported in PLANTED:
         target = copy / module_file
-        target.write_text(target.read_text(encoding="utf-8") + f"\nimport {imported.replace('medeval_metrics', 'medeval_plant')}\n",
-                          encoding="utf-8")
+        target.write_text(
+            target.read_text(encoding="utf-8") + f"\nimport {imported.replace('medeval_metrics', 'medeval_plant')}\n",
+            encoding="utf-8",
+        )
     monkeypatch.syspath_prepend(str(copy.parent))
-    config = json.loads(json.dumps(contracts_with_benchmarks(benchmark_packages())).replace("medeval_metrics", "medeval_plant"))
+    config = json.loads(
+        json.dumps(contracts_with_benchmarks(benchmark_packages())).replace("medeval_metrics", "medeval_plant")
+    )
     kept, report = lint(config, tmp_path, capsys)
     assert kept is False
     for module_file, imported in PLANTED:

@@ -7,9 +7,9 @@ import builtins
 import pathlib
 
 import pytest
+from conftest import REPO_ROOT
 
 import medeval_metrics
-from conftest import REPO_ROOT
 from medeval_metrics import data, registry
 from medeval_metrics.manifest import MANIFEST_FILE, build_manifest
 
@@ -43,8 +43,8 @@ def manifest_unreadable(monkeypatch):
 def test_the_guard_catches_a_read(manifest_unreadable):
     with pytest.raises(AssertionError, match="runtime read"):
         MANIFEST_FILE.read_text(encoding="utf-8")
-    with pytest.raises(AssertionError, match="runtime read"):
-        open(MANIFEST_FILE, encoding="utf-8")
+    with pytest.raises(AssertionError, match="runtime read"), open(MANIFEST_FILE, encoding="utf-8"):
+        pass
 
 
 def test_listing_task_facts_checksums_and_the_notice_filter_read_no_generated_file(
