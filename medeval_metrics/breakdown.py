@@ -101,7 +101,17 @@ def find_sample_files(output_dir: Path, since: float | None = None) -> dict[str,
 
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    samples = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                samples.append(json.loads(line))
+            except ValueError as exc:  # a log cut short (a full disk under an older version): say so, never a traceback
+                from medeval_metrics.data import MedevalDataError
+
+                raise MedevalDataError(f"{path}: line {number} is not a JSON record ({type(exc).__name__}); the sample "
+                                       "log is damaged or cut short. Run the evaluation again.") from exc
+    return samples
 
 
 def breakdowns_for_output(output_dir: Path, since: float | None = None) -> tuple[dict[str, dict[str, Any]], list[Path]]:
@@ -126,9 +136,11 @@ def write_breakdowns(
     destination.mkdir(parents=True, exist_ok=True)
     json_path = destination / "medeval_breakdowns.json"
     md_path = destination / "medeval_breakdowns.md"
-    json_path.write_text(json.dumps(all_breakdowns, indent=2, sort_keys=True), encoding="utf-8")
+    from medeval_metrics.safe_files import atomic_write_text
+
+    atomic_write_text(json_path, json.dumps(all_breakdowns, indent=2, sort_keys=True))
     text = "\n\n".join(breakdown_markdown(task, b) for task, b in sorted(all_breakdowns.items()))
-    md_path.write_text(text + "\n", encoding="utf-8")
+    atomic_write_text(md_path, text + "\n")
     return json_path, md_path, text
 
 

@@ -74,13 +74,22 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     started = time.time()
     try:
         with _task_index(selection, argv), lm_eval_compat.capture_results() as evaluations, \
-                lm_eval_compat.model_key_only_for_its_endpoint(), _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
+                lm_eval_compat.model_key_only_for_its_endpoint(), lm_eval_compat.guard_model_replies(), \
+                _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
             cli_evaluate()
+        failed = lm_eval_compat.take_write_failures()
+        if failed:  # the results are printed above; no later step reads a file that was not written
+            for failure in failed:
+                print(f"medeval: error: {redact.redact_text(failure)}", file=saved_stderr)
+            return 2
         _print_breakdowns(argv, started)
         code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored)
         if code:
             print(f"medeval: error: {reason}", file=saved_stderr)
             return code
+        from medeval_metrics.judge.cli import _cache_failure_exit_code
+
+        return _cache_failure_exit_code(0, "medeval")
     except MedevalDataError as exc:
         print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
         return 2

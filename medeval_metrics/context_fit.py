@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -81,9 +80,9 @@ class ContextFit:
             known.update(zip((k for k, _ in todo), self._tokenize([p for _, p in todo])))
             with exclusive_lock(self.cache_file.with_suffix(".lock")):
                 merged = {**self._read_counts(), **known}
-                staging = self.cache_file.with_name(f".{self.cache_file.name}.{os.getpid()}")
-                staging.write_text(json.dumps(merged), encoding="utf-8")
-                os.replace(staging, self.cache_file)
+                from medeval_metrics.safe_files import atomic_write_text
+
+                atomic_write_text(self.cache_file, json.dumps(merged))
         return [known[k] for k in keys]
 
     def count_with_documents(self, bases: Sequence[str], headers: Sequence[str],

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from medeval_metrics import files, json_records
 from medeval_metrics.checksums import file_sha256
+from medeval_metrics.safe_files import MedevalWriteError, atomic_open
 from medeval_metrics.settings import DATASET_CACHE, FALSE_WORDS
 
 log = logging.getLogger("medeval.data")
@@ -89,15 +90,10 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
     with collector_paused():  # validation and the Arrow conversion alike (10x the items: 12x the time without)
         table = pa.Table.from_pylist(build_docs(), schema=schema)
     if cached is not None:
-        staging = cached.with_name(f"{cached.name}.tmp-{os.getpid()}")
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            with pa.OSFile(str(staging), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        try:  # atomic: a reader sees the whole file or none
+            with atomic_open(cached, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
-            os.replace(staging, cached)  # atomic: a reader sees the whole file or none
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                staging.unlink(missing_ok=True)
+        except (OSError, MedevalWriteError) as exc:
             if str(cached.parent) not in _unwritable_cache_noticed:
                 _unwritable_cache_noticed.add(str(cached.parent))
                 log.warning("medeval: cannot write the data cache in %s (%s); data is validated on every run. "

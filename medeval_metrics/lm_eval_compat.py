@@ -8,7 +8,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 1. ``index_pack_tasks``: ``TaskManager.__init__`` also indexes the pack's tasks (``medeval run``).
 2. ``use_attached_stderrs``: ``evaluator_utils.stderr_for_metric`` honours ``stats.with_stderr``.
 3. ``redact_results_writer``: ``EvaluationTracker`` writes redacted results JSON and sample logs,
-   with functions left in task configs by name rather than by memory address.
+   with functions left in task configs by name rather than by memory address, each file whole or not
+   at all, a failed write kept for ``take_write_failures``.
 4. ``set_api_request_headers``: an API backend sends exactly the headers it was configured with
    (``TemplateAPI.header``); ``api_request_payload``: the JSON body ``model_call`` would send, for the
    judges' asyncio transport.
@@ -26,6 +27,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
    (``medeval run`` reads its judges' success from it, with or without ``--output_path``).
 11. ``model_key_only_for_its_endpoint``: a ``local-*`` backend sends ``$OPENAI_API_KEY`` only to
    OpenAI's own host; elsewhere the key the user names (``MEDEVAL_MODEL_API_KEY_ENV``) or none.
+12. ``guard_model_replies``: lm-eval's API models read replies capped (``MEDEVAL_MODEL_MAX_REPLY_MB``)
+   and send no credential header to another origin on a redirect.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ from medeval_metrics.task_yaml import pack_task_yamls
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "capture_results", "model_key_only_for_its_endpoint", "install_redaction", "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "capture_results", "guard_model_replies", "install_redaction", "model_key_only_for_its_endpoint", "take_write_failures",
+    "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -211,16 +215,80 @@ def redact_results_writer() -> None:
     save_samples = EvaluationTracker.save_results_samples
 
     def save_results_aggregated(self: Any, results: dict, samples: dict | None = None) -> None:
-        return save_aggregated(self, redact_obj(_named_callables(results)), samples)
+        with _whole_files_or_none():
+            return save_aggregated(self, redact_obj(_named_callables(results)), samples)
 
     def save_results_samples(self: Any, task_name: str, samples: Any) -> None:
-        return save_samples(self, task_name, redact_obj(samples, patterns=False))
+        with _whole_files_or_none():
+            return save_samples(self, task_name, redact_obj(samples, patterns=False))
 
     save_results_aggregated._medeval_redacting = True  # type: ignore[attr-defined]
     save_results_aggregated._medeval_original = save_aggregated  # type: ignore[attr-defined]
     save_results_samples._medeval_original = save_samples  # type: ignore[attr-defined]
     EvaluationTracker.save_results_aggregated = save_results_aggregated  # type: ignore[method-assign]
     EvaluationTracker.save_results_samples = save_results_samples  # type: ignore[method-assign]
+
+
+# The same writer writes with ``Path.write_text`` and ``open(..., "a")`` and turns every exception
+# into the warning "Could not save results aggregated" (lm-eval 0.4.x, 0.4.13 checked): a full disk
+# leaves a truncated results_*.json or sample log, the run exits 0, and the next step (the pack's
+# breakdowns) reads the cut file. While the pack's wrappers run, the tracker's module-level ``Path``
+# and ``open`` write through ``safe_files`` (a temporary file renamed into place: whole or absent),
+# and each failure is kept for ``medeval run`` (``take_write_failures``), which names the file and
+# exits non-zero. Remove once lm-eval writes atomically and lets a failed write fail the run (the
+# test checks that the unpatched writer still swallows the error and leaves the truncated file).
+
+_write_failures: list[Any] = []
+
+
+def take_write_failures() -> list[Any]:
+    """The ``MedevalWriteError`` of each results or samples file lm-eval could not write since the last call."""
+    failures = list(_write_failures)
+    _write_failures.clear()
+    return failures
+
+
+@contextlib.contextmanager
+def _whole_files_or_none() -> Iterator[None]:
+    import lm_eval.loggers.evaluation_tracker as tracker
+
+    from medeval_metrics.safe_files import MedevalWriteError, atomic_open, atomic_write_text
+
+    class WholeFilePath(type(Path())):  # type: ignore[misc]
+        def write_text(self, data: str, encoding: str | None = None, errors: str | None = None,
+                       newline: str | None = None) -> int:
+            try:
+                atomic_write_text(self, data, encoding=encoding or "utf-8")
+            except MedevalWriteError as exc:
+                _write_failures.append(exc)
+                raise
+            return len(data)
+
+    @contextlib.contextmanager
+    def whole_file_open(file: Any, mode: str = "r", encoding: str | None = None, **kwargs: Any) -> Iterator[Any]:
+        if mode not in ("a", "w"):
+            with open(file, mode, encoding=encoding, **kwargs) as handle:
+                yield handle
+            return
+        try:
+            earlier = Path(file).read_text(encoding=encoding) if mode == "a" and Path(file).is_file() else ""
+            with atomic_open(file, "w", encoding=encoding or "utf-8") as handle:
+                handle.write(earlier)
+                yield handle
+        except MedevalWriteError as exc:
+            _write_failures.append(exc)
+            raise
+
+    saved = tracker.__dict__.get("Path"), tracker.__dict__.get("open")
+    tracker.Path, tracker.open = WholeFilePath, whole_file_open  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        tracker.Path = saved[0]  # type: ignore[attr-defined]
+        if saved[1] is None:
+            del tracker.open
+        else:
+            tracker.open = saved[1]  # type: ignore[attr-defined]
 
 
 # --- 4. API backend requests: exact headers, and the request body for the judges' transport -------
@@ -536,3 +604,116 @@ def model_key_only_for_its_endpoint() -> Iterator[None]:
             else:
                 setattr(LocalCompletionsAPI, name, value)
 
+
+# --- 12. The evaluated API model: capped replies, credentials kept to their origin ----------------
+
+
+class _GuardedRequests:
+    """``requests`` as lm-eval's ``TemplateAPI.model_call`` uses it (``requests.post``), guarded."""
+
+    def __init__(self, requests_module: Any) -> None:
+        self._requests = requests_module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._requests, name)
+
+    def post(self, url: str, **kwargs: Any) -> Any:
+        from medeval_metrics import http_safety as safety
+
+        limit, method = safety.model_reply_limit(), "POST"
+        kwargs["headers"] = safety.with_accept_encoding(kwargs.get("headers"))
+        kwargs.update(allow_redirects=False, stream=True)
+        for hop in range(safety.MAX_REDIRECTS + 1):
+            response = self._requests.request(method, url, **kwargs)
+            target = safety.redirect_target(url, response.status_code, response.headers)
+            if target is None or hop == safety.MAX_REDIRECTS:
+                break
+            response.close()
+            kwargs["headers"] = safety.headers_for_hop(kwargs["headers"], url, target)
+            if response.status_code in (301, 302, 303):  # as requests does: the POST becomes a GET
+                method = "GET"
+                kwargs.pop("json", None)
+                kwargs.pop("data", None)
+            url = target
+        try:
+            if safety.declared_too_large(response.headers, limit):
+                raise safety.ReplyTooLarge(limit, "model endpoint's reply", safety.MODEL_REPLY_ENV)
+            response._content = safety.read_capped(
+                response.raw.stream(64 * 1024, decode_content=False), response.headers.get("Content-Encoding"),
+                limit, "model endpoint's reply", safety.MODEL_REPLY_ENV)
+        finally:
+            response.close()
+        return response
+
+
+def _guarded_client_session(base: Any) -> Any:
+    """A subclass of aiohttp's ``ClientSession`` (as ``TemplateAPI.get_batched_requests`` builds it) that
+    follows redirects itself, without credentials to another origin, and reads each reply capped."""
+
+    import warnings
+
+    with warnings.catch_warnings():  # aiohttp discourages subclasses; wrapping lm-eval's own call needs one
+        warnings.simplefilter("ignore", DeprecationWarning)
+
+        class GuardedClientSession(base):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                kwargs["auto_decompress"] = False  # unpacked by the capped reader instead
+                super().__init__(*args, **kwargs)
+
+            async def _request(self, method: str, str_or_url: Any, **kwargs: Any) -> Any:
+                from medeval_metrics import http_safety as safety
+
+                limit, url = safety.model_reply_limit(), str(str_or_url)
+                kwargs["headers"] = safety.with_accept_encoding(kwargs.get("headers"))
+                kwargs["allow_redirects"] = False
+                for hop in range(safety.MAX_REDIRECTS + 1):
+                    response = await super()._request(method, url, **kwargs)
+                    target = safety.redirect_target(url, response.status, response.headers)
+                    if target is None or hop == safety.MAX_REDIRECTS:
+                        break
+                    response.release()
+                    kwargs["headers"] = safety.headers_for_hop(kwargs["headers"], url, target)
+                    if response.status in (301, 302, 303):
+                        method = "GET"
+                        kwargs.pop("json", None)
+                        kwargs.pop("data", None)
+                    url = target
+                try:
+                    response._body = await safety.read_capped_async(response, limit, "model endpoint's reply",
+                                                                    safety.MODEL_REPLY_ENV)
+                finally:
+                    response.release()
+                return response
+
+    return GuardedClientSession
+
+
+@contextlib.contextmanager
+def guard_model_replies() -> Iterator[None]:
+    """While active, lm-eval's API models (``TemplateAPI``: ``local-*``, ``openai-*``, ``anthropic-chat``...)
+    read replies capped and send no credential header across origins (put back afterwards).
+
+    Why: lm-eval 0.4.13's ``TemplateAPI.model_call`` posts with ``requests.post`` and ``amodel_call``
+    with an aiohttp ``ClientSession`` (``get_batched_requests``), both following redirects with the
+    backend's headers and reading the whole body. requests drops ``Authorization`` on a redirect to
+    another host and aiohttp drops it to another origin, but both forward ``x-api-key`` (Anthropic's
+    key), ``api-key`` and every ``header`` model argument to wherever a 307 points; and a reply of any
+    size (or a small gzip that unpacks to gigabytes) is read into memory. The module-level names
+    ``requests`` and ``ClientSession`` in ``lm_eval.models.api_models`` are swapped for guarded ones
+    (``http_safety``: follow redirects with only harmless headers to another origin; replies capped at
+    ``MEDEVAL_MODEL_MAX_REPLY_MB``, default 64). Versions: lm-eval 0.4.x up to at least 0.4.13; the test
+    checks that the unguarded backend still forwards ``x-api-key`` across origins.
+    """
+    import lm_eval.models.api_models as api_models
+
+    saved = {name: api_models.__dict__.get(name) for name in ("requests", "ClientSession")}
+    if saved["requests"] is None or saved["ClientSession"] is None:  # lm-eval without its API extras
+        yield
+        return
+    api_models.requests = _GuardedRequests(saved["requests"])  # type: ignore[assignment]
+    api_models.ClientSession = _guarded_client_session(saved["ClientSession"])  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        api_models.requests = saved["requests"]  # type: ignore[assignment]
+        api_models.ClientSession = saved["ClientSession"]  # type: ignore[misc]

@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = manifest_text(build_manifest())
     if args.write:
-        args.path.write_text(text, encoding="utf-8")
+        from medeval_metrics.safe_files import atomic_write_text
+
+        atomic_write_text(args.path, text)
         return 0
     if args.path.read_text(encoding="utf-8") != text:
         print(f"{args.path} is stale. Run: python -m medeval_metrics.manifest --write")

@@ -39,7 +39,16 @@ JUDGES = Key("MEDEVAL_JUDGES", "the judge panel: a judges file or inline JSON (a
 MODEL_API_KEY_ENV = Key("MEDEVAL_MODEL_API_KEY_ENV", "names the variable holding a local model server's key")
 SECRET_ENV_VARS = Key("MEDEVAL_SECRET_ENV_VARS", "further variables holding secrets, comma-separated")
 FULL_TASK_INDEX = Key("MEDEVAL_FULL_TASK_INDEX", "medeval run also indexes lm-eval's own tasks", flag=True)
-PACK_KEYS = (DATA_CHECKSUMS, DATASET_CACHE, JUDGES, MODEL_API_KEY_ENV, SECRET_ENV_VARS, FULL_TASK_INDEX)
+MODEL_MAX_REPLY_MB = Key("MEDEVAL_MODEL_MAX_REPLY_MB", "the evaluated API model's reply cap in megabytes (default 64)")
+PACK_KEYS = (
+    DATA_CHECKSUMS,
+    DATASET_CACHE,
+    JUDGES,
+    MODEL_API_KEY_ENV,
+    SECRET_ENV_VARS,
+    FULL_TASK_INDEX,
+    MODEL_MAX_REPLY_MB,
+)
 
 
 def env_var(key: str) -> str:

@@ -157,7 +157,7 @@ class BenchmarkSpec:
     name: str  # the package name, and the prefix of its task names
     paper: str
     licence: str
-    citation_key: str  # the BibTeX key in the README's "Citing" section
+    citation_key: str  # the BibTeX key in tasks/<name>/README.md's Citation section
     sources: tuple[Source, ...]
     tasks: tuple[Task, ...]
     reporting: Reporting

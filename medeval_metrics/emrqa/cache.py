@@ -8,13 +8,24 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from medeval_metrics.data import file_sha256
 from medeval_metrics.emrqa.sources import cache_root, resolve_inputs, split_seed
 from medeval_metrics.emrqa.splits import PREP_VERSION, prepare
 
 
+_digests: dict[tuple[Any, ...], str] = {}
+
+
 def _fingerprint(path: Path) -> dict[str, Any]:
+    """The input as the cache key sees it: its path and its content's sha256. Size and modification
+    time alone let a relabelled file of the same size with its time restored (``cp -p``, ``rsync -a``,
+    ``touch -r``) be scored from the old splits. The digest is computed once per process for a file
+    whose size, times and inode are unchanged (every emrQA task of a run asks for it)."""
     stat = path.stat()
-    return {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+    if memo not in _digests:
+        _digests[memo] = file_sha256(path)
+    return {"path": str(path), "sha256": _digests[memo]}
 
 
 def cache_dir_for(data_json: Path, data_ql: Path, seed: int, root: Path) -> Path:

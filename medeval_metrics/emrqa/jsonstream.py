@@ -69,6 +69,14 @@ class _Reader:
             "it may be truncated: download or generate it again."
         )
 
+    def too_deep(self, what: str) -> MedevalDataError:
+        # as error(): the place, never the content
+        return MedevalDataError(
+            f"{self.path}: emrQA data.json nests arrays/objects too deeply to parse in {what} (at {self.where()}, "
+            "thousands of levels). A note is an object of a few levels; use the file exactly as written by the "
+            "emrQA scripts."
+        )
+
     def peek(self) -> str:
         while True:
             while self.position < len(self.buffer) and self.buffer[self.position] in " \t\r\n":
@@ -97,6 +105,8 @@ class _Reader:
                 if len(self.buffer) - self.position < _MAX_VALUE and self._fill():
                     continue
                 raise self.error(what) from None
+            except RecursionError:
+                raise self.too_deep(what) from None
             # A number at the very end of the buffer may continue in the next chunk.
             if end == len(self.buffer) and not self.eof and self._fill():
                 continue
@@ -203,7 +213,11 @@ def _subset_notes(reader: _Reader, subset_index: int) -> Iterator[tuple[str, int
                 )
             spool.seek(0)
             for note_index, line in enumerate(spool):
-                yield title, note_index, json.loads(line)
+                try:
+                    note = json.loads(line)
+                except RecursionError:  # decoded once already, so unreachable unless the limit changed
+                    raise reader.too_deep(f"note {note_index} of {what}.paragraphs") from None
+                yield title, note_index, note
     finally:
         if spool is not None:
             spool.close()

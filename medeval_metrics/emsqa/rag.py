@@ -129,16 +129,22 @@ def read_predicted_areas(path: Path, item_ids: Sequence[str]) -> dict[str, list[
     fix = 'Write one entry per test item: {"<item id>": ["cardiology_and_resuscitation", ...], ...}.'
     if not path.is_file():
         raise MedevalDataError(f"rag_areas points at {path}, which is not a file. {fix}")
-    text = path.read_text(encoding="utf-8")
+    from medeval_metrics.retrieval.precomputed import checked_loads, checked_text
+
+    description = "the predicted-areas file"
+    text = checked_text(path, description)
     try:
         if text.lstrip().startswith("{") and "\n{" not in text.strip():
-            raw = json.loads(text)
+            raw = checked_loads(text, path, description)
             entries = list(raw.items()) if isinstance(raw, dict) else None
         else:
             entries = []
-            for line in text.splitlines():
+            for number, line in enumerate(text.splitlines(), start=1):
                 if line.strip():
-                    record = json.loads(line)
+                    record = checked_loads(line, path, description, f" (line {number})")
+                    if not isinstance(record, dict):
+                        raise MedevalDataError(f"{path}: line {number} of {description} is a "
+                                               f"{type(record).__name__}, not an object. {fix}")
                     entries.append((record.get("id"), record.get("areas", record.get("category"))))
     except json.JSONDecodeError as exc:
         raise MedevalDataError(f"{path}: the predicted-areas file is not valid JSON (line {exc.lineno}: {exc.msg}). {fix}") from exc
@@ -423,7 +429,7 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
         log.warning("medeval: %d of %d EMSQA prompts with %d document%s do not fit the model's context with the "
                     "task's generation budget (%s); lm-eval will cut their start. A smaller --gen_kwargs "
                     "max_gen_toks leaves more room (the metric prompt_too_long counts with the budget the run "
-                    "used); or lower rag_k (see the README's k vs prompt length table).",
+                    "used); or lower rag_k (see tasks/emsqa/README.md, 'k vs prompt length').",
                     too_long, len(docs), settings.k, "" if settings.k == 1 else "s", fit.method)
     return {
         **header,

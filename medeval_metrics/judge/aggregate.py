@@ -1,7 +1,7 @@
 """Scores from a panel's verdicts: per item, and over items.
 
 Conventions (facts about the peers, read from their released code: crfm-helm 0.5.16's
-``LLMJuryMetric`` and MedARC's med-lm-envs judge environments; the README tabulates them):
+``LLMJuryMetric`` and MedARC's med-lm-envs judge environments; the judged task's README tabulates them):
 
 - ``judge_panel_score``: HELM/MedHELM's jury score, the plain mean of all integer scores over the
   judges that scored the item x dimensions (1-5). ``judge_reward``: MedARC's reward, the mean over

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+BUSY_TIMEOUT_S = 60.0  # how long a write waits for another process's lock before it fails (then retried)
+
 
 def cache_key(judge_identity: dict[str, Any], rubric: dict[str, Any] | str, messages: list[dict[str, str]]) -> str:
     """``rubric``: ``{"name", "hash", "require_answer_id"}`` (what changes how a reply is read)."""
@@ -56,8 +58,8 @@ class VerdictCache:
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60.0)
-            conn.execute("PRAGMA busy_timeout=60000")
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             # WAL + NORMAL: a committed verdict survives a killed process (not a power cut) without an fsync per verdict
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn

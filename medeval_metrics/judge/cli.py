@@ -128,7 +128,9 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H-%M-%S.%f")
         folder = samples_path.parent
         verdicts_path = folder / f"judged_{task}_{stamp}.jsonl"
-        with verdicts_path.open("w", encoding="utf-8") as handle:
+        from medeval_metrics.safe_files import atomic_open, atomic_write_text
+
+        with atomic_open(verdicts_path) as handle:
             for sample, record, metrics in zip(ordered, records, per_item):
                 handle.write(json.dumps({
                     "doc_id": sample["doc_id"],
@@ -167,7 +169,7 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         best_before = max(_scored_items(out_path, task) if out_path.is_file() else 0, _items_scored_in_samples(ordered))
         kept = best_before > items_scored
         if not kept:
-            out_path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+            atomic_write_text(out_path, json.dumps(results, indent=2, ensure_ascii=False, default=str))
         written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path,
                         "results": out_path, "kept_existing": kept, "per_judge": judges_summary,
                         "items_scored": items_scored,
@@ -287,6 +289,21 @@ def _cmd(args: argparse.Namespace) -> int:
         if reason:
             print(f"medeval judge: {reason}", file=sys.stderr)
         code = max(code, task_code)
+    return _cache_failure_exit_code(code, "medeval judge")
+
+
+def _cache_failure_exit_code(code: int, prog: str) -> int:
+    """``code``, or ``CACHE_FAILED_EXIT`` (4) when all else went well but a judge cache was not fully
+    updated in this process (the results hold every verdict; a later run asks for those again)."""
+    import sys
+
+    from medeval_metrics.judge import runner
+
+    failures, runner.cache_failures[:] = list(runner.cache_failures), []
+    if failures and code == 0:
+        print(f"{prog}: warning: the judge cache was not fully updated ({'; '.join(failures)}); the results are "
+              "written and hold every verdict.", file=sys.stderr)
+        return runner.CACHE_FAILED_EXIT
     return code
 
 

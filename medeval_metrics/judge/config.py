@@ -140,8 +140,21 @@ def _secret_problems(value: Any, where: str) -> list[str]:
     return problems
 
 
+# what a key pasted where a variable NAME belongs looks like: a vendor's key prefix, a name longer than
+# any variable's, or mixed case with digits (variable names are UPPER_CASE or lower_case); prefixes are
+# matched as vendors write them (lower case), so HF_TOKEN stays a name
+_KEY_PREFIXES = ("sk-", "sk_", "hf_", "ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "xox", "AKIA", "AIza", "pk_",
+                 "rk_", "gsk_", "pplx-", "nvapi-", "r8_")
+
+
+def looks_like_a_key(value: str) -> bool:
+    """True for a value that is more likely a key than an environment variable's name."""
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value) and any(c.isdigit() for c in value)
+    return value.startswith(_KEY_PREFIXES) or len(value) > 40 or (mixed and len(value) >= 16)
+
+
 def _env_name_problem(value: Any, where: str) -> str | None:
-    if not isinstance(value, str) or not _ENV_NAME.match(value):
+    if not isinstance(value, str) or not _ENV_NAME.match(value) or looks_like_a_key(value):
         # never echo the value: it is often the key itself, pasted in the wrong place
         return (f"{where} must be the NAME of an environment variable (letters, digits, '_'), e.g. \"MY_JUDGE_KEY\"; "
                 "the value given is not one (not shown, in case it is a key).")
@@ -187,11 +200,16 @@ def _judge_problems(raw: Any, index: int, where: str, problems: list[str]) -> Ju
     name = str(raw.get("name") or f"judge{index + 1}")
     if not _NAME.match(name):
         problems.append(f"{where}: judge name {name!r} must be 1-40 letters, digits, '_', '.', '-'.")
-    try:
-        temperature, max_tokens = float(raw.get("temperature", 0.0)), int(raw.get("max_tokens", 512))
-    except (TypeError, ValueError):
-        problems.append(f"{where}: judge {name} temperature/max_tokens must be numbers.")
-        temperature, max_tokens = 0.0, 512
+    temperature, max_tokens = raw.get("temperature", 0.0), raw.get("max_tokens", 512)
+    if not _is_number(temperature) or temperature < 0:
+        problems.append(f"{where}: judge {name} temperature must be a number >= 0 (got {_shown(temperature)}).")
+        temperature = 0.0
+    if not _is_int(max_tokens) or max_tokens < 1:
+        problems.append(f"{where}: judge {name} max_tokens must be a whole number >= 1 (got {_shown(max_tokens)}).")
+        max_tokens = 512
+    for text_field in ("base_url",):
+        if raw.get(text_field) is not None and not isinstance(raw[text_field], str):
+            problems.append(f"{where}: judge {name} {text_field} must be a string (got {_shown(raw[text_field])}).")
     api_key_env = raw.get("api_key_env")
     if api_key_env is not None:
         problem = _env_name_problem(api_key_env, f"{where}: judge {name} api_key_env")
@@ -212,13 +230,53 @@ def _judge_problems(raw: Any, index: int, where: str, problems: list[str]) -> Ju
         return None
     return JudgeConfig(
         name=name, backend=str(raw["backend"]), model=str(raw["model"]), base_url=raw.get("base_url"),
-        api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens, model_args=model_args,
+        api_key_env=api_key_env, temperature=float(temperature), max_tokens=max_tokens, model_args=model_args,
         header_env=dict(header_env),
     )
 
 
 _SETTINGS = {"concurrency", "max_retries", "max_reasks", "timeout", "backoff_base", "backoff_max", "cache",
              "rubric", "require_answer_id", "fail_fast"}
+
+
+def _is_number(value: Any) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    """A setting's value for an error line: its type and a short repr (settings hold no keys)."""
+    text = repr(value)
+    return f"{text[:40]}..." if len(text) > 40 else text
+
+
+# (check, what it must be) per panel setting; each wrong one is one line of the panel check's error
+_SETTING_RULES: dict[str, tuple[Any, str]] = {
+    "concurrency": (lambda v: _is_int(v) and v >= 1, "a whole number >= 1"),
+    "max_retries": (lambda v: _is_int(v) and v >= 0, "a whole number >= 0"),
+    "max_reasks": (lambda v: _is_int(v) and v >= 0, "a whole number >= 0"),
+    "fail_fast": (lambda v: _is_int(v) and v >= 0, "a whole number >= 0 (0: never stop a judge)"),
+    "timeout": (lambda v: _is_number(v) and v > 0, "a number of seconds > 0, e.g. 120"),
+    "backoff_base": (lambda v: _is_number(v) and v > 0, "a number of seconds > 0, e.g. 1"),
+    "backoff_max": (lambda v: _is_number(v) and v > 0, "a number of seconds > 0, e.g. 30"),
+    "cache": (lambda v: v is None or (isinstance(v, str) and v.strip() != ""), "a file path, or null for no cache"),
+    "rubric": (lambda v: v is None or (isinstance(v, str) and v.strip() != ""), "a rubric YAML file path, or null"),
+    "require_answer_id": (lambda v: isinstance(v, bool), "true or false"),
+}
+
+
+def _setting_problems(settings: dict[str, Any]) -> list[str]:
+    problems = [f"panel setting {key!r} must be {what} (got {_shown(settings[key])})."
+                for key, (ok, what) in _SETTING_RULES.items() if key in settings and not ok(settings[key])]
+    backoff_base, backoff_max = settings.get("backoff_base", 1.0), settings.get("backoff_max", 30.0)
+    if not problems and backoff_base > backoff_max:
+        problems.append(f"panel setting 'backoff_base' ({backoff_base}) must not exceed 'backoff_max' ({backoff_max}).")
+    return problems
 
 
 def panel_from_obj(obj: Any, where: str) -> PanelConfig:
@@ -240,12 +298,10 @@ def panel_from_obj(obj: Any, where: str) -> PanelConfig:
         hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
         problems.append(f"{where}: unknown panel setting(s) {unknown}{hint}; allowed: {sorted(_SETTINGS)}.")
     panel = None
-    try:
+    wrong = _setting_problems(settings)
+    problems += wrong
+    if not wrong:  # each setting of the right type and range: nothing fails later, on the first retry
         panel = PanelConfig(judges=judges, **{k: v for k, v in settings.items() if k in _SETTINGS})
-        if panel.concurrency < 1 or panel.max_retries < 0 or panel.max_reasks < 0 or panel.fail_fast < 0:
-            problems.append(f"{where}: concurrency must be >= 1, max_retries, max_reasks and fail_fast >= 0.")
-    except TypeError:  # a setting of the wrong type (a string for a number)
-        problems.append(f"{where}: concurrency, max_retries, max_reasks, timeout and fail_fast must be numbers.")
     if problems:
         if panel is not None:  # the rest of what a run would refuse, so that one fix-up is enough
             try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sqlite3
 import threading
 import time
 from collections import Counter
@@ -281,7 +282,7 @@ class PanelRunner:
         unscored: Counter[str] = Counter()
         pending: list[tuple[str, dict[str, Any]]] = []
         last_flush = [time.monotonic()]
-        writer = CacheWriter(self.cache) if self.cache is not None else None
+        writer = CacheWriter(self.cache, self.sleep) if self.cache is not None else None
 
         def finish(job: _Job) -> None:
             verdict = job.verdict or self._verdict(job, unscored_reason="no verdict", unscored_kind="transport")
@@ -311,7 +312,7 @@ class PanelRunner:
             self._flush(writer, pending)
             bar.close()
             if writer is not None:
-                writer.close()  # waits for every batch; raises the first write error
+                writer.close()  # waits for every batch; what could not be stored is one warning
         return results
 
     @staticmethod
@@ -321,22 +322,62 @@ class PanelRunner:
         pending.clear()
 
 
+CACHE_WRITE_ATTEMPTS = 3  # per batch, with CACHE_RETRY_S, 2 x CACHE_RETRY_S between attempts
+CACHE_RETRY_S = 0.5
+# Each cache that could not store every verdict in this process: "path: N verdicts not stored (reason)".
+# ``medeval run`` and ``medeval judge`` read it to exit with CACHE_FAILED_EXIT after writing the results.
+cache_failures: list[str] = []
+CACHE_FAILED_EXIT = 4
+
+
 class CacheWriter:
     """One thread that writes verdict batches to the cache, in order, so that SQLite's commits never
-    hold up the requests."""
+    hold up the requests.
 
-    def __init__(self, cache: VerdictCache) -> None:
-        self.cache = cache
+    A batch that cannot be written (another process holds the write lock past SQLite's busy timeout,
+    a full disk) is tried ``CACHE_WRITE_ATTEMPTS`` times; then it and every later batch are kept in
+    memory and tried once more together at ``close``. What still fails is one warning and an entry in
+    ``cache_failures``: the run goes on, its verdicts are in its results, only a later run re-asks them."""
+
+    def __init__(self, cache: VerdictCache, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.cache, self.sleep = cache, sleep
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="medeval-judge-cache")
-        self._writes: list[Any] = []
+        self._unwritten: list[tuple[str, dict[str, Any]]] = []
+        self._reason: str | None = None
 
     def put_many(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
-        self._writes.append(self._pool.submit(self.cache.put_many, rows))
+        self._pool.submit(self._write, rows)
+
+    def _write(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
+        if self._reason is not None:  # the cache is failing: keep the batch for the last try
+            self._unwritten += rows
+            return
+        reason = None
+        for attempt in range(CACHE_WRITE_ATTEMPTS):
+            try:
+                self.cache.put_many(rows)
+                return
+            except (sqlite3.Error, OSError) as exc:
+                reason = f"{type(exc).__name__}: {exc}"[:120]
+                if attempt < CACHE_WRITE_ATTEMPTS - 1:
+                    self.sleep(CACHE_RETRY_S * 2**attempt)
+        self._reason = reason
+        self._unwritten += rows
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-        for write in self._writes:
-            write.result()
+        if not self._unwritten:
+            return
+        try:
+            self.cache.put_many(self._unwritten)
+            return
+        except (sqlite3.Error, OSError) as exc:
+            self._reason = f"{type(exc).__name__}: {exc}"[:120]
+        failure = f"{self.cache.path}: {len(self._unwritten)} verdicts not stored ({self._reason})"
+        cache_failures.append(failure)
+        log.warning("judge cache %s: %d verdicts could not be stored (%s); they are in this run's results, "
+                    "but a later run asks the judges for them again.", self.cache.path, len(self._unwritten),
+                    self._reason)
 
 
 def panel_summary(verdicts: Sequence[dict[str, dict[str, Any]]], judge_names: Sequence[str]) -> dict[str, dict[str, Any]]:

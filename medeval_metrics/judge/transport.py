@@ -10,6 +10,7 @@ would send (``lm_eval_compat.api_request_payload``: its own payload; its ``heade
 
 What the session does not do, on purpose: keep cookies (two judges on one host would share them),
 follow redirects (a redirect would carry a judge's key to another URL; it fails as "HTTP 3xx"),
+read a reply past ``http_safety.JUDGE_REPLY_LIMIT`` (4 MB, compressed or unpacked: "reply larger than 4 MB"),
 or read ``~/.netrc`` (it would add an Authorization header the config never named). Proxies
 (``HTTPS_PROXY``, ``NO_PROXY``) and certificate bundles (``REQUESTS_CA_BUNDLE``, else certifi's)
 come from the environment, as with ``requests``.
@@ -24,6 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from medeval_metrics.http_safety import JUDGE_REPLY_LIMIT, read_capped_async
 from medeval_metrics.judge.client import RETRYABLE_STATUS, JudgeClient, TransportFailure, _retry_after_seconds
 
 
@@ -70,6 +72,14 @@ def classify_async(exc: BaseException) -> TransportFailure:
 
     if isinstance(exc, TransportFailure):
         return exc
+    from medeval_metrics.http_safety import ReplyTooLarge
+
+    if isinstance(exc, ReplyTooLarge):  # the same reply again would be as large: not retried
+        return TransportFailure(f"reply larger than {exc.limit // 2**20} MB", retryable=False)
+    from medeval_metrics.data import MedevalDataError
+
+    if isinstance(exc, MedevalDataError):  # a content encoding the pack did not ask for
+        return TransportFailure("reply in an unsupported content encoding", retryable=False)
     if isinstance(exc, asyncio.TimeoutError):  # aiohttp's ServerTimeoutError is one too
         return TransportFailure("timeout", retryable=True)
     if isinstance(exc, aiohttp.ClientError):
@@ -105,7 +115,9 @@ class AsyncJudgeTransport:
 
             lm = self.clients[name].lm
             # exactly the backend's headers (set_api_request_headers made them the configured ones)
-            headers = dict(lm.header)
+            from medeval_metrics.http_safety import with_accept_encoding
+
+            headers = with_accept_encoding(lm.header)  # only encodings the capped reader unpacks
             if not any(name.lower() == "content-type" for name in headers):
                 headers["Content-Type"] = "application/json"  # as requests' json= adds it
             route = self._routes[name] = _Route(
@@ -122,8 +134,9 @@ class AsyncJudgeTransport:
                 self._route(name)
         # the pool holds at most one connection per request in flight, kept alive between requests
         connector = aiohttp.TCPConnector(limit=self.pool_size, limit_per_host=0, keepalive_timeout=30)
+        # auto_decompress off: replies are unpacked by the capped reader (http_safety), never past the cap
         self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                              trust_env=False, raise_for_status=False)
+                                              trust_env=False, raise_for_status=False, auto_decompress=False)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -139,7 +152,8 @@ class AsyncJudgeTransport:
             async with self._session.post(route.url, data=body, headers=route.headers, ssl=route.ssl,
                                           proxy=route.proxy, timeout=route.timeout, allow_redirects=False) as response:
                 status = response.status
-                data = await response.read()  # read in full: the connection goes back to the pool
+                # read in full (the connection goes back to the pool), at most JUDGE_REPLY_LIMIT bytes
+                data = await read_capped_async(response, JUDGE_REPLY_LIMIT, "judge's reply")
                 retry_after = response.headers.get("Retry-After")
             if status >= 300:
                 raise TransportFailure(f"HTTP {status}", retryable=status in RETRYABLE_STATUS,

@@ -42,8 +42,9 @@ class _Output:
 
     def write(self, name: str, text: str) -> None:
         with _writing(self.folder):
-            (self.folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (self.folder / name).write_text(text, encoding="utf-8")
+            from medeval_metrics.safe_files import atomic_write_text
+
+            atomic_write_text(self.folder / name, text)
         self.written.append(name)
 
 
@@ -55,9 +56,16 @@ def _os_reason(exc: OSError) -> str:
 def _writing(folder: Path):
     """An OSError while writing the report becomes one line naming the file and the reason."""
     from medeval_metrics.data import MedevalDataError
+    from medeval_metrics.safe_files import MedevalWriteError
 
     try:
         yield
+    except MedevalWriteError as exc:  # the file is absent or as it was: never half written
+        cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else OSError(str(exc))
+        raise MedevalDataError(
+            f"{exc.path}: could not write the report file ({_os_reason(cause)}); the report in {folder} "
+            "is incomplete. Free some space or fix the permissions, then re-run."
+        ) from exc
     except OSError as exc:
         raise MedevalDataError(
             f"{exc.filename or folder}: could not write the report file ({_os_reason(exc)}); the report in {folder} "
@@ -208,7 +216,9 @@ def build_report(
 
 def _write_manifest(folder: Path, report: dict[str, Any]) -> None:
     with _writing(folder):
-        (folder / MANIFEST).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        from medeval_metrics.safe_files import atomic_write_text
+
+        atomic_write_text(folder / MANIFEST, json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
 def _load_runs(folders: list[Path], notes: list[str]) -> list:

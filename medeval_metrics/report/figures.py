@@ -50,8 +50,10 @@ def figure_size(n_bars: int, n_panels: int = 1, legend_rows: int = 0) -> tuple[i
 
 
 def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, format="png")  # no bbox_inches="tight": keeps the size predictable
+    from medeval_metrics.safe_files import atomic_open
+
+    with atomic_open(path, "wb") as handle:
+        fig.savefig(handle, dpi=DPI, format="png")  # no bbox_inches="tight": keeps the size predictable
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -199,7 +199,7 @@ def test_missing_key_variable_is_a_clear_error(monkeypatch):
         ({"judges": []}, "at least one judge"),
         ({"judges": [{"backend": "b", "model": "m", "colour": 1}]}, "unknown field"),
         ({"judges": [{"backend": "b", "model": "m"}], "speed": 3}, "unknown panel setting"),
-        ({"judges": [{"backend": "b", "model": "m"}], "concurrency": 0}, "concurrency must be >= 1"),
+        ({"judges": [{"backend": "b", "model": "m"}], "concurrency": 0}, "'concurrency' must be a whole number >= 1"),
     ],
 )
 def test_bad_configs_are_refused(config, message):

@@ -138,12 +138,6 @@ def test_manifest_pins_match_the_real_public_files():
         pytest.skip(f"real public data not present at {SHARED_DATA}")
 
 
-def test_citation_keys_are_in_the_readme():
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    for spec in registry.benchmarks():
-        assert f"{{{spec.citation_key}," in readme, spec.name
-
-
 @pytest.mark.parametrize(
     "answers_json, expected",
     [

@@ -63,14 +63,16 @@ def test_a_write_that_fails_midway_names_the_file(tmp_path, monkeypatch):
     from medeval_metrics.report import build_report
 
     _results(tmp_path / "run", DATE_1)
-    real_write_text = Path.write_text
+    from medeval_metrics import safe_files
 
-    def disk_full_at_results_md(self, *args, **kwargs):
-        if self.name == "results.md":
-            raise OSError(errno.ENOSPC, "No space left on device", str(self))
-        return real_write_text(self, *args, **kwargs)
+    real_temporary = safe_files._exclusive_temporary
 
-    monkeypatch.setattr(Path, "write_text", disk_full_at_results_md)
+    def disk_full_at_results_md(path, *args, **kwargs):  # every report file is written through safe_files
+        if path.name == "results.md":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real_temporary(path, *args, **kwargs)
+
+    monkeypatch.setattr(safe_files, "_exclusive_temporary", disk_full_at_results_md)
     with pytest.raises(MedevalDataError) as caught:
         build_report([tmp_path / "run"], tmp_path / "r", figures=False)
     message = str(caught.value)
@@ -120,13 +122,30 @@ def test_a_card_write_that_fails_leaves_the_card_as_it_was(tmp_path, monkeypatch
     _results(tmp_path / "run", DATE_1)
     card = tmp_path / "README.md"
     card.write_text("---\nlicense: mit\n---\n\n# The owner's card\n")
-    real_write_bytes = Path.write_bytes
+    from medeval_metrics import safe_files
 
-    def disk_full(self, data):
-        real_write_bytes(self, data[: len(data) // 2])  # half written, then the disk is full
-        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+    real_fdopen = safe_files.os.fdopen
 
-    monkeypatch.setattr(Path, "write_bytes", disk_full)
+    class HalfWritten:  # the card (the only binary write here) is half written, then the disk is full
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, data):
+            self.handle.write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.handle.__exit__(*exc)
+
+    monkeypatch.setattr(safe_files.os, "fdopen",
+                        lambda fd, mode, **kw: HalfWritten(real_fdopen(fd, mode, **kw)) if "b" in mode
+                        else real_fdopen(fd, mode, **kw))
     with pytest.raises(MedevalDataError, match=r"cannot write the card \(No space left on device\); it was not changed"):
         build_report([tmp_path / "run"], tmp_path / "r", figures=False, update_card=card)
     assert card.read_text() == "---\nlicense: mit\n---\n\n# The owner's card\n"

@@ -3,10 +3,11 @@ through the documented commands; scores are recomputed independently from the lo
 
 import json
 import re
+import shlex
 
 import pytest
 
-from conftest import FIXTURES, find_results, run_cli, run_lm_eval_cli
+from conftest import FIXTURES, REPO_ROOT, find_results, run_cli, run_lm_eval_cli
 
 # Every test here runs lm-eval (in-process with the scripted model, or the documented commands).
 pytestmark = pytest.mark.e2e
@@ -165,17 +166,30 @@ def emsqa_public_dir(tmp_path):
     return folder
 
 
+def documented_smoke_run(tiny_model, public_dir, output_path) -> list[str]:
+    """The `medeval run` arguments of docs/offline.md's smoke run, on this rig's model, data and output."""
+    block = re.search(r"## A smoke run.*?```bash\n(.*?)```", (REPO_ROOT / "docs" / "offline.md").read_text(), re.DOTALL)
+    lines = block.group(1).replace("\\\n", " ").splitlines()
+    assert "medeval make-tiny-model /tmp/tiny-lm" in lines  # what the tiny_model fixture builds
+    args = shlex.split(next(line for line in lines if line.startswith("medeval run ")))[2:]
+    replace = {"--model_args": ("pretrained=/tmp/tiny-lm", f"pretrained={tiny_model}"),
+               "--metadata": ('{"emsqa_public_path": "/path/to/EMSQA/data/final"}',
+                              json.dumps({"emsqa_public_path": str(public_dir)})),
+               "--output_path": ("/tmp/medeval-smoke", str(output_path))}
+    for flag, (documented, here) in replace.items():
+        assert args[args.index(flag) + 1] == documented, flag
+        args[args.index(flag) + 1] = here
+    return args
+
+
 def test_documented_commands_with_the_tiny_model(tmp_path, tiny_model, emsqa_public_dir):
-    """`medeval run` and plain `lm_eval --include_path` both finish and print acc and f1 with stderr."""
-    common = [
-        "--tasks", "emsqa_public", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
-        "--limit", "20", "--device", "cpu", "--batch_size", "20", "--gen_kwargs", "max_gen_toks=8",
-        "--metadata", json.dumps({"emsqa_public_path": str(emsqa_public_dir)}),
-    ]
-    via_medeval = run_cli(["run", *common, "--output_path", str(tmp_path / "a"), "--log_samples"], cwd=tmp_path)
+    """docs/offline.md's smoke run through `medeval run` and through plain `lm_eval --include_path`:
+    both finish and print acc and f1 with stderr."""
+    via_medeval = run_cli(["run", *documented_smoke_run(tiny_model, emsqa_public_dir, tmp_path / "a")], cwd=tmp_path)
     assert via_medeval.returncode == 0, via_medeval.stderr[-3000:]
     tasks_dir = run_cli(["tasks-path"], cwd=tmp_path).stdout.strip()
-    via_lm_eval = run_lm_eval_cli([*common, "--include_path", tasks_dir, "--output_path", str(tmp_path / "b")], cwd=tmp_path)
+    via_lm_eval = run_lm_eval_cli([*documented_smoke_run(tiny_model, emsqa_public_dir, tmp_path / "b"),
+                                   "--include_path", tasks_dir], cwd=tmp_path)
     assert via_lm_eval.returncode == 0, via_lm_eval.stderr[-3000:]
     for proc in (via_medeval, via_lm_eval):
         table = proc.stdout

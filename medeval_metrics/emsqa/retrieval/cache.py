@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -44,9 +45,9 @@ def cached_build(root: Path, spec: Mapping[str, Any], build: Callable[[Path], No
     with exclusive_lock(root / f"{key}.lock"):
         if (final / _MARKER).exists():  # another process finished it while we waited
             return final, False
-        staging = root / f"{key}.building-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
+        root.mkdir(parents=True, exist_ok=True)
+        # a fresh private folder of a random name: nothing planted at a predictable name is written through
+        staging = Path(tempfile.mkdtemp(prefix=f"{key}.building-", dir=root))
         try:
             build(staging)
             (staging / _MARKER).write_text(json.dumps(dict(spec), sort_keys=True, indent=1), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""README.md's module map lists every module of the package, and only modules that exist."""
+"""CONTRIBUTING.md's module map lists every module of the package, and only modules that exist."""
 
 import re
 
@@ -9,8 +9,8 @@ EVALUATE_FOLDERS = "<benchmark>/evaluate_modules/*/"  # one line stands for ever
 
 
 def module_map() -> list[str]:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Module map\n", 1)[1].split("\n## ", 1)[0]
+    guide = (REPO_ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = guide.split("\n## Module map\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\| `([^`]+)` \|", section, re.MULTILINE)
 
 
@@ -23,5 +23,5 @@ def test_every_module_has_one_line_and_every_line_a_module():
     assert in_evaluate_folders and EVALUATE_FOLDERS in listed
     missing = sorted(files - in_evaluate_folders - set(listed))
     stale = sorted(set(listed) - files - {EVALUATE_FOLDERS})
-    assert not missing, f"add to the README's module map: {missing}"
-    assert not stale, f"in the README's module map but not in the package: {stale}"
+    assert not missing, f"add to CONTRIBUTING.md's module map: {missing}"
+    assert not stale, f"in CONTRIBUTING.md's module map but not in the package: {stale}"
