@@ -33,7 +33,7 @@ def _loads(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_object_without_losing_keys)
 
 
-def _too_deep(path: Path, description: str, where: str = "") -> MedevalDataError:
+def too_deep(path: Path, description: str, where: str = "") -> MedevalDataError:
     return MedevalDataError(
         f"{path}: {description}{where} nests arrays/objects too deeply to parse (thousands of levels). A file of "
         "records is a flat list of objects; point the pack at the right file."
@@ -73,7 +73,7 @@ def read_json_records(path: Path, description: str, record_fields: Iterable[str]
     try:
         document = _loads(text)
     except RecursionError:
-        raise _too_deep(path, description) from None
+        raise too_deep(path, description) from None
     except json.JSONDecodeError as document_error:
         records, where = _json_lines(path, description, text, document_error)
     else:
@@ -124,7 +124,7 @@ def _json_lines(path: Path, description: str, text: str, document_error: json.JS
         try:
             records.append(_loads(line))
         except RecursionError:
-            raise _too_deep(path, description, f" (line {line_number})") from None
+            raise too_deep(path, description, f" (line {line_number})") from None
         except json.JSONDecodeError as exc:
             if not records:  # not JSON Lines either: the document's own error is the useful one
                 raise _document_error(path, description, document_error) from document_error
