@@ -2,7 +2,8 @@
 
 Prints, measured in this one run:
 - the share of the realistic-output corpus (tests/emsqa/data/emsqa_model_outputs.jsonl) read correctly,
-  by model style, and the extraction time per output;
+  by model style, the share of issue 20's corpora (tests/emsqa/data/: fresh outputs in a real small
+  model's shapes, SmolLM2's own) with their silent changes of answer, and the extraction time per output;
 - EMSQA loading (read, validate, build the datasets.Dataset) at 1x and 10x the public test set, with
   the ratio (linear growth reads 10x), and that a zero-shot load does not read the validation file;
 - index + build of every pack task, alone (include_defaults=False);
@@ -127,7 +128,15 @@ def _corpus_lines() -> list[str]:
     for case in CASES:
         read(case)
     per_output = (time.perf_counter() - start) / len(CASES)
-    return [corpus_summary(CASES), f"extraction: {per_output * 1e6:.0f} us per corpus output"]
+    from tests.emsqa import test_emsqa_real_styles as real_styles
+
+    # issue 20's corpora: fresh outputs in a real small model's shapes, and SmolLM2's own (once recorded)
+    lines = [corpus_summary(CASES), real_styles.summary("fresh outputs (issue 20 classes)", real_styles.FRESH_CASES)]
+    if real_styles.SMOLLM2_CASES:
+        lines.append(real_styles.summary("SmolLM2-135M-Instruct outputs", real_styles.SMOLLM2_CASES))
+    else:
+        lines.append(f"EMSQA SmolLM2 outputs: none recorded at {real_styles.SMOLLM2}")
+    return lines + [f"extraction: {per_output * 1e6:.0f} us per corpus output"]
 
 
 def _loading_growth_lines(repeats: int = 3) -> list[str]:

@@ -360,7 +360,11 @@ def load_public(**metadata: Any):
     install_redaction()  # task building is an entry point: keys are redacted before the first request
     test_path, val_path = _public_files(metadata)
     duplicates_ok = allow_duplicates(metadata)
-    splits = EmsqaSplits(test=_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True))
+    from medeval_metrics.emsqa import fallback
+
+    # the opt-in extraction model's config, checked now (before any generation), rides on the documents
+    splits = EmsqaSplits(test=fallback.stamp(_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True),
+                                             metadata))
     if val_path is not None:
         splits["validation"] = DeferredPool(val_path, "the EMSQA public validation set", duplicates_ok)
     else:
@@ -379,6 +383,9 @@ def load_private(**metadata: Any):
         raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file "
                                f"({_RECORD_SHAPE}).")
     # Not cached: a copy of an unreleased exam set under ~/.cache is a copy the user did not ask for.
-    return EmsqaSplits(test=_dataset(path, "the EMSQA private set", allow_duplicates(metadata), cache=False))
+    from medeval_metrics.emsqa import fallback
+
+    dataset = _dataset(path, "the EMSQA private set", allow_duplicates(metadata), cache=False)
+    return EmsqaSplits(test=fallback.stamp(dataset, metadata))
 
 

@@ -45,7 +45,8 @@ def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, fl
     predicted = results[0]
     if isinstance(predicted, str):  # an unfiltered raw response (e.g. a user-added filter ensemble)
         predicted = extract_answer(predicted, doc["letters"], doc.get("options"), doc.get("question"))
-    return score(predicted, doc["gold"], doc["letters"])
+    # the opt-in extraction fallback's readings (emsqa.fallback.ModelRead), counted so a reader sees how many
+    return {**score(predicted, doc["gold"], doc["letters"]), "extracted_by_model": float(getattr(predicted, "by_model", False))}
 
 
 def process_results_mc(doc: dict[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:

@@ -58,7 +58,7 @@ SPEC = BenchmarkSpec(
         Source(KNOWLEDGE_SOURCE, files=tuple(f"{stem}.json" for stem in KNOWLEDGE_FILES),
                upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)", check=check_knowledge),
     ),
-    options=("emsqa_revision", "emsqa_allow_duplicates", *RAG_OPTIONS),
+    options=("emsqa_revision", "emsqa_allow_duplicates", "emsqa_extraction_model", *RAG_OPTIONS),
     flag_options=("emsqa_allow_duplicates",),
     removed_options=RAG_REMOVED,
     key_prefixes=("rag_",),
@@ -79,7 +79,7 @@ SPEC = BenchmarkSpec(
     },
     breakdowns={
         "emsqa": BreakdownSpec(
-            metrics=("acc", "f1", "unparseable", "invalid_letter"),
+            metrics=("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model"),
             dimensions={"level": _level, "subject_area": _area, "level x subject_area": crossed(_level, _area)},
         ),
     },
@@ -93,6 +93,8 @@ SPEC = BenchmarkSpec(
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
             "invalid_letter": MetricInfo("Answers naming only non-option letters", "invalid_letter_rate",
                                          in_model_index=False),
+            "extracted_by_model": MetricInfo("Answers read by the opt-in extraction model", "extracted_by_model_rate",
+                                             in_model_index=False),
             "retrieved_own_area": MetricInfo("Retrieved chunks from the item's own subject areas", "retrieved_own_area",
                                              in_model_index=False),
             "retrieved_documents": MetricInfo("Documents retrieved per item", "retrieved_documents",

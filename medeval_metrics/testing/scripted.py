@@ -6,6 +6,7 @@ that when asked for this model). ``--model_args table=/path/answers.json`` names
     {"key": "question",                 # doc field whose value selects the row
      "generate": {"<key value>": "model output text", ...},
      "choose":   {"<key value>": "B", ...},   # for loglikelihood: this continuation wins
+     "prompt":   {"<text in the prompt>": "reply" or ["1st reply", "2nd", ...]},  # requests without a doc
      "default": ""}                     # output for docs not in the table
 
 A doc missing from the table gets ``default``; the table can also be passed as a dict in Python.
@@ -44,6 +45,7 @@ class ScriptedLM(LM):
         self.table: dict[str, Any] = table or {}
         self.key = self.table.get("key", "question")
         self.requests_seen: list[Any] = []
+        self._prompt_uses: dict[str, int] = {}
         self._device = "cpu"  # lm-eval puts its per-rank request counts on lm.device before all_gather
         self._distributed = is_true(data_parallel) and int(os.environ.get("WORLD_SIZE", "1")) > 1
         if self._distributed:
@@ -97,6 +99,17 @@ class ScriptedLM(LM):
     def _lookup(self, request: Any, section: str) -> Any:
         doc = request.doc or {}
         value = doc.get(self.key) if isinstance(doc, dict) else None
+        if value is None and self.table.get("prompt"):
+            # a backend called without docs (a judge, the EMSQA extraction fallback): the reply whose
+            # key the prompt contains; a list of replies is used in order, its last one repeated
+            context = str(request.args[0])
+            for needle, replies in self.table["prompt"].items():
+                if needle in context:
+                    if not isinstance(replies, list):
+                        return replies
+                    used = self._prompt_uses.get(needle, 0)
+                    self._prompt_uses[needle] = used + 1
+                    return replies[min(used, len(replies) - 1)]
         return self.table.get(section, {}).get(str(value), self.table.get("default", ""))
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:

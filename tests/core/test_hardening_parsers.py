@@ -47,7 +47,7 @@ def is_str(value: Any) -> bool:
 def emsqa_scores(value: Any) -> bool:
     return (
         isinstance(value, dict)
-        and set(value) == {"acc", "f1", "unparseable", "invalid_letter"}
+        and set(value) == {"acc", "f1", "unparseable", "invalid_letter", "extracted_by_model"}
         and all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in value.values())
     )
 

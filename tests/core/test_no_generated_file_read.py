@@ -56,7 +56,7 @@ def test_listing_task_facts_checksums_and_the_notice_filter_read_no_generated_fi
     assert main(["list"]) == 0 and "emsqa_public" in capsys.readouterr().out
     assert len(build_manifest()["tasks"]) == len(registry.all_tasks())
     assert registry.task("emsqa_public_mc").output_type == "multiple_choice"
-    assert registry.task("emsqa_public").metrics == ("acc", "f1", "unparseable", "invalid_letter")
+    assert registry.task("emsqa_public").metrics == ("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model")
     lm_eval_compat._pack_task_names.cache_clear()
     assert "medicationqa" in lm_eval_compat._pack_task_names()
     assert data.known_checksums()["MedInfo2019-QA-Medications.xlsx"].startswith("4f13d0e3")

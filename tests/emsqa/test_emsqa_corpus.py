@@ -44,14 +44,17 @@ def read(case: dict) -> list[str] | None:
 
 def corpus_summary(cases: list[dict]) -> str:
     by_style: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    silent = 0  # read as a different answer (not as "no answer"): the worst failure, counted apart
     for case in cases:
-        by_style[case["style"]][0] += read(case) == case["expected"]
+        got = read(case)
+        by_style[case["style"]][0] += got == case["expected"]
         by_style[case["style"]][1] += 1
+        silent += got is not None and got != case["expected"]
     right = sum(v[0] for v in by_style.values())
     ambiguous = sum(1 for c in cases if c.get("ambiguous"))
     parts = ", ".join(f"{style} {ok}/{n}" for style, (ok, n) in sorted(by_style.items()))
     return (f"EMSQA extraction corpus: {right}/{len(cases)} read correctly ({right / len(cases):.1%}; "
-            f"{ambiguous} marked ambiguous). By style: {parts}")
+            f"{ambiguous} marked ambiguous; {silent} silent changes of answer). By style: {parts}")
 
 
 def test_corpus_is_large_and_varied():

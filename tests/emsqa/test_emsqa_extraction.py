@@ -156,3 +156,68 @@ def test_negation_scope_and_closing_letters(output, expected):
 )
 def test_a_two_option_reply_that_only_begins_with_an_options_word(output, options, expected):
     assert extract_answer(output, ["a", "b"], options, "Is it?") == expected
+
+
+MASK = ["narrow airways", "rounded cheeks", "smaller head", "flat nose and face"]
+DRUGS = ["ibuprofen", "aspirin", "acetaminophen", "morphine"]
+BURNS = ["full-thickness burns involving 5% to 15% of body surface area (bsa)",
+         "full-thickness burns involving 2% to 10% of bsa (excluding hands, feet, face, genitalia, and upper airway)",
+         "partial-thickness burns covering 15% to 30% of bsa", "superficial burns covering more than 50% of bsa"]
+
+
+@pytest.mark.parametrize(
+    "output, options, expected",
+    [
+        # A restatement of the options singles none out (issue 20: 61 of 120 real SmolLM2 outputs) ...
+        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face", MASK, None),
+        ("A. narrow airways\nB. rounded cheeks", MASK, None),
+        ("1. narrow airways\n2. rounded cheeks\n3. smaller head\n4. flat nose and face", MASK, None),
+        ("narrow airways\nrounded cheeks\nsmaller head\nflat nose and face", MASK, None),
+        ("A. narrow airways B. rounded cheeks C. smaller head D. flat nose and face", MASK, None),
+        # ... also where the first option line carries an answer label (the prompt ends in "Answer:")
+        ("Answer: A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face", MASK, None),
+        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nAnswer: A. narrow airways\n"
+         "B. rounded cheeks", MASK, None),
+        ("Answer: A. narrow airways\nC. smaller head", MASK, ["a", "c"]),
+        ("The correct answer is A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face",
+         MASK, None),
+        ("The correct answers are A. narrow airways\nB. rounded cheeks", MASK, ["a", "b"]),
+        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\nAnswer: A.", MASK, ["a"]),
+        # ... while a partial list framed as the answer, a list not from the first option, or a pick after it is read
+        ("The correct answers are:\nA. narrow airways\nB. rounded cheeks", MASK, ["a", "b"]),
+        ("B. rounded cheeks\nD. flat nose and face", MASK, ["b", "d"]),
+        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nThe answer is D.",
+         MASK, ["d"]),
+        ("1. Consider the options:\nA. narrow airways\nB. rounded cheeks\n2. A child's face is flat.\nThe answer is D.",
+         MASK, ["d"]),
+        # A letter with another option's text is a conflict; with its own text, or a sentence about another, it is read
+        ("C. aspirin", DRUGS, None),
+        ('["a. aspirin"]', DRUGS, None),
+        ("B. aspirin", DRUGS, ["b"]),
+        # ... and so is one whose text is no option's but more like another's (SmolLM2, zero_shot-chat-000)
+        ("A. full-thickness burns covering 15% to 30% of bsa", BURNS, None),
+        ('["a. full-thickness burns covering 15% to 30% of bsa"]', BURNS, None),
+        ("A. full-thickness burns, 5 to 15% of bsa", BURNS, ["a"]),
+        ("The answer is B. Morphine (D) is not first line.", DRUGS, ["b"]),
+        # An option's text counts where a letter does, exact after normalisation; a fragment of several does not
+        ('["Aspirin."]', DRUGS, ["b"]),
+        ('{"answer": ["aspirin", "morphine"]}', DRUGS, ["b", "d"]),
+        ('["aspir"]', DRUGS, None),
+        ("The correct answers are aspirin and morphine.", DRUGS, ["b", "d"]),
+        ("The answer is aspirin or morphine.", DRUGS, None),
+        # A later list that is an example or a rejection does not override the answer; a revision does
+        ('["b"]\nFor example, ["a", "c"] would mean two answers.', DRUGS, ["b"]),
+        ('["b"]\nNot ["d"].', DRUGS, ["b"]),
+        ('["a"]\nOn second thought: ["b"]', DRUGS, ["b"]),
+        # A run through the alphabet ends the answer
+        ('["d"]\n["a"] ["b"] ["c"] ["d"] ["e"] ["f"] ["g"]', DRUGS, ["d"]),
+        ("A, B, C, D, E, F, G, H", DRUGS, None),
+        # Folding: curly and full-width forms, Chinese and Spanish answer phrases
+        ("［“b”］", DRUGS, ["b"]),
+        ("答案是B和D", DRUGS, ["b", "d"]),
+        ("La respuesta correcta es B y D.", DRUGS, ["b", "d"]),
+        ("You should choose option B.", DRUGS, ["b"]),
+    ],
+)
+def test_issue_20_principles(output, options, expected):
+    assert extract_answer(output, FOUR, options, "what is given?") == expected

@@ -38,10 +38,18 @@ def test_score(predicted, gold, expected):
 
 def test_process_results_parses_a_raw_string_too():
     doc = {"letters": ["a", "b", "c", "d"], "gold": ["b", "d"]}
-    assert process_results(doc, [["b", "d"]]) == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0}
-    assert process_results(doc, ["The answer is B and D"]) == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0,
-                                                               "invalid_letter": 0.0}
+    expected = {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "extracted_by_model": 0.0}
+    assert process_results(doc, [["b", "d"]]) == expected
+    assert process_results(doc, ["The answer is B and D"]) == expected
     assert process_results(doc, [None])["unparseable"] == 1.0
+
+
+def test_an_answer_read_by_the_extraction_model_is_scored_and_counted():
+    from medeval_metrics.emsqa.fallback import ModelRead
+
+    doc = {"letters": ["a", "b", "c", "d"], "gold": ["b", "d"]}
+    assert process_results(doc, [ModelRead(["b"])]) == {"acc": 0.0, "f1": pytest.approx(2 / 3), "unparseable": 0.0,
+                                                        "invalid_letter": 0.0, "extracted_by_model": 1.0}
 
 
 def test_multiple_choice_takes_the_single_most_likely_option():
@@ -69,7 +77,7 @@ def test_multiple_choice_takes_the_single_most_likely_option():
 )
 def test_invalid_letters_score_as_the_authors_score_them(output, expected):
     doc = {"letters": ["a", "b", "c", "d"], "gold": ["a"]}
-    assert process_results(doc, [output]) == expected
+    assert process_results(doc, [output]) == {**expected, "extracted_by_model": 0.0}
 
 
 def test_invalid_letter_rate_needs_the_items_letters():

@@ -124,7 +124,8 @@ def test_diagnostics_are_hand_computed(docs):
            "rag_chunks": [{"id": "a", "source": "trauma", "score": 3.0}, {"id": "b", "source": "medical", "score": 2.0},
                           {"id": "c", "source": "cardiovascular", "score": 1.0}, {"id": "d", "source": "others", "score": 0.5}]}
     metrics = process_results_rag(doc, [["a", "b", "d"]])
-    assert metrics == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "retrieved_own_area": 0.5,
+    assert metrics == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "extracted_by_model": 0.0,
+                       "retrieved_own_area": 0.5,
                        "retrieved_documents": 4.0, "prompt_too_long": 1.0}
     # With the generation settings lm-eval used (--gen_kwargs included): prompt + budget vs the context.
     sized = {**doc, "prompt_tokens": 1000, "context_limit": 2048}
