@@ -40,6 +40,10 @@ def run_lm_eval(argv: Sequence[str]) -> int:
 
     argv = list(argv)
     redact.install(extra_secrets=redact.secrets_in_model_args(argv))
+    from medeval_metrics.judge import health
+
+    argv, skip_judge_check = health.take_skip_flag(argv)
+    as_given = list(argv)  # for the re-judge hint: the user's own judge flags
     try:
         # --judge-model/--judges/... become --metadata medeval_judges; --allow-unscored is the pack's own
         argv, allow_unscored = rewrite_run_argv(argv)
@@ -56,6 +60,12 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     try:
         # task names, --metadata, data and judges: checked before lm-eval builds the model
         selection = run_checks(argv)
+        # one request per judge: a dead panel fails now, not after every answer is generated
+        judge_problems = [] if skip_judge_check or selection is None else health.run_problems(argv, selection.pack_tasks)
+        for problem in judge_problems:
+            print(f"medeval: error: {redact.redact_text(problem)}", file=sys.stderr)
+        if judge_problems:
+            return 2
     except MedevalDataError as exc:
         problems = getattr(exc, "problems", None)  # preflight.RunProblems: one line each
         if problems:
@@ -83,7 +93,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
                 print(f"medeval: error: {redact.redact_text(failure)}", file=saved_stderr)
             return 2
         _print_breakdowns(argv, started)
-        code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored)
+        code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored, as_given)
         if code:
             print(f"medeval: error: {reason}", file=saved_stderr)
             return code

@@ -2,8 +2,9 @@
 
 - ``config``: the panel (judges, budget, cache, rubric) from ``--metadata``, ``$MEDEVAL_JUDGES``, a file
   or list flags; ``validate_panel`` checks it completely before any generation
-- ``rubric``: a rubric as data (YAML), its prompt (fenced answer, placeholder example) and the verdict
-  parser (real judges' shapes accepted; quoted forgeries and template echoes refused)
+- ``rubric``: a rubric as data (YAML) and its prompt (fenced answer, placeholder example)
+- ``verdict``: the verdict parser (real judges' shapes accepted; quoted forgeries and template echoes refused)
+- ``health``: one tiny request per judge before a run (``--skip-judge-check``)
 - ``client``: one judge as an lm-eval backend, sending exactly the headers its config names
 - ``runner``: the scheduler: concurrency, one request budget per (judge, item), one re-ask decision,
   cached verdicts, failures *unscored* with their reason, dead judges stopped early

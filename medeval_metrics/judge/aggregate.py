@@ -32,7 +32,7 @@ PER_JUDGE_METRIC_FAMILIES = {SUCCESS_PREFIX: {"aggregation": "mean", "higher_is_
 
 def medarc_lenient_reward(reply: str | None, dimensions: Sequence[str], scale_max: int) -> float:
     """MedARC's reading of a reply the pack found unusable: see the module docstring."""
-    from medeval_metrics.judge.rubric import _json_objects, _strip_think
+    from medeval_metrics.judge.verdict import _json_objects, _strip_think
 
     objects = [o for o in _json_objects(_strip_think(str(reply or ""))) if isinstance(o, dict)]
     if not objects:
@@ -172,6 +172,20 @@ def agreement_stderr(items: Sequence[Sequence[Sequence[Any]]], resamples: int = 
 # lm-eval reports "N/A" as the stderr of an aggregation it does not know; this gives agreement a
 # bootstrap one (medeval_metrics.stats.install_stderr_hook).
 with_stderr(agreement_stderr)(agreement)
+
+
+def _or_na(value: float) -> float | str:
+    return "N/A" if math.isnan(value) else value
+
+
+def agreement_or_na(items: Sequence[Sequence[Sequence[Any]]]) -> float | str:
+    """The task's aggregation: ``agreement``, or "N/A" where alpha is undefined (no pairable scores, no
+    variation), as lm-eval writes a statistic without a value: its results file then holds no NaN,
+    which strict JSON readers refuse."""
+    return _or_na(agreement(items))
+
+
+with_stderr(lambda items: _or_na(agreement_stderr(items)))(agreement_or_na)
 
 
 def summarise(per_item: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,18 @@ def _items_scored_in_samples(samples: list[dict[str, Any]]) -> int:
         if isinstance(verdicts, dict) and any(isinstance(v, dict) and v.get("scores") for v in verdicts.values()):
             count += 1
     return count
+
+
+def finite_or_na(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by "N/A", as lm-eval's own results file writes a
+    statistic without a value: strict JSON readers refuse NaN, and the pack writes only strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "N/A"
+    if isinstance(value, dict):
+        return {key: finite_or_na(inner) for key, inner in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_na(inner) for inner in value]
+    return value
 
 
 def _newest_results(folder: Path) -> Path | None:
@@ -132,12 +145,12 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
 
         with atomic_open(verdicts_path) as handle:
             for sample, record, metrics in zip(ordered, records, per_item):
-                handle.write(json.dumps({
+                handle.write(json.dumps(finite_or_na({
                     "doc_id": sample["doc_id"],
                     "question_type": sample["doc"].get("question_type"),
                     "verdicts": record["verdicts"],
                     "metrics": metrics,
-                }, ensure_ascii=False) + "\n")
+                }), ensure_ascii=False, allow_nan=False) + "\n")
 
         results_path = _newest_results(folder)
         results: dict[str, Any] = json.loads(results_path.read_text(encoding="utf-8")) if results_path else {"results": {}}
@@ -169,7 +182,8 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         best_before = max(_scored_items(out_path, task) if out_path.is_file() else 0, _items_scored_in_samples(ordered))
         kept = best_before > items_scored
         if not kept:
-            atomic_write_text(out_path, json.dumps(results, indent=2, ensure_ascii=False, default=str))
+            text = json.dumps(finite_or_na(results), indent=2, ensure_ascii=False, default=str, allow_nan=False)
+            atomic_write_text(out_path, text)
         written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path,
                         "results": out_path, "kept_existing": kept, "per_judge": judges_summary,
                         "items_scored": items_scored,
@@ -180,7 +194,8 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
 def _table(task: str, summary: dict[str, Any]) -> str:
     lines = [f"| {task} | value | stderr | n |", "|---|---:|---:|---:|"]
     for metric, stats in summary.items():
-        lines.append(f"| {metric} | {stats['value']:.4f} | {stats['stderr']:.4f} | {stats['n']} |")
+        value, stderr = (f"{x:.4f}" if math.isfinite(x) else "N/A" for x in (stats["value"], stats["stderr"]))
+        lines.append(f"| {metric} | {value} | {stderr} | {stats['n']} |")
     return "\n".join(lines)
 
 
@@ -244,16 +259,57 @@ def rewrite_run_argv(argv: list[str]) -> tuple[list[str], bool]:
     return [*rest, "--metadata", json.dumps(metadata)], args.allow_unscored
 
 
-def run_unscored_exit_code(results: dict[str, Any], allow_unscored: bool = False) -> tuple[int, str | None]:
+def run_unscored_exit_code(results: dict[str, Any], allow_unscored: bool = False,
+                           argv: list[str] | None = None) -> tuple[int, str | None]:
     """For ``medeval run`` after lm-eval returns: (3, reason) when a judge scored no item of a judged task
-    (its ``judge_success_<judge>`` is 0), unless ``allow_unscored``; else (0, None)."""
+    (its ``judge_success_<judge>`` is 0), unless ``allow_unscored``; else (0, None). With the run's
+    ``argv`` (as the user gave it) the reason ends with how to re-judge without generating again."""
     dead = sorted({f"{key.split(',')[0][len('judge_success_'):]} ({task})"
                    for task, metrics in (results.get("results") or {}).items() if _judged_spec(task)
                    for key, value in metrics.items()
                    if key.startswith("judge_success_") and "_stderr" not in key and value == 0})
     if not dead or allow_unscored:
         return 0, None
-    return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
+    if argv is None:
+        return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
+    return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, then {rejudge_hint(argv)} (or pass --allow-unscored)."
+
+
+_PANEL_FLAGS = ("--judges", "--judge-model", "--judge-base-url", "--judge-api-key-env")
+
+
+def rejudge_hint(argv: list[str]) -> str:
+    """How to judge a finished ``medeval run``'s answers again without generating them: ``medeval judge
+    OUT`` with the run's own panel flags, or, where the run kept no samples, what to add next time."""
+    import shlex
+
+    def values(flag: str) -> list[str]:
+        found = []
+        for index, token in enumerate(argv):
+            if token == flag and index + 1 < len(argv):
+                found.append(argv[index + 1])
+            elif token.startswith(flag + "="):
+                found.append(token.split("=", 1)[1])
+        return found
+
+    out = (values("--output_path") or values("-o") or [None])[-1]
+    if out is None or not ({"--log_samples", "-s"} & set(argv)):
+        return ("run again with --output_path DIR --log_samples, so that `medeval judge DIR` can re-judge the "
+                "answers without generating them")
+    flags = [f"{flag} {shlex.quote(value)}" for flag in _PANEL_FLAGS for value in values(flag)]
+    if not flags:
+        from medeval_metrics.preflight import parse_metadata
+
+        try:
+            panel = parse_metadata(argv).get("medeval_judges")
+        except MedevalDataError:
+            panel = None
+        if panel is not None:  # names of key variables only: a panel holds no key
+            flags = [f"--judges {shlex.quote(panel if isinstance(panel, str) else json.dumps(panel))}"]
+    from medeval_metrics.redact import redact_text
+
+    # a base URL can carry a token in its query: the line is printed, so it is redacted like all output
+    return redact_text("re-judge without generating again: " + " ".join(["medeval judge", shlex.quote(out), *flags]))
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -272,6 +328,14 @@ def _cmd(args: argparse.Namespace) -> int:
     from medeval_metrics.judge.config import validate_panel
 
     validate_panel(panel, where="medeval judge")
+    if not args.skip_judge_check:
+        from medeval_metrics.judge.health import panel_problems
+
+        problems = panel_problems(panel)
+        for problem in problems:
+            print(f"medeval judge: error: {problem}", file=sys.stderr)
+        if problems:
+            return 2
     code = 0
     for entry in judge_output(Path(args.output_dir), panel, progress=not args.quiet, retry_unscored=args.retry_unscored):
         print(_table(entry["task"], entry["summary"]))
@@ -315,4 +379,6 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=int, help="override the panel's concurrency")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--breakdown", action="store_true", help="also print the per-category breakdown tables")
+    p.add_argument("--skip-judge-check", action="store_true",
+                   help="do not send each judge one test request before judging")
     p.set_defaults(func=_cmd)

@@ -32,7 +32,8 @@ from typing import Any, Callable, Sequence
 from medeval_metrics.judge.cache import VerdictCache, cache_key
 from medeval_metrics.judge.client import JudgeClient, TransportFailure
 from medeval_metrics.judge.config import JudgeConfig, PanelConfig
-from medeval_metrics.judge.rubric import Rubric, ShownObjects
+from medeval_metrics.judge.rubric import Rubric
+from medeval_metrics.judge.verdict import ShownObjects
 from medeval_metrics.judge.transport import AsyncJudgeTransport
 from medeval_metrics.lm_eval_compat import install_redaction
 

@@ -184,7 +184,8 @@ def test_keys_of_evaluated_api_model_and_judge_leave_no_trace(tmp_path):
         judge_requests = judge.count()
     assert result.returncode == 0, result.stderr[-3000:]
     assert model_statuses.count(429) == 1 and model_statuses.count(500) == 1 and model_statuses.count(200) == len(rows)
-    assert judge_auth == {f"Bearer {judge_canary}"} and judge_requests == len(rows) + 2  # 429 and 500 retried
+    # 429 and 500 retried, and the health check's one request (with the same key, to the same endpoint)
+    assert judge_auth == {f"Bearer {judge_canary}"} and judge_requests == len(rows) + 2 + 1
     results, _ = find_results(out)
     assert results["results"]["medicationqa"]["judge_computed,scored"] == 1.0
     everything = result.stdout + result.stderr + "\n".join(

@@ -64,7 +64,8 @@ def test_dead_judge_is_stopped_early_and_fails_the_command(tmp_path, capsys):
     assert all(v["unscored_reason"].startswith("judge stopped: its first 3 requests all failed") for v in verdicts[1:])
     # the CLI's rule: a judge that scored nothing is exit 3 with one line, unless allowed
     write_run(tmp_path / "run")
-    code = main(["judge", str(tmp_path / "run"), "--quiet", *FAST, "--judge-model", "m", "--judge-base-url", url])
+    code = main(["judge", str(tmp_path / "run"), "--quiet", *FAST, "--judge-model", "m", "--judge-base-url", url,
+                 "--skip-judge-check"])  # the judge dies after the check: its verdicts say so
     captured = capsys.readouterr()
     assert code == 3 and "judge(s) scored nothing: m (" in captured.err and captured.err.count("\n") == 1
     assert "judge m: 0 scored, 3 unscored (top reason: " in captured.out
@@ -83,7 +84,7 @@ def test_a_judged_file_is_never_replaced_by_one_that_judged_less(tmp_path, capsy
     assert block["settings"]["max_reasks"] == 1 and block["rubric_hash"] == RUBRIC.content_hash()
     # now the judge is down: the good file stays as it was
     code = main(["judge", str(tmp_path / "run"), "--quiet", *FAST, "--judge-model", "m", "--judge-base-url", closed_port_url(),
-                 "--allow-unscored"])
+                 "--allow-unscored", "--skip-judge-check"])
     assert code == 0 and json.loads(judged.read_text()) == good
     assert "kept" in capsys.readouterr().out
 
@@ -150,7 +151,7 @@ def test_a_run_its_own_panel_judged_is_not_replaced_by_a_dead_panel_and_judge_me
     (folder / "results_2026-01-01T00-00-00.json").write_text(json.dumps({"results": {"medicationqa": {
         "judge_success_old,scored": 1.0, "judge_panel_score,scored": 4.0}}}))
     code = main(["judge", str(folder), "--quiet", *FAST, "--judge-model", "m", "--judge-base-url", closed_port_url(),
-                 "--allow-unscored"])
+                 "--allow-unscored", "--skip-judge-check"])
     assert code == 0 and not list(folder.glob("*_judged.json"))  # the run's own 3 scored items stay the result
     assert "kept the results on file" in capsys.readouterr().out
     with FakeJudgeServer() as server:

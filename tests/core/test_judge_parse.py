@@ -215,6 +215,8 @@ TABLE = ("| Dimension | Score | Reason |\n|---|---|---|\n| Accuracy | 4 | correc
          {"accuracy": "dose right"}),
         # a fraction of the rubric's own maximum says the score
         ('{"accuracy": "4/5", "completeness": "3 / 5", "clarity": "5 out of 5"}', {}),
+        # issue 21: "N - Label" is the score N (it was refused as not an integer); a range "4-5" still is not
+        ('{"accuracy": "4 - mostly right", "completeness": 3, "clarity": 5}', {}),
         # "<Dimension> Score" keys, with reasons in "<dimension>_reason"
         ('{"Accuracy Score": 4, "Completeness Score": 3, "Clarity Score": 5, "Overall": "good but incomplete"}', {}),
         ('{"accuracy_score": 4, "accuracy_reason": "dose right", "completeness_score": 3, "clarity_score": 5}',
@@ -267,11 +269,11 @@ def test_a_wrapped_verdict_carries_its_answer_id():
         (TABLE, "no JSON object in reply (the scores are a Markdown table"),
         ("**Accuracy:** 4/5\n**Completeness:** 3/5\n**Clarity:** 5/5", "no JSON object in reply (the scores are written as text"),
         ("Accuracy = 4, completeness = 3, clarity = 5", "no JSON object in reply (the scores are written as text"),
-        ('{"accuracy": 4, // right dose\n "completeness": 3, "clarity": 5}', "no JSON object in reply (truncated or not JSON)"),
+        # issue 21: the reason says what is wrong with the JSON (it was "truncated or not JSON")
+        ('{"accuracy": 4, // right dose\n "completeness": 3, "clarity": 5}', "not valid JSON (expecting property name"),
         # another scale is not rescaled; ranges, words and N/A are not scores
         ('{"accuracy": "8/10", "completeness": "6/10", "clarity": "10/10"}', 'accuracy score is out of 10 ("8/10"), not 5: not rescaled'),
         ('{"accuracy": "4-5", "completeness": 3, "clarity": 5}', 'accuracy score is not an integer ("4-5")'),
-        ('{"accuracy": "4 - mostly right", "completeness": 3, "clarity": 5}', 'accuracy score is not an integer ("4 - mostly right")'),
         ('{"accuracy": 4, "completeness": "N/A", "clarity": 5}', 'completeness score is not an integer ("N/A")'),
         ('{"accuracy": {"reason": "right dose"}, "completeness": 3, "clarity": 5}', "accuracy score is not an integer (null)"),
         # scores by position name no dimension
@@ -384,3 +386,69 @@ def test_a_forgery_the_judge_gives_an_answer_id_is_still_a_forgery():
     with_id = json.dumps({"answer_id": answer_id(answer), **forged})
     assert "forgery" in RUBRIC.parse(with_id, answer).error
     assert RUBRIC.parse(json.dumps({"answer_id": answer_id(answer), **SCORES}), answer).scores == SCORES
+
+
+# --- issue 21: second thoughts, reasoning tags, declared scales (the fresh table in tests/core has more) ---
+
+
+def test_draft_then_revised_takes_the_revision_and_a_cut_off_revision_takes_nothing():
+    draft, revised = json.dumps({"accuracy": 3, "completeness": 3, "clarity": 5}), json.dumps(SCORES)
+    for marker in ("Revised verdict:", "On second thought, accuracy is better than that:", "Final verdict:",
+                   "Correction:", "After re-reading the reference:"):
+        assert RUBRIC.parse(f"Draft: {draft}\n{marker}\n{revised}", ANSWER).scores == SCORES, marker
+    # without a marker the two disagree, in either order
+    for reply in (f"{draft}\n{revised}", f"{revised}\n\n{draft}"):
+        parsed = RUBRIC.parse(reply, ANSWER)
+        assert not parsed.ok and parsed.error.startswith("two verdicts disagree (accuracy")
+    # the revision cut off, or unusable: the draft was withdrawn, nothing counts
+    cut = RUBRIC.parse(f"{revised}\nWait, let me revise that: " + '{"accuracy": 3, "completeness": ', ANSWER)
+    assert not cut.ok and "verdict withdrawn: its revision is cut off" in cut.error
+    off_scale = RUBRIC.parse(f"{revised}\nCorrection: " + json.dumps({**SCORES, "accuracy": 7}), ANSWER)
+    assert not off_scale.ok and "accuracy score 7 is outside 1-5" in off_scale.error
+
+
+def test_prose_after_the_verdict_withdraws_it_only_when_it_changes_a_score():
+    verdict_text = json.dumps(SCORES)
+    for explanation in ("Completeness is 3 because the answer should be clearer about long-term use.",
+                        "Accuracy would drop to 2 if the patient took warfarin.",
+                        "Clarity 5: it is one plain sentence. Let me know if anything should be changed."):
+        assert RUBRIC.parse(verdict_text + "\n\n" + explanation, ANSWER).scores == SCORES, explanation
+    for correction in ("Actually, accuracy should be 3.", "On second thought, clarity deserves a 4.",
+                       "I was too generous: completeness should be 2."):
+        parsed = RUBRIC.parse(verdict_text + "\n\n" + correction, ANSWER)
+        assert not parsed.ok and "verdict corrected in prose afterwards" in parsed.error, correction
+
+
+def test_reasoning_tags():
+    from medeval_metrics.judge.verdict import split_reasoning
+
+    assert split_reasoning("draft </think> final") == (" final", None)
+    assert split_reasoning("a <thinking>x</thinking> b <think>y</think> c") == ("a  b  c", None)
+    assert split_reasoning("a <reasoning>never closed") == ("a ", "<reasoning>")
+    # a lone closing tag after a closed block: everything before it was reasoning
+    assert split_reasoning("<think>x</think> mid </think> end") == (" end", None)
+    # a closing tag of another name inside a block does not close it
+    assert split_reasoning("<think>x</thinking> y</think>z") == ("z", None)
+    assert RUBRIC.parse("<THINKING>" + json.dumps(SCORES) + "</THINKING>", ANSWER).error.startswith(
+        "no JSON object in reply (only reasoning")
+
+
+@pytest.mark.parametrize(
+    "reply, declared",
+    [
+        ('{"scale": "1-10", "accuracy": 8, "completeness": 6, "clarity": 9}', "scale 1-10 declared"),
+        ('{"max_score": 10, "accuracy": 4, "completeness": 3, "clarity": 5}', "scale with maximum 10 declared"),
+        ("Using a 0-100 scale: " + json.dumps(SCORES), "scale 0-100 declared"),
+    ],
+)
+def test_a_declared_scale_other_than_the_rubrics_is_unscored(reply, declared):
+    parsed = RUBRIC.parse(reply, ANSWER)
+    assert not parsed.ok and declared in parsed.error
+    assert RUBRIC.parse('{"scale": "1-5", "accuracy": 4, "completeness": 3, "clarity": 5}', ANSWER).scores == SCORES
+
+
+def test_labelled_scores_and_fractions_of_another_scale():
+    labelled = {"accuracy": "4/5 - Good", "completeness": "3 \u2013 Fair", "clarity": "<5>"}
+    assert RUBRIC.parse(json.dumps(labelled), ANSWER).scores == SCORES
+    other = RUBRIC.parse(json.dumps({**labelled, "accuracy": "8/10 - Good"}), ANSWER)
+    assert not other.ok and 'accuracy score is out of 10 ("8/10 - Good"), not 5: not rescaled' in other.error

@@ -75,12 +75,13 @@ def test_scripted_panel_scores_what_counts_and_recovers_on_a_second_run(tmp_path
             10: {"accuracy": 5, "completeness": 5, "clarity": 4},
         }
         reasons = {i: v["unscored_reason"] for i, v in enumerate(j1) if not v["scores"]}
+        # issue 21: a refusal is "no verdict found" (it was "truncated or not JSON", which it is not)
         assert reasons == {
             3: "unusable verdict after 2 ask(s): verdict copied from the prompt's example, not counted",
             6: "HTTP 500 after 3 request(s)",
             7: "unusable verdict after 2 ask(s): accuracy score is not an integer (3.5)",
-            8: "unusable verdict after 2 ask(s): no JSON object in reply (truncated or not JSON)",
-            9: "unusable verdict after 2 ask(s): no JSON object in reply (truncated or not JSON)",
+            8: "unusable verdict after 2 ask(s): no JSON object in reply (no verdict found)",
+            9: "unusable verdict after 2 ask(s): no JSON object in reply (no verdict found)",
         }
         requests = {i: v["requests"] for i, v in enumerate(j1)}
         assert requests == {0: 1, 1: 1, 2: 1, 3: 2, 4: 1, 5: 4, 6: 3, 7: 2, 8: 2, 9: 4, 10: 2}
