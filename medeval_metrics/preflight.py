@@ -9,7 +9,6 @@ data files; nothing builds a model. Each problem is one ``MedevalDataError`` tha
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from medeval_metrics import registry
 from medeval_metrics.data import MedevalDataError, flag_setting
+from medeval_metrics.command_line import flag_values as _flag_values
+from medeval_metrics.command_line import parse_metadata
 from medeval_metrics.files import unwritable_reason
 from medeval_metrics.settings import FULL_TASK_INDEX, PACK_KEYS, env_var, removed_problems
 from medeval_metrics.task_yaml import task_set_metadata
@@ -28,23 +29,6 @@ def _pack_key_prefixes() -> tuple[str, ...]:
     """Metadata keys with these prefixes belong to the pack: an unknown one is a typo, not a key for someone else."""
     return (*(f"{spec.name}_" for spec in registry.benchmarks()),
             *(prefix for spec in registry.benchmarks() for prefix in spec.key_prefixes), "medeval_")
-
-
-def _flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
-    """The values after the last of ``flags`` (until the next ``-`` option), or None if absent."""
-    found = None
-    for index, arg in enumerate(argv):
-        for flag in flags:
-            if arg == flag:
-                values = []
-                for value in argv[index + 1:]:
-                    if value.startswith("-") and len(value) > 1 and not value[1:2].isdigit():
-                        break
-                    values.append(value)
-                found = values
-            elif arg.startswith(flag + "="):
-                found = [arg.split("=", 1)[1]]
-    return found
 
 
 # --------------------------------------------------------------------------- the pack's catalogue
@@ -93,44 +77,6 @@ def _sources_for(tasks: Sequence[str]) -> dict[str, list[str]]:
 
 
 # --------------------------------------------------------------------------- command line
-
-
-def parse_metadata(argv: Sequence[str]) -> dict[str, Any]:
-    """``--metadata`` as lm-eval will read it (a JSON object, or ``key=value`` pairs); one-line errors."""
-    values = _flag_values(argv, "--metadata")
-    if not values:
-        return {}
-    text = values[0].strip()
-    if text.startswith(("{", "[")):
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
-            hint = ""
-            if "'" in text:
-                fixed = text.replace('"', '\\"').replace("'", '"')
-                try:
-                    json.loads(fixed)
-                    hint = f" JSON needs double quotes: --metadata '{fixed}'"
-                except json.JSONDecodeError:
-                    hint = ' JSON needs double quotes around keys and strings, e.g. --metadata \'{"emsqa_public_path": "/data/test_open.json"}\''
-            raise MedevalDataError(
-                f"--metadata is not valid JSON ({exc.msg} at character {exc.pos}).{hint or ' Check the quotes and commas.'}"
-            ) from None
-        if not isinstance(parsed, dict):
-            raise MedevalDataError('--metadata must be a JSON object, e.g. --metadata \'{"emsqa_public_path": "/data/test_open.json"}\'.')
-        return parsed
-    from lm_eval._cli.utils import key_val_to_dict
-
-    merged: dict[str, Any] = {}
-    for value in values:
-        try:
-            merged.update(key_val_to_dict(value))
-        except ValueError as exc:
-            raise MedevalDataError(
-                f"--metadata {value!r}: {exc}. Give key=value pairs or a JSON object, e.g. "
-                "--metadata '{\"emsqa_public_path\": \"/data/test_open.json\"}'."
-            ) from None
-    return merged
 
 
 CLOSE_KEY_CUTOFF = 0.85  # a key this close to a known one (``ems_public_path``) is a typo, whatever its prefix
