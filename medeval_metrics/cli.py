@@ -12,9 +12,9 @@ import argparse
 import importlib
 import sys
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from medeval_metrics.settings import FULL_TASK_INDEX, is_true
+from medeval_metrics.settings import is_true
 
 # Modules that contribute subcommands; each is imported only to build the parser, so they keep
 # their heavy imports inside the command functions.
@@ -35,10 +35,12 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     """
     from medeval_metrics import lm_eval_compat, redact
     from medeval_metrics.data import MedevalDataError
-
     from medeval_metrics.judge.cli import rewrite_run_argv, run_unscored_exit_code
 
     argv = list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(run_help())
+        return 0
     redact.install(extra_secrets=redact.secrets_in_model_args(argv))
     from medeval_metrics.judge import health
 
@@ -54,14 +56,21 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         importlib.import_module("medeval_metrics.testing.scripted")
     lm_eval_compat.index_pack_tasks()
     lm_eval_compat.redact_results_writer()
-    from medeval_metrics.preflight import normalise_task_list
+    lm_eval_compat.quiet_documented_runs()
+    from medeval_metrics.preflight import normalise_task_list, take_pack_options
 
     argv = normalise_task_list(argv)  # "--tasks 'a, b,'" is "--tasks a,b"
+    argv, allow_unknown_metadata = take_pack_options(argv)  # the pack's own; lm-eval would refuse them
+    show_breakdowns = BREAKDOWN_FLAG in argv
+    argv = [arg for arg in argv if arg != BREAKDOWN_FLAG]
+    _pack_logging(argv)
     try:
-        # task names, --metadata, data and judges: checked before lm-eval builds the model
-        selection = run_checks(argv)
+        # the model, task names, --metadata, data and judges: checked before lm-eval builds the model
+        selection = run_checks(argv, allow_unknown_metadata)
         # one request per judge: a dead panel fails now, not after every answer is generated
-        judge_problems = [] if skip_judge_check or selection is None else health.run_problems(argv, selection.pack_tasks)
+        judge_problems = (
+            [] if skip_judge_check or selection is None else health.run_problems(argv, selection.pack_tasks)
+        )
         for problem in judge_problems:
             print(f"medeval: error: {redact.redact_text(problem)}", file=sys.stderr)
         if judge_problems:
@@ -78,21 +87,28 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         return 130
     from lm_eval.__main__ import cli_evaluate
 
+    from medeval_metrics.judge import transport  # lazily, as the rest of `medeval run`: asyncio and the judge client
+
     saved_argv, saved_stdout, saved_stderr = sys.argv, sys.stdout, sys.stderr
     sys.argv = ["lm-eval", "run", *argv]
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     started = time.time()
     try:
-        with _task_index(selection, argv), lm_eval_compat.capture_results() as evaluations, \
-                lm_eval_compat.model_key_only_for_its_endpoint(), lm_eval_compat.guard_model_replies(), \
-                _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr):
+        with (
+            _task_index(selection, argv),
+            lm_eval_compat.task_timings(transport.USAGE),
+            lm_eval_compat.capture_results() as evaluations,
+            lm_eval_compat.model_key_only_for_its_endpoint(),
+            lm_eval_compat.guard_model_replies(),
+            _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr),
+        ):
             cli_evaluate()
         failed = lm_eval_compat.take_write_failures()
         if failed:  # the results are printed above; no later step reads a file that was not written
             for failure in failed:
                 print(f"medeval: error: {redact.redact_text(failure)}", file=saved_stderr)
             return 2
-        _print_breakdowns(argv, started)
+        print(run_summary(argv, evaluations[-1] if evaluations else {}, started, show_breakdowns), file=saved_stdout)
         code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored, as_given)
         if code:
             print(f"medeval: error: {reason}", file=saved_stderr)
@@ -114,14 +130,11 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     return 0
 
 
-def run_checks(argv: Sequence[str]):
+def run_checks(argv: Sequence[str], allow_unknown_metadata: bool = False):
     """``medeval_metrics.preflight.run_checks`` (a seam for tests)."""
     from medeval_metrics.preflight import run_checks as checks
 
-    return checks(argv, check_options=True)
-
-
-FULL_INDEX_ENV = FULL_TASK_INDEX.name
+    return checks(argv, check_options=True, allow_unknown_metadata=allow_unknown_metadata)
 
 
 def _pack_only_index(selection, argv: Sequence[str]) -> bool:
@@ -129,10 +142,14 @@ def _pack_only_index(selection, argv: Sequence[str]) -> bool:
     (set MEDEVAL_FULL_TASK_INDEX=1 to index lm-eval's built-in tasks as well)."""
     import os
 
-    from medeval_metrics.preflight import user_include_path
+    from medeval_metrics.preflight import FULL_INDEX_ENV, user_include_path
 
-    return (selection is not None and selection.only_pack and not user_include_path(argv)
-            and not is_true(os.environ.get(FULL_INDEX_ENV, "")))
+    return (
+        selection is not None
+        and selection.only_pack
+        and not user_include_path(argv)
+        and not is_true(os.environ.get(FULL_INDEX_ENV, ""))
+    )
 
 
 def _task_index(selection, argv: Sequence[str]):
@@ -212,8 +229,10 @@ def _resume_hint(argv: Sequence[str]) -> str:
     cache = _flag_value(argv, "--use_cache")
     if cache:
         return f"Run the same command again: answers cached in {cache}* are reused and only the rest is generated."
-    return ("Nothing was cached: add `--use_cache PATH` to the command so that an interrupted run resumes "
-            "where it stopped when run again.")
+    return (
+        "Nothing was cached: add `--use_cache PATH` to the command so that an interrupted run resumes "
+        "where it stopped when run again."
+    )
 
 
 def _flag_value(argv: Sequence[str], flag: str) -> str | None:
@@ -225,12 +244,78 @@ def _flag_value(argv: Sequence[str], flag: str) -> str | None:
     return None
 
 
-def _print_breakdowns(argv: Sequence[str], started: float) -> None:
-    """After a run that logged samples, write and print the pack's per-category breakdowns."""
+BREAKDOWN_FLAG = "--breakdown"  # the pack's: print the per-category tables after the run
+
+
+def _pack_logging(argv: Sequence[str]) -> None:
+    """``--verbosity DEBUG`` shows the pack's own debug lines too (lm-eval sets only its own logger)."""
+    import logging
+
+    level = (_flag_value(argv, "--verbosity") or "").strip().upper()
+    if level == "DEBUG":
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-8s [%(name)s] %(message)s"))
+        for name in ("medeval_metrics", "medeval"):
+            logger = logging.getLogger(name)
+            logger.setLevel(logging.DEBUG)
+            if not logger.handlers:
+                logger.addHandler(handler)
+
+
+def _headline(task: str, result: dict) -> list[str]:
+    """``metric value`` for the task's reported metrics (its spec's order; diagnostics after), as lm-eval scored
+    them under its first filter."""
+    from medeval_metrics import registry
+
+    try:
+        metrics = list(registry.task(task).metrics)
+        reporting = registry.benchmark_of(task).reporting.metrics
+    except (KeyError, AttributeError):
+        metrics = sorted({key.split(",")[0] for key in result if "," in key and "_stderr" not in key})
+        reporting = {}
+    primary = getattr(registry.benchmark_of(task), "reporting", None)
+    primary = primary.primary_metric if primary else None
+    metrics.sort(key=lambda m: (m != primary, not (reporting[m].in_model_index if m in reporting else True)))
+    out = []
+    for metric in metrics:
+        key = next((k for k in result if k.split(",")[0] == metric), None)
+        value = result.get(key) if key else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and len(out) < 4:
+            out.append(f"{metric} {value:.3f}")
+    return out
+
+
+def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdowns: bool = False) -> str:
+    """After a run: one line per task (its headline numbers and item count), where the per-category
+    breakdowns were written (``--breakdown`` prints their tables too), and how to make a report."""
+    lines = []
+    n_samples = results.get("n-samples") or {}
+    limit = _flag_value(argv, "--limit")
+    for task, result in (results.get("results") or {}).items():
+        if task not in n_samples:  # a group's aggregate row: its tasks have their own lines
+            continue
+        count = n_samples[task].get("effective")
+        timing = ((results.get("medeval_run") or {}).get("tasks") or {}).get(task) or {}
+        spent = f", {timing['wall_s']:.1f} s" if "wall_s" in timing else ""
+        judge = timing.get("judge") or {}
+        used = (
+            (
+                f", judges: {judge.get('requests', 0):,} requests, "
+                f"{judge.get('prompt_tokens', 0) + judge.get('completion_tokens', 0):,} tokens"
+            )
+            if judge
+            else ""
+        )
+        items = (
+            f" ({count:,} items{spent}{used}{f', --limit {limit}: a test run, not comparable scores' if limit else ''})"
+        )
+        lines.append(
+            f"medeval: {task}: " + (", ".join(_headline(task, result)) or "no scores") + (items if count else "")
+        )
     output_path = _flag_value(argv, "--output_path")
     if not output_path or "--log_samples" not in argv:
-        print("\nmedeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")
-        return
+        lines.append("medeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")
+        return "\n".join(lines)
     from pathlib import Path
 
     from medeval_metrics.breakdown import write_breakdowns
@@ -238,9 +323,80 @@ def _print_breakdowns(argv: Sequence[str], started: float) -> None:
     root = Path(output_path)
     written = write_breakdowns(root if root.is_dir() else root.parent, since=started - 1)
     if written is not None:
-        json_path, md_path, text = written
-        print(f"\n{text}\n\nmedeval breakdowns written to {json_path} and {md_path}")
-        print(f"For a model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR")
+        _, md_path, text = written
+        if show_breakdowns:
+            lines.insert(0, f"\n{text}\n")
+        lines.append(
+            f"medeval: breakdowns by category in {md_path} (and .json)"
+            + ("" if show_breakdowns else f"; `{BREAKDOWN_FLAG}` prints them")
+        )
+    lines.append(
+        f"medeval: model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR "
+        "(--html for a page to browse the items)"
+    )
+    return "\n".join(lines)
+
+
+def run_help() -> str:
+    """``medeval run --help``: the pack's own options, its metadata keys, exit codes and pointers, then lm-eval's."""
+    import contextlib
+    import io
+    import textwrap
+
+    from medeval_metrics.judge.cli import add_judge_flags
+    from medeval_metrics.preflight import ALLOW_UNKNOWN_METADATA, known_metadata_keys, task_set_keys
+
+    ours = argparse.ArgumentParser(
+        prog="medeval run",
+        add_help=False,
+        usage="%(prog)s [the pack's options] [lm-eval's options: --tasks ... --model ... --model_args ...]",
+    )
+    group = ours.add_argument_group("the pack's options (taken out before lm-eval reads the line)")
+    add_judge_flags(group)
+    group.add_argument(
+        ALLOW_UNKNOWN_METADATA,
+        action="store_true",
+        help="let --metadata keys the pack does not read through (for your own tasks); without it "
+        "such a key is an error, and a near-miss of a pack key always is",
+    )
+    from medeval_metrics.judge.health import SKIP_FLAG
+
+    group.add_argument(
+        SKIP_FLAG, action="store_true", help="skip the one request per judge made before the run to see it answers"
+    )
+    group.add_argument(
+        BREAKDOWN_FLAG,
+        action="store_true",
+        help="print the per-category tables after the run (they are always written beside the "
+        "results with --output_path DIR --log_samples)",
+    )
+    settable = [key for key in known_metadata_keys() if key not in task_set_keys()]  # rag_mode: each task's own
+    keys = textwrap.fill(", ".join(settable), 100, initial_indent="  ", subsequent_indent="  ")
+    text = [
+        ours.format_help().rstrip(),
+        "",
+        'metadata keys the pack reads (--metadata \'{"KEY": "value"}\', or the variable MEDEVAL_<KEY>):',
+        keys,
+        "",
+        "before the model is built, medeval run checks the model, the task names, --metadata, MEDEVAL_* variables,",
+        "each selected task's data and the judge panel, and reports every problem at once.",
+        "",
+        "exit codes: 0 done; 2 a problem found before or during the run (each on a 'medeval: error:' line);",
+        "  3 a judge scored no item of a judged task (--allow-unscored accepts it); 4 the judge cache could not",
+        "  be written (the results hold every verdict); 130 interrupted.",
+        "",
+        "see also: `medeval list` (tasks, groups, data each needs), `medeval demo`, `medeval report --help`,",
+        "  docs/medeval-run.md.",
+        "",
+        "lm-eval's options (`lm-eval run --help`):",
+        "",
+    ]
+    from lm_eval._cli.harness import HarnessCLI
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
+        HarnessCLI()._parser.parse_args(["run", "--help"])
+    return "\n".join(text) + buffer.getvalue()
 
 
 def _cmd_tasks_path(args: argparse.Namespace) -> int:
@@ -270,35 +426,77 @@ def _data_needed(manifest: dict, task: dict) -> str:
     return " + ".join(needs)
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
 def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
-    """``medeval list``: tasks (type, size, data each needs, metrics), then groups; every line fits ``width``."""
+    """``medeval list``: tasks (type, size, data each needs, metrics), then groups and tags; every line fits
+    ``width``: the data and metrics columns wrap onto more lines, never cutting a name."""
     import textwrap
+
+    from medeval_metrics.preflight import pack_tags
 
     kinds = {"generate_until": "generate", "multiple_choice": "loglik"}
     header = ("task", "type", "items", "data it needs", "metrics")
-    rows = [(t["task"], kinds.get(t["output_type"], t["output_type"]),
-             "yours" if t["samples"] is None else f"{t['samples']:,}", _data_needed(manifest, t), ", ".join(t["metrics"]))
-            for t in manifest["tasks"]]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    # the data column gives way first (the full text is in `medeval list --markdown`)
-    widths[3] = max(len(header[3]), min(widths[3], width - sum(widths[:3]) - 2 * 4 - 12))
-    rows = [(*r[:3], _fit(r[3], widths[3]), r[4]) for r in rows]
-    metrics_width = max(12, width - sum(widths) - 2 * 4)
-    lines = ["  ".join(c.ljust(w) for c, w in zip(header[:4], widths)) + "  " + header[4], "-" * min(width, sum(widths) + 8 + metrics_width)]
+    rows = [
+        (
+            t["task"],
+            kinds.get(t["output_type"], t["output_type"]),
+            "yours" if t["samples"] is None else f"{t['samples']:,}",
+            _data_needed(manifest, t),
+            ", ".join(t["metrics"]),
+        )
+        for t in manifest["tasks"]
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    rest = width - sum(widths) - 2 * 4
+    data_word = max(len(word) for r in rows for word in r[3].split())
+    metric_word = max(len(word) for r in rows for word in r[4].split())
+    beside = rest >= data_word + metric_word + 2  # else the metrics go on their own lines under each task
+    data_width = max(data_word, min(max(len(r[3]) for r in [header, *rows]), rest // 2 if beside else rest + 2))
+    widths += [data_width, rest - data_width]
+
+    def wrap(text: str, size: int, indent: str = "") -> list[str]:
+        return textwrap.wrap(
+            text, size, break_long_words=False, break_on_hyphens=False, initial_indent=indent, subsequent_indent=indent
+        ) or [""]
+
+    shown = header if beside else header[:4]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(shown, widths)).rstrip(), "-" * width]
     for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + _fit(row[4], metrics_width))
+        data = wrap(row[3], data_width)
+        metrics = wrap(row[4], widths[4]) if beside else []
+        for i in range(max(len(data), len(metrics))):
+            cells = [
+                *(row[:3] if i == 0 else ("", "", "")),
+                data[i] if i < len(data) else "",
+                metrics[i] if i < len(metrics) else "",
+            ]
+            lines.append("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip())
+        lines += [] if beside else wrap("metrics: " + row[4], width - 4, "    ")
     lines += ["", "groups (a group runs all its tasks; it needs the data of each):"]
     for group in manifest["groups"]:
-        lines += textwrap.wrap(", ".join(group["tasks"]), width, initial_indent=f"  {group['group']}: ",
-                               subsequent_indent="    ")
-    lines += ["", *textwrap.wrap(
-        "data: 'public' is read from the Hugging Face Hub (or a local copy); 'yours' needs your own file, given with "
-        "--metadata '{\"KEY\": \"/path\"}' or the variable MEDEVAL_<KEY>. `medeval list --markdown` prints every "
-        "metric and source.", width)]
+        lines += textwrap.wrap(
+            ", ".join(group["tasks"]),
+            width,
+            initial_indent=f"  {group['group']}: ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    tags = pack_tags()
+    if tags:
+        lines += ["", "tags (like a group, checked the same way before the run):"]
+        lines += [
+            f"  {tag}: every task above" if len(tasks) == len(rows) else f"  {tag}: {', '.join(tasks)}"
+            for tag, tasks in tags.items()
+        ]
+    lines += [
+        "",
+        *textwrap.wrap(
+            "data: 'public' is read from the Hugging Face Hub (or a local copy); 'yours' needs your own file, given with "
+            '--metadata \'{"KEY": "/path"}\' or the variable MEDEVAL_<KEY>. `medeval list --markdown` prints every '
+            "source in full.",
+            width,
+        ),
+    ]
     return "\n".join(line.rstrip() for line in lines)
 
 

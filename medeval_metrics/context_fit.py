@@ -107,4 +107,6 @@ class ContextFit:
             return {}
 
     def _tokenize(self, prompts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False)["input_ids"]]
+        # verbose=False: counting a prompt longer than the model's limit is the point here, not a problem to warn
+        # about ("Token indices sequence length is longer..."); the pack says what does not fit in its own line
+        return [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False, verbose=False)["input_ids"]]

@@ -29,6 +29,9 @@ needed, or when the patch stops working. Importing this module imports nothing f
    OpenAI's own host; elsewhere the key the user names (``MEDEVAL_MODEL_API_KEY_ENV``) or none.
 12. ``guard_model_replies``: lm-eval's API models read replies capped (``MEDEVAL_MODEL_MAX_REPLY_MB``)
    and send no credential header to another origin on a redirect.
+13. ``quiet_documented_runs``: no ``fatal: not a git repository`` from lm-eval's git probe, and no warning
+   the pack's documented commands trigger (a --gen_kwargs token budget, --limit) under ``medeval run``.
+14. ``task_timings``: each task's wall time (and a judged task's judge requests and tokens) in the results.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import inspect
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from medeval_metrics import lm_eval_link
 from medeval_metrics.pack import tasks_path
@@ -50,7 +53,8 @@ __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results",
     "capture_results", "guard_model_replies", "install_redaction", "model_key_only_for_its_endpoint", "take_write_failures",
-    "quiet_pack_custom_dataset_notice", "redact_results_writer", "set_api_request_headers", "use_attached_stderrs",
+    "quiet_documented_runs", "quiet_pack_custom_dataset_notice", "task_timings", "redact_results_writer",
+    "set_api_request_headers", "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -717,3 +721,196 @@ def guard_model_replies() -> Iterator[None]:
     finally:
         api_models.requests = saved["requests"]  # type: ignore[assignment]
         api_models.ClientSession = saved["ClientSession"]  # type: ignore[misc]
+
+
+# --- 13. Quiet runs: no git probe on the console, no warning the pack's own commands cause -------------
+
+# lm-eval's warnings that the pack's documented commands trigger with nothing for the user to act on:
+# the greedy decoding the pack's tasks fix (do_sample: false) is what runs whatever --gen_kwargs sets a budget
+# for; --limit is said once in the pack's own summary line after the run (``cli.run_summary``).
+_GEN_KWARGS_WARNING = "specified through cli, these settings will update set parameters in yaml tasks"
+_LIMIT_WARNING = "--limit SHOULD ONLY BE USED FOR TESTING"
+BUDGET_ONLY_GEN_KWARGS = frozenset({"max_gen_toks", "max_new_tokens", "until"})
+
+
+_TRUNCATION_WARNING = "Left truncation applied"
+
+
+class _DropDocumentedRunWarnings(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.truncations = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        if _LIMIT_WARNING in message:
+            return False
+        if _TRUNCATION_WARNING in message:  # said once per batch by lm-eval: the first says it
+            self.truncations += 1
+            return self.truncations == 1
+        if _GEN_KWARGS_WARNING in message and record.args:
+            given = record.args[0] if isinstance(record.args, tuple) else record.args
+            keys = set(given) if isinstance(given, dict) else {p.split("=", 1)[0].strip() for p in str(given).split(",")}
+            return not keys <= BUDGET_ONLY_GEN_KWARGS  # a sampling setting: the advice is for the user
+        return True
+
+
+def _quiet_git_commit_hash() -> Any:
+    """lm-eval's ``get_git_commit_hash`` with git's stderr kept off the console."""
+    import os
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        return subprocess.check_output(["git", "describe", "--always"], stderr=subprocess.DEVNULL).strip().decode()
+    except (subprocess.CalledProcessError, FileNotFoundError, OSError):
+        return get_commit_from_path(os.getcwd())
+
+
+def quiet_documented_runs() -> None:
+    """No line on the console that a user of the pack's documented commands cannot act on.
+
+    Works around (lm-eval 0.4.13, ``evaluator.simple_evaluate``; 0.4.11-0.4.12 the same): (a) the results'
+    ``git_hash`` comes from ``git describe`` run with the console as its stderr, so outside a repository every
+    run prints ``fatal: not a git repository``; the pack runs the same probe with stderr discarded (the hash
+    recorded is the same); (b) ``--gen_kwargs max_gen_toks=N`` warns "Ensure 'do_sample=True'" though only the
+    budget changed (kept when a sampling setting is given); (c) the ``--limit`` warning, said instead in the
+    pack's summary line; (d) "Left truncation applied", once per batch of too-long prompts: only the first is
+    kept (the pack's context check has said which prompts do not fit). ``medeval run`` only; plain ``lm_eval``
+    is unchanged. Idempotent.
+    Test: tests/core/test_quiet_documented_runs.py.
+    """
+    import lm_eval.evaluator
+
+    lm_eval.evaluator.get_git_commit_hash = _quiet_git_commit_hash
+    for name in ("lm_eval.evaluator", "lm_eval.config.evaluate_config", "lm_eval.models.huggingface"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropDocumentedRunWarnings) for f in logger.filters):
+            logger.addFilter(_DropDocumentedRunWarnings())
+
+
+# --- 14. Per-task wall time and judge usage, in the results ----------------------------------------------
+
+RUN_RECORD_KEY = "medeval_run"  # results[RUN_RECORD_KEY]["tasks"][task] = {wall_s, ..., judge: {...}}
+
+
+def _task_name(task: Any) -> str:
+    config = getattr(task, "config", None)
+    return str(getattr(config, "task", None) or getattr(task, "task_name", None) or "?")
+
+
+@contextlib.contextmanager
+def task_timings(judge_usage: Mapping[str, Mapping[str, int]] | None = None) -> Iterator[dict[str, dict[str, Any]]]:
+    """While active, each task's time is measured and written into the results ``simple_evaluate`` returns
+    (before lm-eval saves them), as ``results["medeval_run"]["tasks"][task]``: ``load_s`` (its data loader),
+    ``prepare_s`` (building its
+    requests), ``model_s`` (its share of each model call, by its number of requests in that call),
+    ``filters_s`` (its filters: the judge panel of a judged task), ``scoring_s`` and their sum ``wall_s``;
+    for a judged task, ``judge`` holds the judges' requests and the tokens their API replies reported.
+
+    Why: lm-eval 0.4.13 (``evaluator.evaluate``) sends the requests of every task to the model together, one
+    call per request type, and records no time at all; its results have no per-task time. The pack wraps
+    ``ConfigurableTask.download``, ``build_all_requests``, ``apply_filters``, ``process_results`` and the model's request
+    methods for the duration (put back afterwards). Versions: lm-eval 0.4.11-0.4.13. Test:
+    tests/core/test_run_record.py.
+    """
+    import time
+    from collections import Counter, defaultdict
+
+    import lm_eval
+    import lm_eval.evaluator
+    from lm_eval.api.task import ConfigurableTask
+
+    if judge_usage is None:  # the judges' request and token counts (judge.judge_usage, passed by the caller)
+        judge_usage = {}
+    times: dict[str, Counter] = defaultdict(Counter)
+    judged: dict[str, Counter] = defaultdict(Counter)
+    originals = {name: getattr(ConfigurableTask, name)
+                 for name in ("download", "build_all_requests", "apply_filters", "process_results")}
+
+    def timed(name: str, field: str) -> Any:
+        original = originals[name]
+
+        @functools.wraps(original)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            before = {j: Counter(c) for j, c in judge_usage.items()} if name == "apply_filters" else None
+            started = time.perf_counter()
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                times[_task_name(self)][field] += time.perf_counter() - started
+                if before is not None:
+                    for judge, counts in judge_usage.items():
+                        judged[_task_name(self)].update(counts - before.get(judge, Counter()))
+
+        return wrapper
+
+    original_evaluate = lm_eval.evaluator.evaluate
+
+    @functools.wraps(original_evaluate)
+    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+        saved = {}
+        for method in ("generate_until", "loglikelihood", "loglikelihood_rolling"):
+            bound = getattr(lm, method, None)
+            if bound is None:
+                continue
+
+            def call(requests: Any, *a: Any, _bound: Any = bound, **k: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return _bound(requests, *a, **k)
+                finally:
+                    spent, per_task = time.perf_counter() - started, Counter(getattr(r, "task_name", "?") for r in requests)
+                    for task, count in per_task.items():
+                        times[task]["model_s"] += spent * count / max(1, len(requests))
+
+            saved[method] = lm.__dict__.get(method)
+            setattr(lm, method, call)
+        try:
+            return original_evaluate(lm, *args, **kwargs)
+        finally:
+            for method, value in saved.items():
+                if value is None:
+                    delattr(lm, method)
+                else:
+                    setattr(lm, method, value)
+
+    original_simple = lm_eval.simple_evaluate
+
+    @functools.wraps(original_simple)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        results = original_simple(*args, **kwargs)
+        if isinstance(results, dict):
+            results[RUN_RECORD_KEY] = {"tasks": record}
+            record.update(_run_record(times, judged))
+        return results
+
+    record: dict[str, dict[str, Any]] = {}
+    for name, field in (("download", "load_s"), ("build_all_requests", "prepare_s"), ("apply_filters", "filters_s"),
+                        ("process_results", "scoring_s")):
+        setattr(ConfigurableTask, name, timed(name, field))
+    lm_eval.evaluator.evaluate = evaluate
+    lm_eval.simple_evaluate = simple_evaluate
+    try:
+        yield record
+    finally:
+        for name, original in originals.items():
+            setattr(ConfigurableTask, name, original)
+        lm_eval.evaluator.evaluate = original_evaluate
+        lm_eval.simple_evaluate = original_simple
+
+
+def _run_record(times: dict[str, Any], judged: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for task, spent in sorted(times.items()):
+        if task == "?":
+            continue
+        entry = {field: round(spent.get(field, 0.0), 3)
+                 for field in ("load_s", "prepare_s", "model_s", "filters_s", "scoring_s")}
+        entry["wall_s"] = round(sum(entry.values()), 3)
+        usage = judged.get(task)
+        if usage:
+            entry["judge"] = {k: int(usage[k]) for k in ("requests", "prompt_tokens", "completion_tokens") if k in usage}
+        out[task] = entry
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
+import logging
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -42,9 +42,8 @@ def ensure_prepared(metadata: Mapping[str, Any] | None = None, log: Any = None) 
     seed = split_seed(metadata)
     folder = cache_dir_for(data_json, data_ql, seed, cache_root(metadata))
     manifest_path = folder / "manifest.json"
-    if not manifest_path.exists():
-        (log or (lambda m: print(m, file=sys.stderr)))(
-            f"emrQA: preparing {data_json.name} and {data_ql.name} (first use; later runs reuse {folder})"
-        )
+    if not manifest_path.exists():  # one summary line when done (``prepare``); progress bars on a terminal
+        logging.getLogger(__name__).debug("emrQA: preparing %s and %s (first use; later runs reuse %s)",
+                                          data_json.name, data_ql.name, folder)
         prepare(data_json, data_ql, folder, seed=seed, log=log)
     return folder, json.loads(manifest_path.read_text(encoding="utf-8"))

@@ -25,7 +25,7 @@ def _cmd_prepare(args: Any) -> int:
     data_json, data_ql = resolve_inputs(metadata)
     folder = cache_dir_for(data_json, data_ql, seed, cache_root(metadata))
     if args.force or not (folder / "manifest.json").exists():
-        prepare(data_json, data_ql, folder, seed=seed, log=print)
+        prepare(data_json, data_ql, folder, seed=seed, log=print, details=True)
     else:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         for line in describe(manifest):

@@ -46,9 +46,27 @@ def cache_root(metadata: Mapping[str, Any] | None = None) -> Path:
 
 
 def resolve_inputs(metadata: Mapping[str, Any] | None = None) -> tuple[Path, Path]:
-    data_json = DATA_JSON.local_path(metadata)
-    data_ql = DATA_QL_CSV.local_path(metadata)
-    missing = [s for s, p in ((DATA_JSON, data_json), (DATA_QL_CSV, data_ql)) if p is None]
-    if missing:
-        raise missing[0].missing("no local copy is configured (it is never downloaded)")
-    return data_json, data_ql  # type: ignore[return-value]
+    """Both files; every problem with them in one error (its ``problems`` lists each, for ``medeval run``)."""
+    paths, problems, unset = [], [], []
+    for source in (DATA_JSON, DATA_QL_CSV):
+        try:
+            path = source.local_path(metadata)
+        except MedevalDataError as exc:
+            path, problems = None, [*problems, str(exc)]
+        else:
+            unset += [source] if path is None else []
+        paths.append(path)
+    if len(unset) == 2:  # the usual first run: one line for both files
+        example = '{"emrqa_data_json": "/path/to/data.json", "emrqa_data_ql_csv": "/path/to/data-ql.csv"}'
+        problems.append(
+            f"the emrQA data.json and data-ql.csv are not available: no local copy is configured (they are never "
+            f"downloaded). {_HOW_TO_GET} Point the pack at both with `--metadata '{example}'`, or export "
+            f"{DATA_JSON.env_var} and {DATA_QL_CSV.env_var}."
+        )
+    elif unset:
+        problems.append(str(unset[0].missing("no local copy is configured (it is never downloaded)")))
+    if problems:
+        error = MedevalDataError(" ".join(problems))
+        error.problems = problems
+        raise error
+    return paths[0], paths[1]  # type: ignore[return-value]

@@ -22,6 +22,7 @@ written in input order with sorted keys, so preparing twice gives byte-identical
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import socket
@@ -40,6 +41,8 @@ from medeval_metrics.emrqa.sources import CACHE_DIR_KEY
 from medeval_metrics.emrqa.jsonstream import iter_notes
 
 PREP_VERSION = 2  # 2: evidence placed on its own numbered line; upstream's trailing newlines kept
+
+_logger = logging.getLogger(__name__)
 
 
 def _dump(handle: Any, record: dict[str, Any]) -> None:
@@ -114,13 +117,14 @@ def _advance(bar: Any) -> Any:
 
 def prepare(
     data_json: Path, data_ql: Path, out_dir: Path, seed: int = DEFAULT_SEED, log: Any = None,
-    progress: bool | None = None,
+    progress: bool | None = None, details: bool = False,
 ) -> dict[str, Any]:
     """Read both inputs, validate, and write every split to ``out_dir`` (atomically). Returns the manifest.
 
     Nothing partial is left behind: the work folder is removed on any failure, and folders left by a
     killed preparation are removed when the next one starts. ``progress``: progress bars on stderr
-    (``None``: only on a terminal).
+    (``None``: only on a terminal). ``details``: the split sizes and data checks through ``log`` too (else at
+    DEBUG level), before the one summary line.
     """
     log = log or (lambda message: print(message, file=sys.stderr))
     started = time.time()
@@ -138,10 +142,18 @@ def prepare(
     try:
         stats = Checks()
         manifest: dict[str, Any] = {"prep_version": PREP_VERSION, "seed": seed, "test_fraction": TEST_FRACTION}
-        with _bar(_size(data_json), "emrQA data.json", progress) as bar:
-            manifest["qa"] = _prepare_qa(Path(data_json), work, seed, stats, _advance(bar))
-        with _bar(_size(data_ql), "emrQA data-ql.csv", progress) as bar:
-            manifest["emrql"] = _prepare_emrql(Path(data_ql), work, seed, stats, _advance(bar))
+        problems = []  # both files are read whatever is wrong with the first: every problem is reported at once
+        for key, read, path, label in (("qa", _prepare_qa, data_json, "emrQA data.json"),
+                                       ("emrql", _prepare_emrql, data_ql, "emrQA data-ql.csv")):
+            with _bar(_size(path), label, progress) as bar:
+                try:
+                    manifest[key] = read(Path(path), work, seed, stats, _advance(bar))
+                except MedevalDataError as exc:
+                    problems += getattr(exc, "problems", None) or [str(exc)]
+        if problems:
+            error = MedevalDataError(" ".join(problems))
+            error.problems = problems
+            raise error
         manifest["inputs"] = {
             "data_json_sha256": file_sha256(Path(data_json)),
             "data_ql_csv_sha256": file_sha256(Path(data_ql)),
@@ -161,9 +173,12 @@ def prepare(
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    for line in describe(manifest):
-        log(line)
-    log(f"emrQA prepared in {time.time() - started:.1f} s: {out_dir}")
+    for line in describe(manifest):  # the split sizes and data checks: on request (`medeval emrqa-prepare`)
+        (log if details else _logger.debug)(line)
+    questions = sum(manifest["qa"]["sizes"].values())
+    forms = sum(manifest["emrql"]["sizes"].values())
+    log(f"emrQA prepared in {time.time() - started:.1f} s: {questions:,} questions, {forms:,} logical-form "
+        f"items (seed {seed}) in {out_dir}" + ("" if details else "; --verbosity DEBUG lists the splits"))
     return manifest
 
 

@@ -22,11 +22,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 from medeval_metrics.http_safety import JUDGE_REPLY_LIMIT, read_capped_async
 from medeval_metrics.judge.client import RETRYABLE_STATUS, JudgeClient, TransportFailure, _retry_after_seconds
+
+
+# What the judges' API replies say they used, per judge, for this process (requests answered, tokens from the
+# "usage" fields): ``medeval run`` records each task's share in its results (lm_eval_compat.task_timings).
+USAGE: dict[str, Counter] = defaultdict(Counter)
+
+
+def count_usage(judge: str, outputs: Any) -> None:
+    usage = outputs.get("usage") if isinstance(outputs, dict) else None
+    USAGE[judge]["requests"] += 1
+    for field in ("prompt_tokens", "completion_tokens"):
+        if isinstance(usage, dict) and isinstance(usage.get(field), int):
+            USAGE[judge][field] += usage[field]
 
 
 def _proxy_for(url: str) -> str | None:
@@ -158,7 +172,9 @@ class AsyncJudgeTransport:
             if status >= 300:
                 raise TransportFailure(f"HTTP {status}", retryable=status in RETRYABLE_STATUS,
                                        retry_after=_retry_after_seconds(retry_after))
-            replies = client.lm.parse_generations(outputs=json.loads(data), contexts=[context])
+            outputs = json.loads(data)
+            count_usage(judge, outputs)
+            replies = client.lm.parse_generations(outputs=outputs, contexts=[context])
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure becomes a classified, retryable-or-not reason

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medeval_metrics.report.tables import INTRO
+
 MAX_FIGURE_CATEGORIES = 40  # beyond this a bar chart is unreadable: the largest categories are shown
-INTRO = ("Scores from lm-evaluation-harness with the medeval-metrics task pack. "
-         "± is the standard error of the mean; sample counts are items scored.")
 
 
 def _slug(text: str) -> str:
@@ -30,7 +30,7 @@ def _slug(text: str) -> str:
 
 MANIFEST = "report.json"
 # What a report writes: only such files, listed in the previous report's manifest, are ever removed.
-REPORT_FILE_SUFFIXES = (".md", ".json", ".yaml", ".png")
+REPORT_FILE_SUFFIXES = (".md", ".json", ".yaml", ".png", ".html")
 
 
 @dataclass
@@ -142,6 +142,8 @@ def build_report(
     source_url: str | None = None,
     include_partial_runs: bool = False,
     model_name: str | None = None,
+    html: bool = False,
+    html_show_private: bool = False,
 ) -> dict[str, Any]:
     """Write the report files (see ``medeval_metrics.report``); returns the contents of ``report.json``."""
     from medeval_metrics.pack import __version__
@@ -185,7 +187,12 @@ def build_report(
     with _writing(out.folder):
         figure_files = _write_figures(out, runs, all_breakdowns, judge_collected) if figures else []
 
-    card_section = _card_section(sections, publishable[card_model] or models[card_model])
+    if html:  # one page to browse the report item by item (medeval_metrics.report.html)
+        from medeval_metrics.report import html as page
+
+        out.write(page.PAGE, page.render(runs, out.folder, figure_files, show_private=html_show_private))
+    card_sections = {run.label: tables.run_section(run, __version__, card=True) for run in runs}
+    card_section = _card_section(card_sections, publishable[card_model] or models[card_model])
     out.write("card_section.md", card_section)
     removed = _remove_stale_files(out, previous_files, previous_written_at)
     if removed:
@@ -364,12 +371,12 @@ def _write_figures(out: _Output, runs: list, all_breakdowns: dict[str, Any], jud
                     continue
                 suffix = "" if filter_name in ("none", *_only_filter(breakdown)) else f"__{_slug(filter_name)}"
                 name = folder / f"{task}__{_slug(dimension)}{suffix}.png"
-                fig.category_scores_figure(out.folder / name, f"{run.label}: {task} by {dimension}{note}", info.label,
-                                           values, info.scale)
+                title = f"{info.label} by {fig.human(dimension)}{note}: {task}, {run.label}"
+                fig.category_scores_figure(out.folder / name, title, info.label, values, info.scale, dimension=dimension)
                 figure_files.append(name.as_posix())
         for task, collected in judge_collected.get(run.label, {}).items():
             name = folder / f"{task}__judge_scores.png"
-            fig.judge_distribution_figure(out.folder / name, f"{run.label}: {task}", collected)
+            fig.judge_distribution_figure(out.folder / name, f"Judge scores: {task}, {run.label}", collected)
             figure_files.append(name.as_posix())
     if len(runs) > 1:
         figure_files += _comparison_figures(runs, out.folder, fig)
@@ -397,7 +404,7 @@ def _comparison_figures(runs, output: Path, fig) -> list[str]:
         primary = tables.primary_metric(benchmark, [])
         name = f"comparison__{_slug(benchmark)}.png" if metric == primary else f"comparison__{_slug(benchmark)}__{_slug(metric)}.png"
         display = reporting_for(benchmark).display_name or benchmark
-        fig.comparison_figure(output / name, f"{display}: comparison of runs", info.label, series, info.scale)
+        fig.comparison_figure(output / name, f"{info.label}: {display}, run by run", info.label, series, info.scale)
         names.append(name)
     return names
 

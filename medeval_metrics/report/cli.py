@@ -20,6 +20,8 @@ def _cmd(args: argparse.Namespace) -> int:
         return 2
     print((Path(args.output) / "card_section.md").read_text(encoding="utf-8"))
     print(f"medeval report: wrote {len(report['written'])} files to {args.output}")
+    if getattr(args, "html", False):
+        print(f"medeval report: browse the items in {Path(args.output) / 'report.html'}")
     if args.update_card:
         state = "created" if report["card_created"] else "updated" if report["card_updated"] else "already up to date"
         print(f"model card {args.update_card}: {state}")
@@ -31,7 +33,8 @@ def _build_from_args(args: argparse.Namespace) -> dict[str, Any]:
         args.folders, Path(args.output), figures=not args.no_figures,
         update_card=Path(args.update_card) if args.update_card else None, model=args.model,
         source_name=args.source_name, source_url=args.source_url, include_partial_runs=args.include_partial_runs,
-        model_name=args.model_name,
+        model_name=args.model_name, html=getattr(args, "html", False),
+        html_show_private=getattr(args, "html_show_private", False),
     )
     for note in report["notes"]:
         print(f"medeval report: note: {note}", file=sys.stderr)
@@ -50,6 +53,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-partial-runs", action="store_true",
                    help="also put runs made with --limit into the model-index (left out by default: not comparable)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures (no matplotlib needed)")
+    p.add_argument("--html", action="store_true",
+                   help="also write report.html: one self-contained page with the tables, the figures and every "
+                        "logged item, filterable by task, category and result (docs/report.md)")
+    p.add_argument("--html-show-private", action="store_true",
+                   help="show the text of items from your own data in report.html (a task whose data has no "
+                        "public copy); hidden by default")
     p.add_argument("--source-name", help=f"model-index source name (default: {'lm-evaluation-harness with medeval-metrics'})")
     p.add_argument("--source-url", help="model-index source URL (default: the lm-evaluation-harness repository)")
     p.set_defaults(func=_cmd)

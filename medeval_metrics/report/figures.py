@@ -3,8 +3,9 @@ judge score distributions per dimension, and a side-by-side comparison of runs.
 
 Figures have a fixed width (``WIDTH_IN`` at ``DPI``) and a height that grows with the number of
 bars, so their pixel size is predictable (``figure_size``). Every bar carries its value as a label
-(a zero bar reads "0.00", so zero and missing differ), an interval is drawn only where a stderr
-exists (none for a single item), and titles are wrapped, then shortened, to fit the width.
+(a zero bar reads "0.00" and has a mark in its colour, so zero and missing differ), an interval is drawn
+only where a stderr exists (none for a single item), titles are wrapped, then shortened, to fit the width,
+and the left margin is measured from the category labels (wrapped, then shortened, when long).
 """
 
 from __future__ import annotations
@@ -89,10 +90,51 @@ def _value_label(value: float, scale: tuple[float, float]) -> str:
     return f"{value:.1f}" if scale[1] - scale[0] > 10 else f"{value:.2f}"
 
 
-def _bars_with_labels(ax, positions, values, stderrs, scale, height, **bar_args) -> None:
-    """Horizontal bars, a 95% CI where a stderr exists, the value at each bar's end, and a tick at the
-    scale's start so that a zero bar is visibly there."""
-    ax.barh(positions, [v - scale[0] for v in values], left=scale[0], height=height, **bar_args)
+_WORDS = {"lf": "logical-form", "x": "×", "qa": "QA"}  # short forms in field names, read out
+
+
+def human(name: str) -> str:
+    """A field or category name for a reader: ``subject_area`` -> ``subject area``, ``level x subject_area`` ->
+    ``level × subject area``, ``lf_template`` -> ``logical-form template``."""
+    words = str(name).replace("_", " ").split(" ")
+    return " ".join(_WORDS.get(w, w) for w in words if w != "")
+
+
+LABEL_CHARS = 48  # a category label is wrapped at this many characters, two lines at most, then shortened
+MAX_LEFT = 0.55  # the labels may take at most this share of the figure's width
+
+
+def wrap_label(text: str, chars: int = LABEL_CHARS, suffix: str = "") -> str:
+    """``text`` on two lines at most (the rest shortened with "..."), ``suffix`` (the item count) always kept."""
+    lines = textwrap.wrap(f"{text} {suffix}".strip(), chars, break_long_words=True, break_on_hyphens=False) or [text]
+    if len(lines) > 2:
+        rest = textwrap.wrap(text, chars, break_long_words=True, break_on_hyphens=False)[1:]
+        room = max(4, chars - len(suffix) - 1)
+        lines = [lines[0], (textwrap.shorten(" ".join(rest), room, placeholder="...") + " " + suffix).strip()]
+    return "\n".join(lines)
+
+
+def fit_left_margin(fig, ax, labels: list[str], suffixes: list[str] | None = None, pad_px: float = 12) -> None:
+    """Set the y tick labels, wrapped narrower until they fit ``MAX_LEFT`` of the width, and the left margin
+    to the widest of them (measured, so short labels leave the bars the room)."""
+    renderer = fig.canvas.get_renderer()
+    width_px = fig.get_figwidth() * fig.dpi
+    chars = LABEL_CHARS
+    while True:
+        ax.set_yticklabels([wrap_label(label, chars, suffix) for label, suffix in zip(labels, suffixes or [""] * len(labels))])
+        widest = max((t.get_window_extent(renderer).width for t in ax.get_yticklabels()), default=0.0)
+        ylabel = ax.yaxis.label.get_window_extent(renderer).width if ax.get_ylabel() else 0.0
+        needed = (widest + ylabel + 2 * pad_px) / width_px
+        if needed <= MAX_LEFT or chars <= 12:
+            break
+        chars -= 6
+    fig.subplots_adjust(left=min(MAX_LEFT, max(0.08, needed)))
+
+
+def _bars_with_labels(ax, positions, values, stderrs, scale, height, color="#4C72B0", **bar_args) -> None:
+    """Horizontal bars, a 95% CI where a stderr exists, the value at each bar's end, and a mark in the bar's
+    colour at its value, so that a zero bar is visibly there (and whose it is)."""
+    ax.barh(positions, [v - scale[0] for v in values], left=scale[0], height=height, color=color, **bar_args)
     with_ci = [(p, v, _interval(v, s, *scale)) for p, v, s in zip(positions, values, stderrs)]
     with_ci = [(p, v, ci) for p, v, ci in with_ci if ci is not None]
     if with_ci:
@@ -100,33 +142,37 @@ def _bars_with_labels(ax, positions, values, stderrs, scale, height, **bar_args)
                     xerr=[[ci[0] for *_, ci in with_ci], [ci[1] for *_, ci in with_ci]],
                     fmt="none", ecolor="black", elinewidth=1, capsize=3)
     span = scale[1] - scale[0]
+    for position, value in zip(positions, values):
+        ax.plot([value, value], [position - height * 0.45, position + height * 0.45], color=color, linewidth=4,
+                solid_capstyle="butt")
     for position, value, stderr in zip(positions, values, stderrs):
-        ax.plot([scale[0], scale[0]], [position - height * 0.4, position + height * 0.4], color="black", linewidth=1.5)
-        ci = _interval(value, stderr, *scale)
-        end = value + (ci[1] if ci else 0.0)
-        inside = end + 0.09 * span > scale[1]
-        x = value - (ci[0] if ci else 0.0) - 0.01 * span if inside else end + 0.01 * span  # clear of the CI line
+        inside = value + 0.16 * span > scale[1]
+        x = value - 0.012 * span if inside else value + 0.012 * span
         ax.text(x, position, _value_label(value, scale) + ("" if stderr is not None else " (no CI)"),
-                va="center", ha="right" if inside else "left", fontsize=7,
-                color="white" if inside and value - scale[0] > 0.12 * span else "black")
+                va="center", ha="right" if inside else "left", fontsize=7, color="black",
+                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
 
 
 def category_scores_figure(
-    path: Path, title: str, metric_label: str, categories: dict[str, dict[str, float]], scale: tuple[float, float] = (0.0, 1.0)
+    path: Path, title: str, metric_label: str, categories: dict[str, dict[str, float]], scale: tuple[float, float] = (0.0, 1.0),
+    dimension: str | None = None,
 ) -> Path:
     """Horizontal bars of ``categories[name] = {value, stderr, n}`` with 95% normal CIs (clipped to the
-    scale; none where stderr is None, i.e. a single item)."""
+    scale; none where stderr is None, i.e. a single item). ``dimension`` names the y axis."""
     plt = _pyplot()
     names = list(categories)
     width, height = figure_size(len(names))
     fig, ax = plt.subplots(figsize=(width / DPI, height / DPI), dpi=DPI)
     positions = list(range(len(names)))[::-1]
     _bars_with_labels(ax, positions, [categories[n]["value"] for n in names], [categories[n].get("stderr") for n in names],
-                      scale, 0.8, color="#4C72B0")
-    ax.set_yticks(positions, [f"{n} (n={categories[n]['n']})" for n in names], fontsize=8)
+                      scale, 0.8)
+    ax.set_yticks(positions)
+    ax.tick_params(axis="y", labelsize=8)
     ax.set_xlim(*scale)
     ax.set_xlabel(f"{metric_label} (lines: 95% CI)")
-    fig.subplots_adjust(left=0.45, right=0.97, bottom=BASE_IN * 0.45 / (height / DPI), top=1 - BASE_IN * 0.3 / (height / DPI))
+    ax.set_ylabel(f"{human(dimension)} (items)" if dimension else "category (items)", fontsize=8)
+    fig.subplots_adjust(right=0.97, bottom=BASE_IN * 0.45 / (height / DPI), top=1 - BASE_IN * 0.3 / (height / DPI))
+    fit_left_margin(fig, ax, [human(n) for n in names], [f"(n={categories[n]['n']})" for n in names])
     fit_title(fig, title)
     return _save(fig, path)
 
@@ -147,19 +193,23 @@ def judge_distribution_figure(path: Path, title: str, collected: dict[str, dict[
             values = collected[judge].get(dimension, [])
             counts = [sum(1 for v in values if v == s) for s in scores] + [sum(1 for v in values if v is None)]
             xs = [i + j * bar for i in range(len(labels))]
-            ax.bar(xs, counts, width=bar, label=judge)
-            for x, count in zip(xs, counts):  # the count on every bar, 0 included
+            bars = ax.bar(xs, counts, width=bar, label=judge)
+            colour = bars.patches[0].get_facecolor() if bars.patches else "black"
+            for x, count in zip(xs, counts):  # the count on every bar, 0 included, and a 0 in its judge's colour
+                if count == 0:
+                    ax.plot([x - bar * 0.4, x + bar * 0.4], [0, 0], color=colour, linewidth=4, solid_capstyle="butt")
                 ax.text(x, count, str(count), ha="center", va="bottom", fontsize=7)
             top = max([top, *counts])
         ax.set_ylim(0, max(1, top) * 1.18)
         ax.set_xticks([i + bar * (len(judges) - 1) / 2 for i in range(len(labels))], labels)
-        ax.set_title(dimension, fontsize=9)
+        ax.set_title(human(dimension).capitalize(), fontsize=9)
         ax.set_ylabel("items")
+        ax.set_xlabel("score the judge gave (none: no score read from its reply)", fontsize=8)
         ax.yaxis.get_major_locator().set_params(integer=True)
     axes[0, 0].legend(fontsize=8)
     title_in = 0.55
     fig.tight_layout(rect=(0, 0, 1, 1 - title_in / (height / DPI)))
-    fit_title(fig, f"{title}: judge scores")
+    fit_title(fig, title)
     return _save(fig, path)
 
 
@@ -187,12 +237,15 @@ def comparison_figure(
             values.append(cell["value"])
             stderrs.append(cell.get("stderr"))
         _bars_with_labels(ax, positions, values, stderrs, scale, bar, label=label, color=colours[j % len(colours)])
-    ax.set_yticks([len(tasks) - 1 - i + bar * (len(labels) - 1) / 2 for i in range(len(tasks))], tasks, fontsize=8)
+    ax.set_yticks([len(tasks) - 1 - i + bar * (len(labels) - 1) / 2 for i in range(len(tasks))])
+    ax.tick_params(axis="y", labelsize=8)
     ax.set_xlim(*scale)
     ax.set_xlabel(f"{metric_label} (lines: 95% CI)")
+    ax.set_ylabel("task", fontsize=8)
     # the legend sits below the x axis label, in the space figure_size reserved for it
     fig.legend(fontsize=8, loc="lower center", ncol=1, frameon=False)
-    fig.subplots_adjust(left=0.3, right=0.97, bottom=(BASE_IN * 0.45 + legend_in) / (height / DPI),
+    fig.subplots_adjust(right=0.97, bottom=(BASE_IN * 0.45 + legend_in) / (height / DPI),
                         top=1 - BASE_IN * 0.3 / (height / DPI))
+    fit_left_margin(fig, ax, tasks)
     fit_title(fig, title)
     return _save(fig, path)

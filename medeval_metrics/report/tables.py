@@ -9,6 +9,9 @@ from typing import Any
 from medeval_metrics.report.metric_info import metric_info, reporting_for
 from medeval_metrics.report.runs import Run
 
+INTRO = ("Scores from lm-evaluation-harness with the medeval-metrics task pack. "
+         "± is the standard error of the mean; sample counts are items scored.")
+
 
 @dataclass(frozen=True)
 class ScoreRow:
@@ -101,19 +104,53 @@ def results_table(rows: list[ScoreRow]) -> str:
     return "\n".join(lines)
 
 
+def run_time_table(run: Run) -> str:
+    """Each task's wall time (and, for a judged task, the judges' requests and tokens) as ``medeval run``
+    recorded them in the results (``lm_eval_compat.task_timings``); "" for a run without the record."""
+    recorded = (run.results.get("medeval_run") or {}).get("tasks") or {}
+    if not recorded:
+        return ""
+    lines = ["| Task | Wall time (s) | of which model (s) | of which judging (s) | Judge requests | Judge tokens "
+             "(prompt + completion) |", "|---|---:|---:|---:|---:|---:|"]
+    for task, entry in sorted(recorded.items()):
+        judge = entry.get("judge") or {}
+        tokens = (f"{judge.get('prompt_tokens', 0):,} + {judge.get('completion_tokens', 0):,}"
+                  if "prompt_tokens" in judge or "completion_tokens" in judge else "–")
+        lines.append(f"| `{task}` | {entry.get('wall_s', 0):.1f} | {entry.get('model_s', 0):.1f} | "
+                     f"{entry.get('filters_s', 0):.1f} | {judge.get('requests', '–') if judge else '–'} | "
+                     f"{tokens if judge else '–'} |")
+    return "\n".join(lines)
+
+
 def settings_table(settings: dict[str, str]) -> str:
     lines = ["| Setting | Value |", "|---|---|"]
     lines += [f"| {name} | {value.replace('|', '/')} |" for name, value in settings.items()]
     return "\n".join(lines)
 
 
-def run_section(run: Run, pack_version: str, heading: str = "###") -> str:
+def comparison_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
+    """The rows a reader compares models by: the metrics the benchmark publishes in the model-index (a task
+    outside the pack keeps all). Bookkeeping (items judged, per-judge success, id echoes) and diagnostics
+    stay in the report's results.md."""
+    return [row for row in rows if metric_info(row.benchmark, row.metric).in_model_index]
+
+
+def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = False) -> str:
+    """A run's results table and settings; ``card``: only the comparison metrics (``comparison_rows``)."""
     rows = score_rows(run)
     settings = {**run.settings(), "medeval-metrics version (report)": pack_version}
-    parts = [f"{heading} {run.label}", "", results_table(rows) if rows else "_No medeval task in this run._", ""]
-    notes = helper_notes(rows)
+    shown = comparison_rows(rows) if card else rows
+    parts = [f"{heading} {run.label}", "", results_table(shown) if shown else "_No medeval task in this run._", ""]
+    left = len({(r.task, r.metric) for r in rows}) - len({(r.task, r.metric) for r in shown})
+    notes = [] if card else helper_notes(rows)
+    if card and left:
+        notes = [f"{left} bookkeeping and diagnostic metrics (items judged, per-judge success, unparseable rates) "
+                 "are in the report's results.md"]
     if notes:
         parts += ["Notes: " + "; ".join(notes) + ".", ""]
+    timing = "" if card else run_time_table(run)
+    if timing:
+        parts += ["Run time per task and judge usage:", "", timing, ""]
     parts += ["Settings that change scores:", "", settings_table(settings)]
     generation = _task_generation_settings(run, [r.task for r in rows])
     if generation:

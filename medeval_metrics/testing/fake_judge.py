@@ -173,6 +173,9 @@ class FakeJudgeServer:
             payload = json.dumps({
                 "id": "fake", "object": "chat.completion", "model": model,
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+                # as an OpenAI-compatible server reports it: the pack records the judges' token use from these
+                "usage": {"prompt_tokens": len(text.split()), "completion_tokens": len(str(content).split()),
+                          "total_tokens": len(text.split()) + len(str(content).split())},
             })
             return 200, payload.encode("utf-8"), {}
 

@@ -3,7 +3,7 @@
 Registered as ``--model medeval-scripted`` when this module is imported (``medeval run`` does
 that when asked for this model). ``--model_args table=/path/answers.json`` names a JSON file:
 
-    {"key": "question",                 # doc field whose value selects the row
+    {"key": "question",                 # doc field whose value selects the row (a list: the first the doc has)
      "generate": {"<key value>": "model output text", ...},
      "choose":   {"<key value>": "B", ...},   # for loglikelihood: this continuation wins
      "prompt":   {"<text in the prompt>": "reply" or ["1st reply", "2nd", ...]},  # requests without a doc
@@ -98,7 +98,9 @@ class ScriptedLM(LM):
 
     def _lookup(self, request: Any, section: str) -> Any:
         doc = request.doc or {}
-        value = doc.get(self.key) if isinstance(doc, dict) else None
+        keys = self.key if isinstance(self.key, list) else [self.key]  # a list: the first field the doc has
+        field = next((k for k in keys if isinstance(doc, dict) and k in doc), keys[0])
+        value = doc.get(field) if isinstance(doc, dict) else None
         if value is None and self.table.get("prompt"):
             # a backend called without docs (a judge, the EMSQA extraction fallback): the reply whose
             # key the prompt contains; a list of replies is used in order, its last one repeated

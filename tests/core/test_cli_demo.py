@@ -1,5 +1,5 @@
-"""`medeval demo`: a first run on a fresh offline machine (tiny model into the cache, synthetic samples,
-fake judges on loopback, then the report)."""
+"""`medeval demo`: a first run on a fresh offline machine (a scripted model, synthetic samples, fake judges on
+loopback, then the report)."""
 
 from __future__ import annotations
 
@@ -8,39 +8,6 @@ import json
 import pytest
 
 from conftest import run_cli
-
-
-def test_the_cached_model_is_reused_not_rebuilt(tmp_path, monkeypatch):
-    from medeval_metrics import demo
-    from medeval_metrics.testing import tiny_model
-
-    folder = tmp_path / "demo-tiny-lm"
-    folder.mkdir()
-    (folder / "config.json").write_text("{}")
-    (folder / "model.safetensors").write_bytes(b"x")
-    monkeypatch.setattr(tiny_model, "build_tiny_model", lambda *a, **k: pytest.fail("rebuilt a cached model"))
-    assert demo.tiny_model(tmp_path, say=lambda _: None) == folder
-
-
-def test_a_half_built_model_is_built_again(tmp_path, monkeypatch):
-    from medeval_metrics import demo
-    from medeval_metrics.testing import tiny_model
-
-    (tmp_path / "demo-tiny-lm").mkdir()
-    (tmp_path / "demo-tiny-lm" / "config.json").write_text("{}")  # an interrupted build: no weights
-    built = []
-
-    def fake_build(path):
-        path.mkdir(parents=True)
-        (path / "config.json").write_text("{}")
-        (path / "model.safetensors").write_bytes(b"w")
-        built.append(path)
-        return path
-
-    monkeypatch.setattr(tiny_model, "build_tiny_model", fake_build)
-    said = []
-    folder = demo.tiny_model(tmp_path, say=said.append)
-    assert built and (folder / "model.safetensors").read_bytes() == b"w" and "first run only" in said[0]
 
 
 def test_the_shipped_samples_load_with_the_pack_loaders():
@@ -59,7 +26,7 @@ def test_demo_runs_every_benchmark_end_to_end_offline(tmp_path):
     out = tmp_path / "out"
     proc = run_cli(["demo", "--output", str(out)], cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert (tmp_path / "cache" / "medeval" / "demo-tiny-lm" / "config.json").is_file()  # built into the user cache
+    assert not (tmp_path / "cache" / "medeval" / "demo-tiny-lm").exists()  # no model to build any more
     report = out / "report"
     results = (report / "results.md").read_text()
     for task in ("emsqa_private", "medicationqa", "emrqa_risk"):
@@ -73,9 +40,9 @@ def test_demo_runs_every_benchmark_end_to_end_offline(tmp_path):
 
 
 @pytest.mark.e2e
-def test_a_second_demo_into_the_same_folder_reports_one_run_and_its_figures(tmp_path, capsys):
-    """The fake judges get a new loopback port each run: the second report is of one run (the newest),
-    with no comparison, and the report folder holds only its own figures (the user's files stay)."""
+def test_a_second_demo_into_the_same_folder_reuses_its_preparation_and_replaces_its_run(tmp_path, capsys):
+    """The second report is of one run (the demo's previous results are replaced), with no comparison, and the
+    report folder holds only its own figures (the user's files stay)."""
     from conftest import run_medeval
 
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -87,10 +54,14 @@ def test_a_second_demo_into_the_same_folder_reports_one_run_and_its_figures(tmp_
     (report / "my-notes.md").write_text("mine")
     second = run_cli(["demo", "--output", str(out)], cwd=tmp_path, env=env, timeout=900)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert "2 runs with the same settings; reporting the newest" in second.stderr
+    # the preparation is reused (one cache folder, prepared by the first demo only) and the run replaced
+    assert "emrQA prepared in" in first.stderr and "emrQA prepared in" not in second.stderr
+    assert len(list((out / "emrqa-cache").iterdir())) == 1
+    assert "replacing the previous demo run" in second.stderr and "runs with the same settings" not in second.stderr
+    assert len(list((out / "run").rglob("results_*.json"))) == 1
     manifest = json.loads((report / "report.json").read_text())
     assert len(manifest["runs"]) == 1 and "comparison.md" not in manifest["written"]
-    assert manifest["runs"][0]["results_file"].endswith(sorted((out / "run").rglob("results_*.json"))[-1].name)
+    assert manifest["runs"][0]["results_file"].endswith(next((out / "run").rglob("results_*.json")).name)
     on_disk = sorted(p.relative_to(report).as_posix() for p in report.rglob("*.png"))
     assert on_disk == sorted(manifest["figures"]) == figures_first  # same names: one run, labelled by its model
     assert "## Comparison" not in (report / "results.md").read_text()

@@ -26,7 +26,10 @@ SYNTHETIC = str(FIXTURES / "emsqa_synthetic.json")
     ],
 )
 def test_bad_input_fails_before_the_model_is_built(tmp_path, tasks, metadata, message):
-    # the model path does not exist: an error about it would mean lm-eval got as far as building the model
+    # a model folder with a config and no weights: it passes the model check, and an error about it would mean
+    # lm-eval got as far as building the model
+    (tmp_path / "no-such-model").mkdir()
+    (tmp_path / "no-such-model" / "config.json").write_text("{}")
     args = ["run", "--model", "hf", "--model_args", f"pretrained={tmp_path}/no-such-model", "--tasks", tasks]
     if metadata.get("medicationqa_path") == "MEDICATIONQA_CSV":
         (tmp_path / "m.csv").write_text("Question,Answer\nWhat is aspirin for?,Pain and fever.\n")
@@ -38,6 +41,14 @@ def test_bad_input_fails_before_the_model_is_built(tmp_path, tasks, metadata, me
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert err[-1].startswith("medeval: error:") and message in err[-1], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "no-such-model" not in proc.stderr
+
+
+def test_a_model_folder_that_is_not_there_is_one_line_before_anything_else(tmp_path):
+    proc = run_cli(["run", "--model", "hf", "--model_args", f"pretrained={tmp_path}/nowhere", "--tasks", "emsqa_private",
+                    "--metadata", json.dumps({"emsqa_private_path": SYNTHETIC})], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"medeval: error: --model_args pretrained={tmp_path}/nowhere: no such folder. Give the folder holding the "
+        "model (config.json and weights), or a Hugging Face Hub id such as Qwen/Qwen2.5-0.5B-Instruct."]
 
 
 def test_single_quoted_metadata_is_one_line_with_the_fix(tmp_path):
@@ -81,6 +92,7 @@ def test_ctrl_c_while_judges_answer_slowly_ends_at_once_with_the_resume_line(tmp
         proc = subprocess.Popen(
             [sys.executable, "-m", "medeval_metrics.cli", "run", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
              "--device", "cpu", "--tasks", "medicationqa", "--gen_kwargs", "max_gen_toks=4", "--use_cache", str(tmp_path / "lm"),
+             "--skip-judge-check",  # the judges' first requests are then the run's, where Ctrl-C is meant to land
              "--metadata", json.dumps({"medicationqa_path": str(data), "medeval_judges": panel})],
             cwd=tmp_path, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 300

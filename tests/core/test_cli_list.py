@@ -10,8 +10,37 @@ def test_every_line_fits_100_columns_without_markdown():
     assert "`" not in text.split("\n\ndata:")[0] and "|" not in text
 
 
+def task_rows(text: str) -> dict[str, str]:
+    """Each task's row with its continuation lines (the data and metrics columns wrap) joined, column by column."""
+    lines = text.split("\n\ngroups")[0].splitlines()[2:]
+    data_at, metrics_at = text.index("data it needs"), text.index("metrics")
+    rows: dict[str, list[list[str]]] = {}
+    for line in lines:
+        if not line.startswith(" "):
+            task = line.split()[0]
+            rows[task] = [[line[:data_at]], [], []]
+        rows[task][1].append(line[data_at:metrics_at].strip())
+        rows[task][2].append(line[metrics_at:].strip())
+    return {task: " ".join(parts[0]) + " " + " ".join(p for p in parts[1] if p) + " | " + " ".join(p for p in parts[2] if p)
+            for task, parts in rows.items()}
+
+
+def test_no_name_is_cut_the_columns_wrap_instead():
+    manifest = build_manifest()
+    rows = task_rows(terminal_task_list(manifest))
+    for task in manifest["tasks"]:
+        assert rows[task["task"]].split(" | ")[1] == ", ".join(task["metrics"]), task["task"]
+    narrow = terminal_task_list(manifest, width=80)  # too narrow for both columns: the metrics under each task
+    assert "    metrics: rougeL, bleu, bertscore_f1," in narrow and max(len(line) for line in narrow.splitlines()) <= 80
+    assert "..." not in terminal_task_list(manifest) + narrow
+
+
+def test_the_tag_is_listed():
+    assert "  medeval: every task above" in terminal_task_list(build_manifest()).split("tags (")[1]
+
+
 def test_each_task_says_which_data_it_needs():
-    rows = {line.split()[0]: line for line in terminal_task_list(build_manifest()).splitlines()[2:] if line and not line.startswith(" ")}
+    rows = task_rows(terminal_task_list(build_manifest()))
     assert "public: Xueren/EMS-MCQA" in rows["emsqa_public_cot"] and "3,721" in rows["emsqa_public_cot"]
     assert "yours: emsqa_private_path" in rows["emsqa_private_mc"] and "loglik" in rows["emsqa_private_mc"]
     assert "public: truehealth/medicationqa" in rows["medicationqa"]

@@ -21,7 +21,7 @@ def no_user_settings(monkeypatch):
 
 
 def fake_index():
-    return LM_EVAL_TASKS + list(preflight._pack_names())
+    return LM_EVAL_TASKS + list(preflight.pack_names())
 
 
 def checks(*argv):
@@ -64,12 +64,19 @@ def test_a_misspelled_pack_key_is_an_error_naming_the_closest_key(key, closest):
         checks("--metadata", json.dumps({key: "x"}))
 
 
-def test_keys_of_other_tasks_and_models_are_left_alone():
-    assert checks("--metadata", json.dumps({"tokenizer": "gpt2", "max_seq_lengths": [4096]})) is None
+def test_keys_no_task_of_the_pack_reads_need_the_explicit_allowance():
+    meta = json.dumps({"tokenizer": "gpt2", "max_seq_lengths": [4096]})
+    with pytest.raises(MedevalDataError) as info:
+        checks("--metadata", meta)
+    assert info.value.problems == [
+        f"--metadata key {key!r} is not one the pack reads, so it would be ignored. If a task of your own (or one "
+        "of lm-eval's) reads it, add --allow-unknown-metadata; `medeval run --help` lists the pack's keys."
+        for key in ("tokenizer", "max_seq_lengths")]
+    assert checks("--metadata", meta, "--allow-unknown-metadata") is None
 
 
 def test_known_keys_cover_every_data_source_and_loader_option():
-    keys = preflight._known_metadata_keys()
+    keys = preflight.known_metadata_keys()
     assert {"emsqa_public_path", "emsqa_private_path", "medicationqa_path", "emrqa_data_json", "emrqa_data_ql_csv",
             "medeval_judges", "emrqa_sample_size", "emrqa_seed", "emrqa_cache_dir", "emsqa_revision"} <= set(keys)
 
@@ -182,12 +189,14 @@ def test_a_judge_panel_is_not_checked_for_tasks_without_judges(tmp_path):
 # ---------------------------------------------------------------- medeval run
 
 
-def test_medeval_run_stops_on_a_bad_name_before_lm_eval_starts(monkeypatch, capsys):
+def test_medeval_run_stops_on_a_bad_name_before_lm_eval_starts(monkeypatch, capsys, tmp_path):
     import lm_eval.__main__
 
-    monkeypatch.setattr(preflight, "_lm_eval_task_names", lambda include_path=None: fake_index())
+    (tmp_path / "config.json").write_text("{}")
+
+    monkeypatch.setattr(preflight.selection, "lm_eval_task_names", lambda include_path=None: fake_index())
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: pytest.fail("lm-eval started"))
-    assert cli.main(["run", "--model", "hf", "--model_args", "pretrained=x", "--tasks", "emsqa_pubic"]) == 2
+    assert cli.main(["run", "--model", "hf", "--model_args", f"pretrained={tmp_path}", "--tasks", "emsqa_pubic"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("medeval: error: --tasks: no task or group named 'emsqa_pubic'") and "\n" not in err
 

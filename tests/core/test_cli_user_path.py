@@ -24,7 +24,7 @@ def no_user_settings(monkeypatch):
 
 
 def fake_index():
-    return ["hellaswag", "arc_easy", *preflight._pack_names()]
+    return ["hellaswag", "arc_easy", *preflight.pack_names()]
 
 
 def run_checks(*argv, environ=None, metadata=PRIVATE, tasks=("--tasks", "emsqa_private")):
@@ -120,7 +120,7 @@ def test_medeval_run_hands_lm_eval_the_normalised_task_list(monkeypatch, capsys)
 
     seen = []
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: seen.append(list(sys.argv)))
-    monkeypatch.setattr(cli, "_print_breakdowns", lambda argv, started: None)
+    monkeypatch.setattr(cli, "run_summary", lambda *args: "")
     code = cli.main(["run", "--model", "hf", "--tasks", "emsqa_private, emsqa_private_cot,",
                      "--metadata", json.dumps(PRIVATE)])
     assert code == 0, capsys.readouterr().err
@@ -156,7 +156,7 @@ def test_every_misspelled_medeval_variable_is_an_error_naming_the_known_one(name
 
 def test_every_variable_the_pack_reads_is_known_and_passes():
     """Collected from the code: a new MEDEVAL_* variable must be added to known_environment_variables."""
-    package = Path(preflight.__file__).parent
+    package = Path(preflight.__file__).parent.parent
     in_code = {name for path in package.rglob("*.py")
                for name in re.findall(r"MEDEVAL_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8"))}
     examples_of_typos = {"MEDEVAL_EMSQA_PUBLIC_PTH", "MEDEVAL_JUDGE", "MEDEVAL_BENCH"}  # preflight: docstrings, a prefix
@@ -198,8 +198,36 @@ def test_the_opt_in_bertscore_key_is_known():  # documented, read by medicationq
     preflight.check_environment_keys({"MEDEVAL_MEDICATIONQA_BERTSCORE_MODEL": "distilbert-base-uncased"})
 
 
-def test_keys_far_from_the_pack_s_stay_for_other_tasks():
-    preflight.check_metadata_keys({"tokenizer": "gpt2", "max_seq_lengths": [4096], "pretrained": "x", "public_path": "/x"})
+def test_a_one_word_key_is_the_user_s_when_unknown_keys_are_allowed():
+    with pytest.raises(MedevalDataError, match="Did you mean 'emrqa_seed'"):
+        preflight.check_metadata_keys({"seed": 3})
+    preflight.check_metadata_keys({"seed": 3, "device": "cuda:1"}, allow_unknown=True)
+    with pytest.raises(MedevalDataError, match="Did you mean 'emsqa_private_path'"):  # two words: still the pack's
+        preflight.check_metadata_keys({"private_path": "/x"}, allow_unknown=True)
+
+
+def test_keys_far_from_the_pack_s_pass_only_when_allowed():
+    preflight.check_metadata_keys({"tokenizer": "gpt2", "max_seq_lengths": [4096], "pretrained": "x"}, allow_unknown=True)
+    with pytest.raises(MedevalDataError, match="add --allow-unknown-metadata"):
+        preflight.check_metadata_keys({"pretrained": "x"})
+
+
+@pytest.mark.parametrize("key, meant", [
+    ("private_path", "'emsqa_private_path'"),  # the pack's prefix left out
+    ("public_path", "'emsqa_public_path'"),
+    ("data_json", "'emrqa_data_json'"),
+    ("PrivatePath", "'emsqa_private_path'"),  # case and separators
+    ("emsqa-private-path", "'emsqa_private_path'"),
+    ("path_private_emsqa", "'emsqa_private_path'"),  # word order
+    ("EMSQA.Public.Path", "'emsqa_public_path'"),
+    ("cache_dir", "'emrqa_cache_dir' or 'rag_cache_dir'"),  # two keys end so: both named
+])
+def test_near_miss_keys_without_the_prefix_or_in_another_form_get_did_you_mean_even_when_unknown_keys_are_allowed(
+        key, meant):
+    for allowed in (False, True):
+        with pytest.raises(MedevalDataError) as info:
+            preflight.check_metadata_keys({key: "/x"}, allow_unknown=allowed)
+        assert f"Did you mean {meant}?" in str(info.value)
 
 
 @pytest.mark.parametrize("mode, task", [("filter_then_retrieve", "emsqa_public_expertrag_ftr"),
@@ -319,7 +347,11 @@ def test_offline_a_group_error_says_what_the_suggested_tasks_still_need(monkeypa
 @pytest.mark.parametrize("key", ["rag_cache_dir", "rag_save_retrievals"])
 def test_an_unwritable_retrieval_folder_is_one_line_naming_the_setting(tmp_path, key):
     from medeval_metrics.emsqa.rag import add_retrieval
+    import sys
+
     from medeval_metrics.emsqa.data import load_docs
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "emsqa"))  # also when tests/emsqa is not collected
     from test_emsqa_rag import make_kb
 
     items = json.loads((FIXTURES / "emsqa_synthetic.json").read_text())
@@ -351,7 +383,7 @@ def test_the_no_panel_line_has_the_prefix_and_says_how_to_give_a_panel(caplog):
     from medeval_metrics.judge.filter import judge_answers
     from medeval_metrics.judge.rubric import load_rubric
 
-    rubric = load_rubric(str(Path(preflight.__file__).parent / "medicationqa" / "rubric.yaml"))
+    rubric = load_rubric(str(Path(preflight.__file__).parent.parent / "medicationqa" / "rubric.yaml"))
     with caplog.at_level(logging.WARNING):
         out = judge_answers(["an answer"], [{"question": "q", "answer": "a"}], rubric, "question", "answer", panel=None)
     assert out[0]["verdicts"] is None

@@ -36,11 +36,13 @@ def _metadata(tmp_path, server: FakeJudgeServer) -> dict:
             "emrqa_cache_dir": str(tmp_path / "emrqa-cache")}
 
 
-def _assert_quiet(proc, judge_requests: int) -> None:
+def _assert_quiet(proc, judge_requests: int, medeval_run: bool = True) -> None:
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert judge_requests > 0  # the panel really judged (the EOS warning came from its first request)
-    assert "--limit SHOULD ONLY BE USED FOR TESTING" in text  # lm-eval's own warnings are still shown
+    # plain lm_eval keeps its own warnings; medeval run says --limit once, in its summary line
+    assert ("--limit SHOULD ONLY BE USED FOR TESTING" in text) != medeval_run
+    assert ("--limit 4: a test run, not comparable scores" in text) == medeval_run
     assert [line for line in text.splitlines() if any(noise in line for noise in PACK_NOISE)] == []
     # the per-judge metrics now have a direction: an arrow in the table
     assert re.search(r"\|judge_success_a\s*\|↑\s*\|", proc.stdout) and re.search(r"\|judge_success_b\s*\|↑", proc.stdout)
@@ -69,4 +71,4 @@ def test_plain_lm_eval_with_the_tiny_model_prints_no_pack_warnings(tmp_path, tin
                                 "--model", "hf", "--model_args", f"pretrained={tiny_model}", "--device", "cpu",
                                 "--batch_size", "4", "--limit", "4", "--gen_kwargs", "max_gen_toks=8",
                                 "--metadata", json.dumps(_metadata(tmp_path, server))], cwd=tmp_path)
-        _assert_quiet(proc, server.count())
+        _assert_quiet(proc, server.count(), medeval_run=False)

@@ -102,8 +102,8 @@ def test_every_source_has_a_preflight_check_and_the_metadata_keys_come_from_the_
     keys = registry.metadata_keys()
     assert {"emsqa_public_path", "emsqa_revision", "medicationqa_path", "emrqa_data_json", "emrqa_seed",
             "emrqa_sample_size", "emrqa_cache_dir"} <= set(keys)
-    assert set(preflight._known_metadata_keys()) == {*keys, "medeval_judges"}
-    assert {"emsqa_", "medicationqa_", "emrqa_", "medeval_", "rag_"} <= set(preflight._pack_key_prefixes())  # rag_: EMSQA retrieval
+    assert set(preflight.known_metadata_keys()) == {*keys, "medeval_judges"}
+    assert {"emsqa_", "medicationqa_", "emrqa_", "medeval_", "rag_"} <= set(preflight.pack_key_prefixes())  # rag_: EMSQA retrieval
     assert {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emsqa_rag", "emrqa", "emrql_1", "emrql_2"} <= set(registry.groups())
 
 

@@ -218,7 +218,7 @@ def test_cache_is_reused_and_keyed_by_inputs(synthetic, tmp_path):
             "emrqa_cache_dir": str(tmp_path)}
     messages: list[str] = []
     folder, _ = ensure_prepared(meta, log=messages.append)
-    assert folder.parent == tmp_path and any("preparing" in m for m in messages)
+    assert folder.parent == tmp_path and len(messages) == 1 and messages[0].startswith("emrQA prepared in ")
     messages.clear()
     assert ensure_prepared(meta, log=messages.append)[0] == folder and messages == []
     other, _ = ensure_prepared({**meta, "emrqa_seed": 7}, log=messages.append)

@@ -33,7 +33,7 @@ def test_a_relabelled_file_of_the_same_size_with_its_time_restored_is_prepared_a
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     messages: list[str] = []
     second, manifest = ensure_prepared(meta, log=messages.append)
-    assert second != first and any("preparing" in m for m in messages)
+    assert second != first and any(m.startswith("emrQA prepared in") for m in messages)  # one summary line
     assert manifest["inputs"]["data_json_sha256"] == file_sha256(data.data_json) != old_sha
     # unchanged inputs are still reused, without preparing
     messages.clear()

@@ -306,8 +306,8 @@ def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
     source = Path(rag.__file__).read_text(encoding="utf-8")
     doc_fields = {"rag_chunks", "rag_chunks_version", "rag_context", "rag_missing", "rag_own_sources", "rag_sources"}
     read = set(re.findall(r'"((?:rag|emsqa)_[a-z_]+)"', source)) - doc_fields
-    assert read <= set(preflight._known_metadata_keys())
-    assert "rag_" in preflight._pack_key_prefixes()
+    assert read <= set(preflight.known_metadata_keys())
+    assert "rag_" in preflight.pack_key_prefixes()
     with pytest.raises(MedevalDataError, match="rag_kk.*rag_k"):
         preflight.check_metadata_keys({"rag_kk": 4})
 

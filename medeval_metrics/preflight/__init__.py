@@ -1,0 +1,80 @@
+"""Checks ``medeval run`` makes before lm-eval builds the model.
+
+lm-eval builds the model first and the tasks after, so a typo in a task name, a bad ``--metadata``, a model
+folder that is not there or a missing data file would otherwise surface after a model has loaded (minutes
+for a real one), one at a time. Nothing here builds a model; each problem is one line naming what is wrong
+and the fix, and every problem found is reported at once.
+
+Modules: ``argv`` (the command line as lm-eval reads it), ``catalogue`` (the pack's names, tags, sources and
+keys), ``keys`` (typos in metadata keys, variables, on/off values), ``selection`` (what ``--tasks`` selects),
+``model`` (the model resolves), ``options`` (lm-eval's own options), ``data_checks``, ``judges``,
+``problems`` (reporting them together) and ``checks`` (``run_checks``, all of them in one pass).
+The names below are the ones other code imports from ``medeval_metrics.preflight``.
+"""
+
+from __future__ import annotations
+
+from medeval_metrics.data import flag_setting
+from medeval_metrics.preflight.argv import (
+    ALLOW_UNKNOWN_METADATA,
+    normalise_task_list,
+    parse_metadata,
+    requested_task_names,
+    take_pack_options,
+    user_include_path,
+)
+from medeval_metrics.preflight.catalogue import (
+    JUDGES_KEY,
+    known_metadata_keys,
+    pack_key_prefixes,
+    pack_names,
+    pack_tags,
+    task_set_keys,
+)
+from medeval_metrics.preflight.checks import run_checks
+from medeval_metrics.preflight.data_checks import check_groups_have_data
+from medeval_metrics.preflight.judges import check_judge_panel
+from medeval_metrics.preflight.keys import (
+    FULL_INDEX_ENV,
+    check_environment_keys,
+    check_metadata_keys,
+    environment_problems,
+    environment_variable,
+    known_environment_variables,
+    metadata_key_problems,
+)
+from medeval_metrics.preflight.options import run_option_problems, unwritable_reason
+from medeval_metrics.preflight.problems import RunProblems, raise_problems
+from medeval_metrics.preflight.selection import Selection, select_tasks
+
+__all__ = [
+    "ALLOW_UNKNOWN_METADATA",
+    "FULL_INDEX_ENV",
+    "JUDGES_KEY",
+    "RunProblems",
+    "Selection",
+    "check_environment_keys",
+    "check_groups_have_data",
+    "check_judge_panel",
+    "check_metadata_keys",
+    "environment_problems",
+    "environment_variable",
+    "flag_setting",
+    "known_environment_variables",
+    "known_metadata_keys",
+    "metadata_key_problems",
+    "normalise_task_list",
+    "pack_key_prefixes",
+    "pack_names",
+    "pack_tags",
+    "parse_metadata",
+    "raise_problems",
+    "requested_task_names",
+    "run_checks",
+    "run_option_problems",
+    "select_tasks",
+    "take_pack_options",
+    "task_set_keys",
+    "unwritable_reason",
+    "user_include_path",
+]

@@ -1,0 +1,88 @@
+"""``run_checks``: every check ``medeval run`` makes before lm-eval builds the model, in one pass.
+
+Order: lm-eval's options and the model first (a model that cannot load is one line, before any data is
+read), then the settings, the task names, each selected task's data and the judge panel. Every problem of
+every check that can run is reported together.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+from medeval_metrics.data import setting
+from medeval_metrics.preflight import model as model_check
+from medeval_metrics.preflight.argv import include_path, parse_metadata, requested_task_names, take_pack_options
+from medeval_metrics.preflight.catalogue import JUDGES_KEY, sources_for
+from medeval_metrics.preflight.data_checks import data_source_problems, group_problems, user_task_problems
+from medeval_metrics.preflight.judges import check_judge_panel, needs_judges
+from medeval_metrics.preflight.keys import environment_problems, flag_problems, keys_meant, metadata_key_problems
+from medeval_metrics.preflight.options import lm_eval_config, run_option_problems
+from medeval_metrics.preflight.problems import collect, raise_problems
+from medeval_metrics.preflight.selection import Selection, lm_eval_task_names, select
+
+
+def _hub_needed(tasks: Sequence[str], metadata: Mapping) -> bool:
+    """Whether a selected task reads a source from the Hub (no local copy given)."""
+    from medeval_metrics import registry
+
+    hub = {s.key for spec in registry.benchmarks() for s in spec.sources if s.hub}
+    return any(key in hub and not setting(metadata, key) for key in sources_for(tasks))
+
+
+def run_checks(
+    argv: Sequence[str],
+    lm_eval_names: Callable[[], list[str]] | None = None,
+    environ: Mapping[str, str] | None = None,
+    check_options: bool = False,
+    allow_unknown_metadata: bool = False,
+    hub_reachable: Callable[[], bool] | None = None,
+) -> Selection | None:
+    """Every check; returns the selection (None without ``--tasks``). The problems of all checks that can run
+    are reported together in one error (a data source is checked only for tasks whose names are right).
+
+    ``lm_eval_names`` lists lm-eval's tasks (default: its full index, built only for a name not the pack's).
+    ``check_options``: also lm-eval's own options and the model (``run_option_problems``), as ``medeval run``
+    does. ``hub_reachable``: the network probe (default: a connection to the Hub's host, made only when a
+    Hub download is needed and the Hub is not switched off).
+    """
+    environ = os.environ if environ is None else environ
+    argv, allowed = take_pack_options(argv)
+    allow_unknown_metadata = allow_unknown_metadata or allowed
+    probe = hub_reachable or model_check.hub_reachable
+    where = include_path(argv)
+    if lm_eval_names is None:
+        lm_eval_names = lambda: lm_eval_task_names(where)
+    problems: list[str] = []
+    if argv and check_options:  # `medeval run` alone prints lm-eval's help
+        config, problem = lm_eval_config(argv)
+        problems += [problem] if problem else run_option_problems(argv, config)
+        if config is not None:
+            problems += [p for p in [model_check.model_problem(config.model, config.model_args, environ, probe)] if p]
+    before = len(problems)
+    metadata = collect(problems, parse_metadata, argv) or {}
+    metadata_read = len(problems) == before  # else the data checks would blame settings they cannot see
+    names = requested_task_names(argv)
+    selection, name_problems = select(names, lm_eval_names, where is not None, where) if names else (None, [])
+    # keys the user's own tasks might read are theirs to allow; with only the pack's tasks, none is
+    problems += metadata_key_problems(metadata, allow_unknown_metadata)
+    problems += environment_problems(environ)
+    problems += flag_problems(metadata, environ)
+    if selection is None:
+        raise_problems(problems)
+        return None
+    problems += name_problems
+    if (selection.pack_tasks or selection.user_tasks) and metadata_read:  # the data of the tasks named right
+        groups, left_out = group_problems(selection, metadata)
+        checked = [t for t in selection.pack_tasks if t not in left_out]
+        meant = keys_meant(metadata, environ)
+        every = checked + [pack_task for pack_task, _ in selection.user_tasks.values()]
+        if not model_check.hub_disabled(environ) and _hub_needed(every, metadata) and not probe():
+            model_check.mark_hub_unreachable()  # each download fails at once instead of retrying
+        problems += data_source_problems(checked, metadata, skip=meant)
+        problems += user_task_problems(selection, metadata, skip=meant)
+        if needs_judges(every) and JUDGES_KEY not in meant:
+            collect(problems, check_judge_panel, metadata)
+        problems += groups  # last: its way out is to run the rest, whose problems are listed above
+    raise_problems(problems)
+    return selection

@@ -1,0 +1,130 @@
+"""The model, resolved before any data or task is touched: a local folder that does not exist, a ``gguf_file``
+that is not there, a Hub id while the Hub cannot be reached (and the id is not in the local cache) are one
+line each, in seconds, instead of a transformers traceback after the data was loaded.
+
+Only the backends that load ``pretrained`` from a folder or the Hub are checked; API models are not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from medeval_metrics.settings import is_true
+
+# lm-eval 0.4.13's backends that take ``pretrained=`` as a folder or a Hub id
+PRETRAINED_BACKENDS = frozenset({"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "vllm-vlm", "sglang"})
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?$")
+PROBE_TIMEOUT_S = 3.0  # how long the Hub may take to accept a connection before it counts as unreachable
+
+
+def hub_disabled(environ: Mapping[str, str] | None = None) -> bool:
+    environ = os.environ if environ is None else environ
+    return any(is_true(environ.get(v, "")) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether the Hub's host accepts a TCP connection within ``timeout`` (name lookup included)."""
+    from urllib.parse import urlparse
+
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            result.append(True)
+        except OSError:
+            result.append(False)
+
+    thread = threading.Thread(target=probe, daemon=True)  # a name lookup can outlast the socket's timeout
+    thread.start()
+    thread.join(timeout)
+    return bool(result and result[0])
+
+
+def mark_hub_unreachable() -> None:
+    """The Hub is off for the rest of this process: downloads fail at once instead of retrying for seconds
+    (the data loaders, datasets and transformers all read ``HF_HUB_OFFLINE``)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    try:
+        from huggingface_hub import constants
+
+        constants.HF_HUB_OFFLINE = True  # read once at import by huggingface_hub
+    except (ImportError, AttributeError):
+        pass
+
+
+def _in_hub_cache(repo_id: str, filename: str, revision: str | None) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    found = try_to_load_from_cache(repo_id, filename, revision=revision)
+    return isinstance(found, str)
+
+
+def _looks_local(value: str) -> bool:
+    return (
+        value.startswith(("/", "./", "../", "~", ".\\"))
+        or Path(value).expanduser().exists()
+        or not _HUB_ID.match(value)
+    )
+
+
+def model_problem(
+    model: str | None, model_args: Any, environ: Mapping[str, str] | None = None, reachable=hub_reachable
+) -> str | None:
+    """Why the model cannot be loaded (one line naming the value and the fix), or None."""
+    if (model or "hf") not in PRETRAINED_BACKENDS or not isinstance(model_args, dict):
+        return None
+    pretrained = model_args.get("pretrained")
+    if not isinstance(pretrained, str) or not pretrained.strip():
+        return None
+    pretrained = pretrained.strip()
+    gguf = model_args.get("gguf_file")
+    gguf = gguf.strip() if isinstance(gguf, str) and gguf.strip() else None
+    revision = model_args.get("revision") if isinstance(model_args.get("revision"), str) else None
+    if _looks_local(pretrained):
+        folder = Path(pretrained).expanduser()
+        if not folder.exists():
+            return (
+                f"--model_args pretrained={pretrained}: no such folder. Give the folder holding the model "
+                "(config.json and weights), or a Hugging Face Hub id such as Qwen/Qwen2.5-0.5B-Instruct."
+            )
+        if not folder.is_dir():
+            return f"--model_args pretrained={pretrained} is a file: give the folder that holds it."
+        if gguf:
+            if not (folder / gguf).is_file() and not Path(gguf).expanduser().is_file():
+                ggufs = sorted(p.name for p in folder.glob("*.gguf"))
+                have = f" It holds: {', '.join(ggufs)}." if ggufs else " It holds no .gguf file."
+                return f"--model_args gguf_file={gguf}: not in {folder}.{have}"
+            return None
+        if not (folder / "config.json").is_file():
+            return (
+                f"--model_args pretrained={pretrained}: {folder} has no config.json, so it is not a model folder "
+                "(`medeval make-tiny-model DIR` builds a small one for a smoke run)."
+            )
+        return None
+    # a Hub id: fine if cached, else the Hub must be reachable
+    wanted = gguf or "config.json"
+    if _in_hub_cache(pretrained, wanted, revision):
+        return None
+    if hub_disabled(environ):
+        return (
+            f"--model_args pretrained={pretrained} is a Hub id, the Hub is off (HF_HUB_OFFLINE) and {wanted} is "
+            "not in the local Hugging Face cache: download it once with the Hub on, or give a local folder."
+        )
+    if not reachable():
+        mark_hub_unreachable()
+        return (
+            f"--model_args pretrained={pretrained} is a Hub id, but the Hub (huggingface.co) cannot be reached "
+            f"and {wanted} is not in the local cache: check the network, or give a local folder."
+        )
+    return None

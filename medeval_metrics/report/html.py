@@ -1,0 +1,364 @@
+"""``report.html``: one self-contained page to browse a report: the summary tables, the figures, and every
+logged item (prompt, output, extracted answer, gold, score, each judge's verdict and reasons).
+
+Self-contained: the figures are embedded as data URIs, the styles and the few lines of script (the item
+filters: task, category, correct/wrong/unparseable) are inline; nothing is fetched, no server is needed.
+Private data stays out by default: the items of a task whose questions come from the user's own data (a
+source with no public copy: clinical notes, a private question set) show their scores and categories but not
+their text, unless ``show_private``. Every text shown passes the pack's credential redaction.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import html
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+PAGE = "report.html"
+HIDDEN = "[private data, hidden: medeval report --html --html-show-private shows it]"
+STATUSES = ("correct", "wrong", "unparseable")
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1em 1.5em;
+color:#1b1b1b;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #ddd}h3{margin-bottom:.3em}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+td.num{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
+#figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(480px,1fr));gap:.8em}
+figure{margin:0}figure img{width:100%;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
+#filters{position:sticky;top:0;background:#fff;padding:.6em 0;border-bottom:1px solid #ddd;z-index:1}
+#filters label{margin-right:1em}select{font-size:.95em;max-width:22em}
+.item{border:1px solid #ccc;border-left:6px solid #999;border-radius:4px;margin:.5em 0;padding:.1em .8em}
+.item.correct{border-left-color:#2e7d32}.item.wrong{border-left-color:#c62828}.item.unparseable{border-left-color:#ef8f00}
+.item summary{cursor:pointer;padding:.4em 0}.badge{display:inline-block;font-size:.8em;padding:0 .5em;border-radius:3px;
+color:#fff;margin-right:.5em}.badge.correct{background:#2e7d32}.badge.wrong{background:#c62828}
+.badge.unparseable{background:#ef8f00}pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:.5em;
+margin:.2em 0 .6em;max-height:22em;overflow:auto}.field{font-weight:600;font-size:.85em;color:#444}
+.hidden-text{color:#777;font-style:italic}.note{color:#555;font-size:.9em}
+"""
+
+_SCRIPT = """
+(function(){
+  var selects = document.querySelectorAll('#filters select');
+  function apply(){
+    var want = {};
+    selects.forEach(function(s){ want[s.name] = s.value; });
+    var shown = 0;
+    document.querySelectorAll('.item').forEach(function(item){
+      var ok = (!want.task || item.dataset.task === want.task)
+        && (!want.status || item.dataset.status === want.status)
+        && (!want.category || item.dataset.categories.split('\\u001f').indexOf(want.category) >= 0);
+      item.style.display = ok ? '' : 'none';
+      if (ok) { shown++; }
+    });
+    document.getElementById('shown').textContent = shown;
+  }
+  // a filter can be given in the address (report.html#task=TASK&status=wrong), and is kept there
+  var given = new URLSearchParams(location.hash.slice(1));
+  selects.forEach(function(s){ if (given.has(s.name)) { s.value = given.get(s.name); } });
+  selects.forEach(function(s){ s.addEventListener('change', function(){
+    var now = new URLSearchParams();
+    selects.forEach(function(t){ if (t.value) { now.set(t.name, t.value); } });
+    history.replaceState(null, '', '#' + now.toString());
+    apply();
+  }); });
+  apply();
+})();
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _parse(value: Any) -> Any:
+    """A logged value that lm-eval may have written as the repr of a Python object."""
+    if not isinstance(value, str):
+        return value
+    for reader in (json.loads, ast.literal_eval):
+        try:
+            return reader(value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+    return value
+
+
+def _first(value: Any) -> Any:
+    while isinstance(value, (list, tuple)) and len(value) == 1:
+        value = value[0]
+    return value
+
+
+def _prompt(sample: dict[str, Any]) -> str:
+    arguments = _parse(sample.get("arguments"))
+    if isinstance(arguments, dict):
+        first = next(iter(arguments.values()), {})
+        if isinstance(first, dict):
+            return str(first.get("arg_0", ""))
+    if isinstance(arguments, (list, tuple)) and arguments:
+        return str(_first(arguments[0]))
+    return ""
+
+
+def _text(value: Any) -> str:
+    value = _first(_parse(value))
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _extracted(sample: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """What the task read from the output, and the judges' verdicts where a judge filter ran."""
+    value = _first(_parse(sample.get("filtered_resps")))
+    value = _parse(value) if isinstance(value, str) and value.startswith("{") else value
+    if isinstance(value, dict) and "verdicts" in value:
+        return str(value.get("answer", "")), value.get("verdicts") or {}
+    return _text(value), {}
+
+
+def _number(value: Any) -> float | None:
+    value = _parse(value)
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        else None
+    )
+
+
+def _status(sample: dict[str, Any], metric: str, scale: tuple[float, float]) -> str:
+    """correct / wrong / unparseable: unparseable where the task says so; else the headline metric at least the
+    middle of its scale (a 0/1 metric: 1) counts as correct."""
+    if (_number(sample.get("unparseable")) or 0) >= 1:
+        return "unparseable"
+    score = _number(sample.get(metric))
+    if score is None:
+        return "unparseable"
+    low, high = scale
+    if score in (low, high):  # a 0/1 metric (or a score at either end of its scale)
+        return "correct" if score == high else "wrong"
+    return "correct" if score >= (low + high) / 2 else "wrong"
+
+
+def private_tasks(tasks: Iterable[str]) -> set[str]:
+    """The tasks whose questions come from the user's own data (a source with no public copy)."""
+    from medeval_metrics import registry
+
+    private = set()
+    for task in tasks:
+        spec = registry.benchmark_of(task)
+        if spec is not None and spec.source(registry.task(task).source).hub is None:
+            private.add(task)
+    return private
+
+
+def _categories(task: str, doc: dict[str, Any]) -> list[str]:
+    from medeval_metrics import registry
+
+    breakdown = registry.breakdown_for(task)
+    if breakdown is None or not isinstance(doc, dict):
+        return []
+    from medeval_metrics.report.figures import human
+
+    out = []
+    for dimension, categories in breakdown.dimensions.items():
+        if " x " in dimension:
+            continue  # the crossed dimensions repeat the single ones
+        out += [f"{human(dimension)}: {c}" for c in categories(doc)]
+    return out
+
+
+def item_records(run, task: str, show_private: bool) -> list[dict[str, Any]]:
+    """One record per logged item of ``task`` in ``run``, with its text hidden for private data."""
+    from medeval_metrics.redact import redact_text
+    from medeval_metrics.report.metric_info import metric_info
+    from medeval_metrics.report.tables import task_primary_metric
+
+    benchmark, metric = task_primary_metric(task)
+    info = metric_info(benchmark, metric)
+    hide = not show_private and task in private_tasks([task])
+    records = []
+    for sample in run.samples(task):
+        doc = _parse(sample.get("doc"))
+        extracted, verdicts = _extracted(sample)
+        judges = []
+        for name, verdict in sorted(verdicts.items()):
+            verdict = verdict if isinstance(verdict, dict) else {}
+            judges.append(
+                {
+                    "judge": name,
+                    "scores": verdict.get("scores") or {},
+                    "reasons": {} if hide else {k: redact_text(v) for k, v in (verdict.get("reasons") or {}).items()},
+                    "unscored": verdict.get("unscored_reason"),
+                }
+            )
+        texts = {
+            "prompt": _prompt(sample),
+            "output": _text(sample.get("resps")),
+            "extracted": extracted,
+            "gold": _text(sample.get("target")),
+        }
+        records.append(
+            {
+                "task": task,
+                "doc_id": sample.get("doc_id"),
+                "metric": metric,
+                "metric_label": info.label,
+                "score": _number(sample.get(metric)),
+                "status": _status(sample, metric, info.scale),
+                "categories": _categories(task, doc if isinstance(doc, dict) else {}),
+                "hidden": hide,
+                **{k: (HIDDEN if hide else redact_text(v)) for k, v in texts.items()},
+                "judges": judges,
+            }
+        )
+    return records
+
+
+def _figure_tag(folder: Path, name: str) -> str:
+    from medeval_metrics.report.figures import human
+
+    data = base64.b64encode((folder / name).read_bytes()).decode("ascii")
+    task, *rest = Path(name).stem.split("__")
+    caption = " · ".join([task, *(human(part) for part in rest)])
+    return (
+        f'<figure><img alt="{_e(caption)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{_e(caption)}</figcaption></figure>"
+    )
+
+
+def _scores_table(run) -> str:
+    from medeval_metrics.report import tables
+    from medeval_metrics.report.metric_info import metric_info
+
+    rows = [r for r in tables.score_rows(run) if r.metric not in tables.HELPER_METRICS]
+    if not rows:
+        return '<p class="note">No medeval task in this run.</p>'
+    body = "".join(
+        f"<tr><td><code>{_e(r.task)}</code></td><td>{_e(metric_info(r.benchmark, r.metric).label)} "
+        f"(<code>{_e(r.metric)}</code>)</td><td>{_e(r.filter)}</td><td class=num>{r.value:.4f}</td>"
+        f"<td class=num>{'N/A' if r.stderr is None else f'{r.stderr:.4f}'}</td>"
+        f"<td class=num>{'' if r.samples is None else f'{r.samples:,}'}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<table><thead><tr><th>Task</th><th>Metric</th><th>Filter</th><th>Value</th><th>± Stderr</th>"
+        f"<th>Items</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+def _run_time_table(run) -> str:
+    """Per-task wall time and judge usage, where the run recorded them (``medeval_run`` in the results)."""
+    recorded = (run.results.get("medeval_run") or {}).get("tasks") or {}
+    if not recorded:
+        return ""
+    body = ""
+    for task, entry in sorted(recorded.items()):
+        judge = entry.get("judge") or {}
+        tokens = judge.get("prompt_tokens"), judge.get("completion_tokens")
+        token_text = "" if tokens == (None, None) else f"{tokens[0] or 0:,} + {tokens[1] or 0:,}"
+        body += (
+            f"<tr><td><code>{_e(task)}</code></td><td class=num>{entry.get('wall_s', 0):.1f}</td>"
+            f"<td class=num>{judge.get('requests', '') if judge else ''}</td><td class=num>{token_text}</td></tr>"
+        )
+    return (
+        "<h3>Run time and judge usage</h3><table><thead><tr><th>Task</th><th>Wall time (s)</th>"
+        "<th>Judge requests</th><th>Judge tokens (prompt + completion)</th></tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def _item_html(record: dict[str, Any], index: int) -> str:
+    status, score = record["status"], record["score"]
+    score_text = "no score" if score is None else f"{record['metric_label']} {score:.3g}"
+    head = (
+        f'<summary><span class="badge {status}">{status}</span><code>{_e(record["task"])}</code> '
+        f"item {_e(record['doc_id'])} · {_e(score_text)}"
+        + (f" · {_e('; '.join(record['categories']))}" if record["categories"] else "")
+        + "</summary>"
+    )
+
+    def field(label: str, key: str) -> str:
+        value = record[key]
+        cls = ' class="hidden-text"' if record["hidden"] else ""
+        return f'<div class="field">{label}</div><pre{cls}>{_e(value)}</pre>'
+
+    parts = [
+        field("Prompt", "prompt"),
+        field("Output", "output"),
+        field("Extracted answer", "extracted"),
+        field("Gold", "gold"),
+    ]
+    if record["judges"]:
+        rows = ""
+        for judge in record["judges"]:
+            scores = ", ".join(f"{k} {v}" for k, v in judge["scores"].items()) or "no score"
+            reasons = "; ".join(f"{k}: {v}" for k, v in judge["reasons"].items())
+            if record["hidden"] and not reasons:
+                reasons = HIDDEN
+            unscored = f" (unscored: {judge['unscored']})" if judge["unscored"] else ""
+            rows += f"<tr><td>{_e(judge['judge'])}</td><td>{_e(scores + unscored)}</td><td>{_e(reasons)}</td></tr>"
+        parts.append(
+            '<div class="field">Judges</div><table><thead><tr><th>Judge</th><th>Scores</th>'
+            f"<th>Reasons</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    categories = "\x1f".join(record["categories"])
+    return (
+        f'<details class="item {status}" id="item-{index}" data-task="{_e(record["task"])}" '
+        f'data-status="{status}" data-categories="{_e(categories)}">{head}{"".join(parts)}</details>'
+    )
+
+
+def _select(name: str, label: str, options: Iterable[str]) -> str:
+    values = "".join(f'<option value="{_e(o)}">{_e(o)}</option>' for o in options)
+    return f'<label>{label} <select name="{name}"><option value="">all</option>{values}</select></label>'
+
+
+def render(runs: list, folder: Path, figure_files: list[str], show_private: bool = False) -> str:
+    """The page's HTML for ``runs`` (their samples), with the report's figures from ``folder`` embedded."""
+    from medeval_metrics import __version__
+    from medeval_metrics.report.tables import INTRO
+
+    sections, records = [], []
+    for run in runs:
+        sections.append(f"<h2>{_e(run.label)}</h2>{_scores_table(run)}{_run_time_table(run)}")
+        for task in sorted(run.sample_paths):
+            records += [{**r, "run": run.label} for r in item_records(run, task, show_private)]
+    figures = "".join(_figure_tag(folder, name) for name in figure_files if (folder / name).is_file())
+    hidden = sorted({r["task"] for r in records if r["hidden"]})
+    privacy = (
+        f'<p class="note">The text of {", ".join(hidden)} is hidden (the user\'s own data); scores and '
+        "categories are shown. <code>medeval report --html --html-show-private</code> shows it.</p>"
+        if hidden
+        else ""
+    )
+    filters = (
+        '<div id="filters">'
+        + _select("task", "Task", sorted({r["task"] for r in records}))
+        + _select("category", "Category", sorted({c for r in records for c in r["categories"]}))
+        + _select("status", "Result", STATUSES)
+        + f' <span class="note"><span id="shown">{len(records)}</span> of {len(records)} items shown</span></div>'
+    )
+    items = "".join(_item_html(r, i) for i, r in enumerate(records))
+    legend = (
+        '<p class="note">Correct: the headline metric at its best for a 0/1 metric, at least the middle of its '
+        "scale for a graded one; unparseable: no answer could be read from the output.</p>"
+    )
+    body = (
+        f"<h1>medeval report</h1><p>{_e(INTRO)}</p><p class=note>medeval-metrics {_e(__version__)}</p>"
+        + "".join(sections)
+        + (f"<h2>Figures</h2><div id=figures>{figures}</div>" if figures else "")
+        + f"<h2>Items</h2>{legend}{privacy}{filters}<div id=items>{items}</div>"
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; "
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>medeval report</title><style>{_STYLE}</style></head><body>{body}"
+        f"<script>{_SCRIPT}</script></body></html>\n"
+    )
