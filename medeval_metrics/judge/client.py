@@ -13,7 +13,7 @@ import os
 from typing import Any, Sequence
 
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.judge.config import JudgeConfig, PanelConfig
+from medeval_metrics.judge.config import JudgeConfig, PanelConfig, judge_device
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -86,6 +86,9 @@ class JudgeClient:
             args.setdefault("tokenized_requests", False)
         else:
             args = {"pretrained": c.model, **c.model_args}
+            device = judge_device(c)
+            if device:
+                args["device"] = device
         lm = cls.create_from_arg_obj(args, {})
         if is_api:
             from medeval_metrics.lm_eval_compat import set_api_request_headers

@@ -55,6 +55,39 @@ SECRET_MESSAGE = (
 )  # worded so that the redaction of console output leaves the example readable
 # lm-eval backends that send HTTP requests to a URL the judge must be given
 NEEDS_BASE_URL = {"local-completions", "local-chat-completions"}
+# lm-eval backends that load the judge model in this process; lm-eval's HFLM defaults to CUDA
+LOCAL_DEVICE_BACKENDS = {"hf", "huggingface"}
+
+
+def judge_device(judge: JudgeConfig, cuda_available: Any = None) -> str | None:
+    """The device a local (``hf``) judge loads on: its ``model_args.device``, else CUDA where torch sees a
+    GPU and the CPU otherwise (lm-eval's own default, CUDA, fails only after the evaluated model answered).
+    None for other backends."""
+    if judge.backend not in LOCAL_DEVICE_BACKENDS:
+        return None
+    device = judge.model_args.get("device")
+    if device:
+        return str(device)
+    if cuda_available is None:
+        import torch
+
+        cuda_available = torch.cuda.is_available
+    return "cuda" if cuda_available() else "cpu"
+
+
+def device_problem(judge: JudgeConfig, cuda_available: Any = None) -> str | None:
+    """A local judge asked to load on CUDA where torch has none: said before any generation."""
+    device = str(judge.model_args.get("device") or "") if judge.backend in LOCAL_DEVICE_BACKENDS else ""
+    if not device.startswith("cuda"):
+        return None
+    if cuda_available is None:
+        import torch
+
+        cuda_available = torch.cuda.is_available
+    if cuda_available():
+        return None
+    return (f"judge {judge.name}: model_args device {device!r}, but torch sees no CUDA GPU on this machine; "
+            "set \"device\": \"cpu\" in its model_args (or leave device out: the CPU is used when there is no GPU).")
 
 
 @dataclass(frozen=True)
@@ -450,6 +483,9 @@ def validate_panel(panel: PanelConfig, where: str = "judge panel", environ: Any 
             backend = _backend_problem(judge.backend)
             if backend:
                 problems.append(f"judge {judge.name}: {backend}")
+        device = device_problem(judge)
+        if device:
+            problems.append(device)
         if judge.backend in NEEDS_BASE_URL and not judge.base_url:
             problems.append(f"judge {judge.name}: backend {judge.backend} needs \"base_url\" (e.g. "
                             "\"http://127.0.0.1:8000/v1/chat/completions\").")

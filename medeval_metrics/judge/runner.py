@@ -105,12 +105,32 @@ class PanelRunner:
     ) -> None:
         install_redaction()  # lm-eval's API backends log request details on some failures
         self.panel, self.rubric, self.sleep, self.retry_unscored = panel, rubric, sleep, retry_unscored
-        self.clients = clients or {j.name: JudgeClient(j, panel) for j in panel.judges}
+        self.load_failures: dict[str, str] = {}  # judge name -> why its model could not be loaded
+        self.clients = clients or self._build_clients(panel)
         self.cache = VerdictCache(panel.cache) if panel.cache else None
         self._rng = random.Random(0)
         self._rng_lock = threading.Lock()
         self._health = {j.name: _JudgeHealth() for j in panel.judges}
         self.rubric_key = {"name": rubric.name, "hash": rubric.content_hash(), "require_answer_id": panel.require_answer_id}
+
+    def _build_clients(self, panel: PanelConfig) -> dict[str, JudgeClient]:
+        """Each judge's backend. A judge whose model cannot be loaded (out of memory, a missing folder) is
+        reported and leaves its items unscored: this runs after the evaluated model answered, and a
+        traceback here would lose those answers."""
+        from medeval_metrics.data import MedevalDataError
+        from medeval_metrics.redact import redact_text
+
+        clients = {}
+        for judge in panel.judges:
+            try:
+                clients[judge.name] = JudgeClient(judge, panel)
+            except MedevalDataError:
+                raise  # a configuration problem, which the pre-run checks report first
+            except Exception as exc:  # noqa: BLE001  any loader failure: one line, the answers kept
+                reason = redact_text(f"judge model could not be loaded ({type(exc).__name__}: {exc})")[:300]
+                log.error("judge %s: %s; its items are unscored.", judge.name, reason)
+                self.load_failures[judge.name] = reason
+        return clients
 
     # ------------------------------------------------------------------ verdict records
     def _verdict(self, job: _Job, **fields: Any) -> dict[str, Any]:
@@ -297,12 +317,18 @@ class PanelRunner:
                 bar.set_postfix_str("unscored: " + ", ".join(f"{n} {r}" for r, n in unscored.most_common(3)), refresh=False)
             bar.update(1)
 
+        not_loaded = [job for job in to_ask if job.judge.name in self.load_failures]
+        to_ask = [job for job in to_ask if job.judge.name not in self.load_failures]
         api_jobs = [job for job in to_ask if self.clients[job.judge.name].is_api]
         batch_jobs: dict[str, list[_Job]] = {}
         for job in to_ask:
             if not self.clients[job.judge.name].is_api:
                 batch_jobs.setdefault(job.judge.name, []).append(job)
         try:
+            for job in not_loaded:
+                job.verdict = self._verdict(job, unscored_reason=self.load_failures[job.judge.name],
+                                            unscored_kind="transport")  # asked again next run
+                finish(job)
             if api_jobs:
                 run_coroutine(self._run_api_jobs(api_jobs, finish))
             for judge_jobs in batch_jobs.values():

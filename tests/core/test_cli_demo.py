@@ -70,3 +70,69 @@ def test_a_second_demo_into_the_same_folder_reuses_its_preparation_and_replaces_
     proc = run_medeval(["report", str(out / "run"), "--output", str(tmp_path / "r"), "--no-figures",
                         "--update-card", str(tmp_path / "path" / "to" / "model" / "README.md")], capsys)
     assert proc.returncode == 0 and ": created" in proc.stdout, proc.stderr
+
+
+def _captured_demo(tmp_path, monkeypatch, **flags):
+    """The lm-eval command line the demo builds (lm-eval itself is not run), with SmolLM2 stood in for."""
+    from medeval_metrics import cli, demo
+
+    seen = {}
+    monkeypatch.setattr(demo, "real_model", lambda cache: tmp_path / "smollm2")
+
+    def fake_run(argv):
+        seen["argv"] = argv
+        return 1  # stop before the report
+
+    monkeypatch.setattr(cli, "run_lm_eval", fake_run)
+    with pytest.raises(Exception, match="the demo run failed"):
+        demo.run_demo(tmp_path / "out", cache=tmp_path / "cache", say=lambda _: None, **flags)
+    argv = seen["argv"]
+    return argv, json.loads(argv[argv.index("--metadata") + 1])
+
+
+def test_the_default_demo_is_unchanged_scripted_model_no_chat_template(tmp_path, monkeypatch):
+    argv, meta = _captured_demo(tmp_path, monkeypatch)
+    assert argv[argv.index("--model") + 1] == "medeval-scripted" and "--apply_chat_template" not in argv
+    assert not any(a.startswith("pretrained=") for a in argv) and "--allow-unscored" not in argv
+    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["demo-judge-a", "demo-judge-b"]
+
+
+def test_real_model_demo_evaluates_smollm2_with_its_chat_template(tmp_path, monkeypatch):
+    argv, meta = _captured_demo(tmp_path, monkeypatch, use_real_model=True)
+    assert f"pretrained={tmp_path / 'smollm2'}" in argv and "--apply_chat_template" in argv
+    assert "max_gen_toks=96" in argv
+    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["demo-judge-a", "demo-judge-b"]
+
+
+def test_real_judge_puts_smollm2_on_the_panel_on_the_cpu(tmp_path, monkeypatch):
+    argv, meta = _captured_demo(tmp_path, monkeypatch, use_real_model=True, real_judge=True)
+    judges = meta["medeval_judges"]["judges"]
+    assert [j["name"] for j in judges] == ["demo-judge-a", "demo-judge-b", "smollm2"]
+    assert judges[2]["backend"] == "hf" and judges[2]["model"] == str(tmp_path / "smollm2")
+    assert judges[2]["model_args"]["device"] == "cpu"
+    assert "--allow-unscored" in argv  # its items are mostly unscored; the demo still reports
+
+
+def test_real_model_demo_without_the_wheel_is_one_line_naming_the_step(tmp_path, monkeypatch, capsys):
+    from medeval_metrics.cli import main
+
+    monkeypatch.setenv("MEDEVAL_REAL_MODEL_SOURCE", str(tmp_path / "missing.whl"))
+    assert main(["demo", "--real-model", "--output", str(tmp_path / "out"), "--cache", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("medeval: error: demo --real-model: make-real-model: source:")
+
+
+@pytest.mark.e2e
+def test_real_model_demo_runs_and_reports_real_answers(tmp_path, monkeypatch, real_model):
+    from medeval_metrics import demo
+
+    monkeypatch.setattr(demo, "real_model", lambda cache: real_model)
+    report = demo.run_demo(tmp_path / "out", cache=tmp_path / "cache", say=lambda _: None, use_real_model=True)
+    results = (tmp_path / "out" / "report" / "results.md").read_text()
+    for task in ("emsqa_private", "medicationqa", "emrqa_risk"):
+        assert f"`{task}`" in results
+    samples = next((tmp_path / "out" / "run").glob("**/samples_medicationqa_*.jsonl")).read_text().splitlines()
+    answers = [json.loads(line)["resps"][0][0] for line in samples]
+    # a trained model writes English prose about the medicine, not the tiny model's byte soup
+    assert sum(len(a.split()) >= 5 and a.isascii() for a in answers) >= len(answers) // 2
+    assert report["elapsed_s"] > 0
