@@ -457,6 +457,8 @@ def _structured(body: str, valid: set[str] | None = None, keys: Mapping[str, str
     """
     keys = keys or {}
     for match in reversed(_last(_ANSWER_FIELD.finditer(body))):
+        if _framed_as_no_answer(body, match.start(), match.end()):
+            continue  # the instruction's own example echoed ('e.g. {"answer": ["b"]} or {"answer": ["a", "c"]}')
         inner = match.group(1)
         if inner.startswith("["):
             named = _list_letters(inner, keys) if keys and re.search(r"[\"'][^\"'\n]{2,}[\"']", inner) else None
