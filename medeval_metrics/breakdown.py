@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from medeval_metrics import registry
+from medeval_metrics.errors import MedevalDataError
 from medeval_metrics.spec import BreakdownSpec, Categories, crossed, doc_field
 from medeval_metrics.stats import mean_and_stderr
 
@@ -27,8 +29,6 @@ __all__ = [
 
 def spec_for_task(task: str) -> BreakdownSpec | None:
     """The task's breakdown, as its benchmark's spec declares it (None: the task has none)."""
-    from medeval_metrics import registry
-
     return registry.breakdown_for(task)
 
 
@@ -145,8 +145,6 @@ def write_breakdowns(
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from medeval_metrics.data import MedevalDataError
-
     written = write_breakdowns(Path(args.output_dir), Path(args.destination) if args.destination else None)
     if written is None:
         raise MedevalDataError(

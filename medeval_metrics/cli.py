@@ -14,6 +14,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from medeval_metrics.settings import is_true
+
 # Modules that contribute subcommands; each is imported only to build the parser, so they keep
 # their heavy imports inside the command functions.
 _SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -86,6 +88,8 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         return 130
     from lm_eval.__main__ import cli_evaluate
 
+    from medeval_metrics.judge import transport  # lazily, as the rest of `medeval run`: asyncio and the judge client
+
     saved_argv, saved_stdout, saved_stderr = sys.argv, sys.stdout, sys.stderr
     sys.argv = ["lm-eval", "run", *argv]
     sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
@@ -93,7 +97,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     try:
         with (
             _task_index(selection, argv),
-            lm_eval_compat.task_timings(),
+            lm_eval_compat.task_timings(transport.USAGE),
             lm_eval_compat.capture_results() as evaluations,
             lm_eval_compat.model_key_only_for_its_endpoint(),
             lm_eval_compat.guard_model_replies(),
@@ -145,7 +149,7 @@ def _pack_only_index(selection, argv: Sequence[str]) -> bool:
         selection is not None
         and selection.only_pack
         and not user_include_path(argv)
-        and os.environ.get(FULL_INDEX_ENV, "").strip().lower() not in {"1", "true", "yes", "on"}
+        and not is_true(os.environ.get(FULL_INDEX_ENV, ""))
     )
 
 
@@ -397,7 +401,7 @@ def run_help() -> str:
 
 
 def _cmd_tasks_path(args: argparse.Namespace) -> int:
-    from medeval_metrics import tasks_path
+    from medeval_metrics.pack import tasks_path
 
     print(tasks_path())
     return 0
@@ -519,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Medical QA task pack for lm-evaluation-harness (EMSQA, MedicationQA, emrQA).",
         epilog="`medeval run ARGS` runs `lm_eval run ARGS` with the pack's tasks available.",
     )
-    from medeval_metrics import __version__
+    from medeval_metrics.pack import __version__
 
     parser.add_argument("--version", action="version", version=f"medeval-metrics {__version__} ({_lm_eval_version()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

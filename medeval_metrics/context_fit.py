@@ -19,6 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from medeval_metrics.errors import MedevalDataError
+from medeval_metrics.files import exclusive_lock, model_fingerprint
+from medeval_metrics.safe_files import atomic_write_text
+
 log = logging.getLogger("medeval_metrics.context_fit")
 DEFAULT_LIMIT = 2048  # lm-eval's HFLM default when the model declares no length
 _NO_LIMIT = 10**12  # transformers' "no maximum" sentinel for model_max_length is larger than this
@@ -47,8 +51,6 @@ class ContextFit:
         if self.tokenizer is not None:
             self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.max_gen_toks} generated"
             if cache_dir is not None:
-                from medeval_metrics.emsqa.retrieval.retrievers import model_fingerprint
-
                 key = hashlib.sha256(model_fingerprint(str(name), small_files_only=True).encode()).hexdigest()[:24]
                 self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
         else:
@@ -114,10 +116,6 @@ def _known_counts(cache_file: Path) -> dict[str, int]:
 
 def flush_counts(cache_file: Path | None = None) -> None:
     """Write the counts made in this process into their cache files (merged with what others wrote)."""
-    from medeval_metrics.data import MedevalDataError
-    from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
-    from medeval_metrics.safe_files import atomic_write_text
-
     for path in [cache_file] if cache_file is not None else list(_PENDING):
         pending = _PENDING.pop(path, None)
         if not pending:

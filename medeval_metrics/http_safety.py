@@ -22,11 +22,12 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from medeval_metrics.data import MedevalDataError
+from medeval_metrics.errors import MedevalDataError
+from medeval_metrics.settings import MODEL_MAX_REPLY_MB
 
 JUDGE_REPLY_LIMIT = 4 * 2**20
 MODEL_REPLY_DEFAULT_MB = 64
-MODEL_REPLY_ENV = "MEDEVAL_MODEL_MAX_REPLY_MB"
+MODEL_REPLY_ENV = MODEL_MAX_REPLY_MB.name
 ACCEPT_ENCODING = "gzip, deflate"
 ACCEPTED_HEADERS = frozenset({"content-type", "accept", "accept-encoding", "user-agent"})
 MAX_REDIRECTS = 5

@@ -42,12 +42,17 @@ import inspect
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
+
+from medeval_metrics import lm_eval_link
+from medeval_metrics.pack import tasks_path
+from medeval_metrics.settings import MODEL_API_KEY_ENV
+from medeval_metrics.task_yaml import pack_task_yamls
 
 __all__ = [
     "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
     "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "capture_results", "guard_model_replies", "model_key_only_for_its_endpoint", "take_write_failures",
+    "capture_results", "guard_model_replies", "install_redaction", "model_key_only_for_its_endpoint", "take_write_failures",
     "quiet_documented_runs", "quiet_pack_custom_dataset_notice", "task_timings", "redact_results_writer",
     "set_api_request_headers", "use_attached_stderrs",
 ]
@@ -87,8 +92,6 @@ def _override_warning_filter(pack: str, copies: list[str], counter: list[int]) -
 def index_pack_tasks(pack_path: str | None = None) -> None:
     """Make every TaskManager built in this process also index the pack's tasks folder."""
     from lm_eval.tasks import TaskManager
-
-    from medeval_metrics import lm_eval_link, tasks_path
 
     if getattr(TaskManager.__init__, "_medeval_patched", False):
         return
@@ -190,11 +193,25 @@ def _named_callables(obj: Any) -> Any:
     return obj
 
 
+def install_redaction(*, private_documents: str | None = None) -> None:
+    """The redaction hooks (``medeval_metrics.redact.install``) and, once lm-eval has loaded its results
+    writer (it has by the time a task is built), ``redact_results_writer``: what a task's loader calls.
+
+    Redaction is imported here, not with this module: ``import medeval_metrics`` imports this module, and
+    the redaction patterns cost about 40 ms to compile (measured with ``python -X importtime``).
+    """
+    from medeval_metrics import redact
+
+    redact.install(private_documents=private_documents)
+    if "lm_eval.loggers.evaluation_tracker" in sys.modules:
+        redact_results_writer()
+
+
 def redact_results_writer() -> None:
     """Patch lm-eval's EvaluationTracker to redact what it writes (and name callables). Idempotent."""
     from lm_eval.loggers.evaluation_tracker import EvaluationTracker
 
-    from medeval_metrics.redact.text import redact_obj
+    from medeval_metrics.redact import redact_obj  # lazily: see install_redaction
 
     if getattr(EvaluationTracker.save_results_aggregated, "_medeval_redacting", False):
         return
@@ -478,9 +495,7 @@ class _DropPackCustomDatasetNotice(logging.Filter):
 
 @functools.lru_cache(maxsize=1)
 def _pack_task_names() -> frozenset[str]:
-    from medeval_metrics.manifest import load_manifest
-
-    return frozenset(task["task"] for task in load_manifest()["tasks"])
+    return frozenset(pack_task_yamls())
 
 
 def quiet_pack_custom_dataset_notice() -> None:
@@ -534,7 +549,7 @@ def capture_results() -> Iterator[list[dict[str, Any]]]:
 
 # --- 11. The evaluated local-* model: OPENAI_API_KEY only to OpenAI ---------------------------------
 
-MODEL_KEY_ENV = "MEDEVAL_MODEL_API_KEY_ENV"  # names the variable holding a local server's key
+MODEL_KEY_ENV = MODEL_API_KEY_ENV.name  # names the variable holding a local server's key
 OPENAI_HOSTS = ("api.openai.com",)
 
 
@@ -564,7 +579,7 @@ def model_key_only_for_its_endpoint() -> Iterator[None]:
         if named:
             value = os.environ.get(named, "")
             if value:
-                from medeval_metrics import redact
+                from medeval_metrics import redact  # lazily: see install_redaction
 
                 redact.register_secret(value)
             return value
@@ -786,7 +801,7 @@ def _task_name(task: Any) -> str:
 
 
 @contextlib.contextmanager
-def task_timings() -> Iterator[dict[str, dict[str, Any]]]:
+def task_timings(judge_usage: Mapping[str, Mapping[str, int]] | None = None) -> Iterator[dict[str, dict[str, Any]]]:
     """While active, each task's time is measured and written into the results ``simple_evaluate`` returns
     (before lm-eval saves them), as ``results["medeval_run"]["tasks"][task]``: ``load_s`` (its data loader),
     ``prepare_s`` (building its
@@ -807,8 +822,8 @@ def task_timings() -> Iterator[dict[str, dict[str, Any]]]:
     import lm_eval.evaluator
     from lm_eval.api.task import ConfigurableTask
 
-    from medeval_metrics.judge import transport
-
+    if judge_usage is None:  # the judges' request and token counts (judge.judge_usage, passed by the caller)
+        judge_usage = {}
     times: dict[str, Counter] = defaultdict(Counter)
     judged: dict[str, Counter] = defaultdict(Counter)
     originals = {name: getattr(ConfigurableTask, name)
@@ -819,14 +834,14 @@ def task_timings() -> Iterator[dict[str, dict[str, Any]]]:
 
         @functools.wraps(original)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            before = {j: Counter(c) for j, c in transport.USAGE.items()} if name == "apply_filters" else None
+            before = {j: Counter(c) for j, c in judge_usage.items()} if name == "apply_filters" else None
             started = time.perf_counter()
             try:
                 return original(self, *args, **kwargs)
             finally:
                 times[_task_name(self)][field] += time.perf_counter() - started
                 if before is not None:
-                    for judge, counts in transport.USAGE.items():
+                    for judge, counts in judge_usage.items():
                         judged[_task_name(self)].update(counts - before.get(judge, Counter()))
 
         return wrapper

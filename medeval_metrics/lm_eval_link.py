@@ -15,6 +15,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from medeval_metrics.pack import __version__, tasks_path
+
 MARKER = ".medeval-installed"
 FOLDER_NAME = "medeval"
 _COPIED = shutil.ignore_patterns("__pycache__", "*.py", "*.pyc")
@@ -54,8 +56,6 @@ def _files(root: Path) -> dict[str, bytes]:
 def copy_state(tasks_dir: Path) -> str | None:
     """Whether ``tasks_dir`` (a folder lm-eval indexes) holds the pack's enabled copy: ``"current"``
     (byte for byte the pack's task files), ``"stale"`` (made by medeval, different files) or None."""
-    from medeval_metrics import tasks_path
-
     folder = Path(tasks_dir) / FOLDER_NAME
     if not (folder / MARKER).is_file():
         return None
@@ -80,8 +80,6 @@ def status(target: Path | None = None) -> dict:
 
 
 def enable(target: Path | None = None) -> Path:
-    from medeval_metrics import __version__, tasks_path
-
     folder = _copy_target(target)
     if folder.exists() and not (folder / MARKER).exists():
         raise LinkRefused(f"{folder} exists and was not made by medeval; refusing to overwrite it")

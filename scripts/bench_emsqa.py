@@ -59,7 +59,7 @@ def _build_all_pack_tasks() -> float:
     from lm_eval.tasks import TaskManager
 
     import medeval_metrics
-    from medeval_metrics.manifest import load_manifest
+    from medeval_metrics.manifest import build_manifest
 
     start = time.perf_counter()
     manager = TaskManager(
@@ -68,7 +68,7 @@ def _build_all_pack_tasks() -> float:
         metadata={"emsqa_public_path": str(DATA), "emsqa_private_path": str(DATA / "test_open.json")},
     )
     # the eight tasks without retrieval (the RAG tasks are measured in bench_rag.py)
-    names = [t["task"] for t in load_manifest()["tasks"] if t["benchmark"] == "emsqa" and not t.get("also_reads")]
+    names = [t["task"] for t in build_manifest()["tasks"] if t["benchmark"] == "emsqa" and not t.get("also_reads")]
     manager.load(names)
     return time.perf_counter() - start
 

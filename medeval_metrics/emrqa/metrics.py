@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 from medeval_metrics.emrqa.text import NoteIndex, collapse, normalise_lf, note_index, template_pattern
+from medeval_metrics.stats import bootstrap_stderr as bootstrap
 
 __all__ = [  # the text helpers are re-exported: scorers and tests reach them here too
     "GoldAnswer", "NoteIndex", "bootstrap_stderr", "collapse", "contains_entity", "first_line", "macro_f1", "normalise_lf", "note_index",
@@ -247,6 +248,4 @@ def macro_f1(pairs: Sequence[tuple[str, str | None]], labels: Sequence[str] | No
 
 def bootstrap_stderr(pairs: Sequence[tuple[str, str | None]], iterations: int = 1000, seed: int = 1234) -> float:
     """Standard error of macro-F1 by a seeded bootstrap over items (same result every run)."""
-    from medeval_metrics.stats import bootstrap_stderr as bootstrap
-
     return bootstrap(pairs, macro_f1, iterations=iterations, seed=seed)

@@ -38,6 +38,7 @@ from medeval_metrics.emrqa.ql_csv import read_ql_csv
 from medeval_metrics.emrqa.records import SUBSETS, Checks, fail, note_text, qa_record
 from medeval_metrics.emrqa.seeding import DEFAULT_SEED, TEST_FRACTION, is_test, stable_fraction
 from medeval_metrics.emrqa.sources import CACHE_DIR_KEY
+from medeval_metrics.emrqa.jsonstream import iter_notes
 
 PREP_VERSION = 2  # 2: evidence placed on its own numbered line; upstream's trailing newlines kept
 
@@ -182,8 +183,6 @@ def prepare(
 
 
 def _prepare_qa(path: Path, work: Path, seed: int, stats: Counter, progress: Any = None) -> dict[str, Any]:
-    from medeval_metrics.emrqa.jsonstream import iter_notes
-
     handles: dict[str, Any] = {}
     sizes: Counter = Counter()
     template_counts: dict[str, Counter] = defaultdict(Counter)

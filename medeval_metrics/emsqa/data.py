@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +14,6 @@ from medeval_metrics.data import (
     DataSource,
     check_known_checksum,
     collector_paused,
-    flag_setting,
     file_sha256,
     record_scored_data,
     validated_dataset,
@@ -25,6 +23,8 @@ from medeval_metrics.data import (
     read_json_records,
     refuse_wrong_file_kind,
 )
+from medeval_metrics.lm_eval_compat import install_redaction
+from medeval_metrics.settings import flag_option
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -54,6 +54,8 @@ PUBLIC_SOURCE = DataSource(
         "and point the pack at the folder holding them (or at test_open.json itself)."
     ),
     hub_repo="Xueren/EMS-MCQA",
+    sha256={"test_open.json": "53e225049d0deb9b57da30cc1569844762fdd3d97bce9137eb8f410d4b4b9847",
+            "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774"},
 )
 PRIVATE_SOURCE = DataSource(
     key="emsqa_private_path",
@@ -161,9 +163,7 @@ def _check_file_kind(path: Path, description: str) -> None:
 
 def allow_duplicates(metadata: dict[str, Any]) -> bool:
     """The opt-out for sets that really repeat a question: metadata key or MEDEVAL_EMSQA_ALLOW_DUPLICATES."""
-    if ALLOW_DUPLICATES_KEY in metadata:
-        return flag_setting(metadata[ALLOW_DUPLICATES_KEY], f"--metadata {ALLOW_DUPLICATES_KEY}")
-    return flag_setting(os.environ.get("MEDEVAL_EMSQA_ALLOW_DUPLICATES", False), "MEDEVAL_EMSQA_ALLOW_DUPLICATES")
+    return flag_option(metadata, ALLOW_DUPLICATES_KEY)
 
 
 def _item_key(record: dict[str, Any]) -> tuple[str, tuple[str, ...]] | None:
@@ -357,9 +357,7 @@ class EmsqaSplits(dict):
 
 def load_public(**metadata: Any):
     """``custom_dataset`` for the public set: test split scored, validation as the (deferred) few-shot pool."""
-    from medeval_metrics import redact
-
-    redact.install()  # task building is an entry point: keys are redacted before the first request
+    install_redaction()  # task building is an entry point: keys are redacted before the first request
     test_path, val_path = _public_files(metadata)
     duplicates_ok = allow_duplicates(metadata)
     from medeval_metrics.emsqa import fallback
@@ -377,9 +375,7 @@ def load_public(**metadata: Any):
 
 def load_private(**metadata: Any):
     """``custom_dataset`` for the user's private set (few-shot examples are other private items)."""
-    from medeval_metrics import redact
-
-    redact.install()  # task building is an entry point: keys are redacted before the first request
+    install_redaction()  # task building is an entry point: keys are redacted before the first request
     path = PRIVATE_SOURCE.local_path(metadata)
     if path is None:
         raise PRIVATE_SOURCE.missing("no file was given")

@@ -42,8 +42,8 @@ import functools
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-_THINK_BLOCK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+from medeval_metrics.emsqa.reasoning import strip_reasoning
+
 
 # --- the requested formats -------------------------------------------------------------------------
 _LETTER_IN_LIST = r"\s*[\"'`]?\s*([a-zA-Z])\s*[\"'`]?\s*"
@@ -194,18 +194,6 @@ def _last(matches: Iterable[Any]) -> list[Any]:
         if len(kept) > 2 * _LAST_MENTIONS:
             del kept[:_LAST_MENTIONS]
     return kept[-_LAST_MENTIONS:]
-
-
-def strip_reasoning(text: str) -> str:
-    """Drop ``<think>...</think>`` blocks (an unclosed one runs to the end) and any text before a
-    stray ``</think>`` (chat templates that open the block in the prompt)."""
-    if "</think>" in text.lower() and "<think>" not in text.lower():
-        # positions from a regex on the text itself: lower() can lengthen it ("İ" -> "i̇")
-        last_close = None
-        for last_close in _THINK_CLOSE.finditer(text):
-            pass
-        text = text[last_close.end():] if last_close else text
-    return _THINK_BLOCK.sub(" ", text)
 
 
 def _normal(text: str) -> str:

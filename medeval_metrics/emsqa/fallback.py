@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medeval_metrics.data import MedevalDataError, setting
+from medeval_metrics.emsqa.reasoning import strip_reasoning
 from medeval_metrics.judge.rubric import ParsedVerdict, Rubric, ShownObjects, answer_id
 
 log = logging.getLogger("medeval.emsqa")
@@ -65,8 +66,6 @@ class LetterQuestion(Rubric):
         self, reply: str | None, answer: str, shown: ShownObjects | None = None, require_answer_id: bool = False
     ) -> ParsedVerdict:
         """The last ``{"letters": [...]}`` object in the reply (``<think>`` blocks ignored)."""
-        from medeval_metrics.emsqa.extract import strip_reasoning
-
         if reply is None or not str(reply).strip():
             return ParsedVerdict(None, error="empty reply")
         text = strip_reasoning(str(reply))[-20_000:]

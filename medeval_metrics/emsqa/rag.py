@@ -11,7 +11,7 @@ sets ``rag_mode``:
 - ``emsqa_knowledge_path``: folder of the knowledge files (default: the Hub dataset EMS-Knowledge);
 - ``rag_retriever``: ``bm25`` (default) or ``medcpt`` (dense; ``rag_query_encoder`` /
   ``rag_article_encoder`` name other encoders); ``rag_k`` (32), ``rag_chunk_tokens`` (512),
-  ``rag_chunk_overlap`` (128), ``rag_chunk_tokenizer``, ``rag_pool_factor`` (10), ``rag_device``;
+  ``rag_chunk_overlap`` (128) (the removed settings: ``knowledge.RAG_REMOVED``);
 - ``rag_areas``: ``gold`` (the items' own subject areas, the paper's "GT" rows) or a file of
   predicted areas per item id (the "Filter" rows);
 - ``rag_prompt``: ``pack`` (default, the pack's CoT wording) or ``authors`` (the authors' RAG templates);
@@ -37,7 +37,7 @@ import numpy as np
 from medeval_metrics.context_fit import ContextFit
 from medeval_metrics.data import MedevalDataError, download_hub_file, setting
 from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
-from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE
+from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_REMOVED
 from medeval_metrics.emsqa.prompts import doc_to_text_cot, doc_to_text_expert_cot
 from medeval_metrics.emsqa.retrieval import (
     MODES,
@@ -51,7 +51,10 @@ from medeval_metrics.emsqa.retrieval import (
 )
 from medeval_metrics.emsqa.retrieval.precomputed import header_difference, read_sections, save_task_retrievals
 from medeval_metrics.emsqa.scoring import process_results
-from medeval_metrics.task_yaml import own_task_config
+from medeval_metrics.files import unwritable_reason
+from medeval_metrics.lm_eval_compat import loading_task_config, pass_generation_kwargs_to_process_results
+from medeval_metrics.settings import refuse_removed
+from medeval_metrics.task_yaml import own_task_config, task_set_metadata
 
 log = logging.getLogger("medeval_metrics.emsqa")
 
@@ -61,14 +64,13 @@ _noticed: set[str] = set()  # warnings already given in this process
 _SETTINGS = {  # metadata key -> (RetrievalSettings field, type)
     "rag_retriever": ("retriever", str), "rag_mode": ("mode", str), "rag_k": ("k", int),
     "rag_chunk_tokens": ("chunk_tokens", int), "rag_chunk_overlap": ("chunk_overlap", int),
-    "rag_chunk_tokenizer": ("chunk_tokenizer", str), "rag_query_encoder": ("query_encoder", str),
-    "rag_article_encoder": ("article_encoder", str), "rag_pool_factor": ("pool_factor", int),
-    "rag_batch_size": ("batch_size", int), "rag_device": ("device", str),
+    "rag_query_encoder": ("query_encoder", str), "rag_article_encoder": ("article_encoder", str),
 }
 _DEFAULT_MAX_GEN_TOKS = 1024  # the CoT variants' (used when the loader runs outside lm-eval)
 
 
 def retrieval_settings(metadata: Mapping[str, Any]) -> RetrievalSettings:
+    refuse_removed(metadata, RAG_REMOVED)
     values: dict[str, Any] = {}
     for key, (name, kind) in _SETTINGS.items():
         value = setting(metadata, key)
@@ -380,9 +382,7 @@ def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
     given = metadata.get("rag_mode")
     if own is None or given is None or str(given) == str(own):
         return
-    from medeval_metrics.preflight import task_set_keys
-
-    with_mode = sorted(task_set_keys().get("rag_mode", {}).get(str(given), []))
+    with_mode = task_set_metadata().get("rag_mode", {}).get(str(given), [])
     task = config.get("task", Path(str(source)).stem)
     instead = f"run {' or '.join(with_mode)} instead" if with_mode else f"the modes are {', '.join(MODES)}"
     raise MedevalDataError(
@@ -392,8 +392,6 @@ def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
 
 
 def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
-    from medeval_metrics.lm_eval_compat import loading_task_config, pass_generation_kwargs_to_process_results
-
     check_task_owns_its_mode(metadata)
     pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
     task_config = loading_task_config()
@@ -445,8 +443,6 @@ def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], 
 def check_writable_settings(metadata: Mapping[str, Any]) -> Path:
     """The index cache folder (``rag_cache_dir``), after checking that it and ``rag_save_retrievals``'s folder can
     be written: a one-line error naming the path and the setting, before anything is built."""
-    from medeval_metrics.preflight import unwritable_reason
-
     cache_root = Path(setting(metadata, "rag_cache_dir", "") or default_cache_root()).expanduser()
     save_path = setting(metadata, "rag_save_retrievals")
     for key, folder in (("rag_cache_dir", cache_root), ("rag_save_retrievals", save_path and Path(save_path).expanduser().parent)):
@@ -491,10 +487,6 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
                "none. " if filtered else "global retrieval searches the files present. ")
             + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
         )
-        from medeval_metrics.data import flag_setting
-
-        if flag_setting(setting(metadata, "rag_require_all_files", False), "rag_require_all_files"):
-            raise MedevalDataError(message)
         if message not in _noticed:  # once per run, not once per RAG task of a group
             _noticed.add(message)
             log.warning("medeval: %s", message)

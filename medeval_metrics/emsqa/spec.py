@@ -5,36 +5,26 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.emsqa import data
 from medeval_metrics.emsqa.data import PRIVATE_SOURCE, PUBLIC_SOURCE
-from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_OPTIONS
+from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_OPTIONS, RAG_REMOVED
+from medeval_metrics.settings import refuse_removed
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, crossed, doc_field
 
 PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
 PUBLIC_SAMPLES = 3721  # test_open.json
-GENERATED = ("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model")
-# 4: restated option lists are no answer, option texts read where letters are, run-ons end the answer, quotes,
-# full-width, Chinese and Spanish folded, extracted_by_model; 3: negation scope, "not A but C", closing letters
-# (tasks/emsqa/README.md, Changelog); 2: answer reading by stated precedence, non-option letters are wrong picks
-GENERATED_VERSION = 4
-RETRIEVAL_VERSION = 3  # 3: answer extraction as in GENERATED_VERSION 4; 2: as in GENERATED_VERSION 3
-RETRIEVAL = (*GENERATED, "retrieved_own_area", "retrieved_documents", "no_documents", "prompt_too_long")
-SCORED_CHOICES = ("acc", "f1")  # multiple_choice: a choice is always picked, nothing is unparseable
 
 _level, _area = doc_field("level"), doc_field("category")
 
 
 def check_public(metadata: Mapping[str, Any]) -> None:
     """The public test set resolves and reads as the tasks will read it (`medeval run`'s pre-flight)."""
-    from medeval_metrics.emsqa import data
-
     test, _ = data._public_files(dict(metadata))
     data.load_docs(test, "the EMSQA public test set", allow_duplicates=data.allow_duplicates(dict(metadata)))
 
 
 def check_private(metadata: Mapping[str, Any]) -> None:
     """The private set is given, is a file, and reads in the public schema."""
-    from medeval_metrics.emsqa import data
-
     path = PRIVATE_SOURCE.local_path(dict(metadata))
     if path is None:
         raise PRIVATE_SOURCE.missing("no file was given")
@@ -45,8 +35,10 @@ def check_private(metadata: Mapping[str, Any]) -> None:
 
 def check_knowledge(metadata: Mapping[str, Any]) -> None:
     """The knowledge base resolves: a folder holding the subject files, or the Hub copy."""
+    # lazily: retrieval (numpy, bm25s) costs ~0.6 s, and `medeval list` imports every spec
     from medeval_metrics.emsqa import rag
 
+    refuse_removed(metadata, RAG_REMOVED)
     rag.knowledge_files(dict(metadata))
     rag.check_writable_settings(dict(metadata))  # the index cache and a retrievals file to write
 
@@ -60,31 +52,21 @@ SPEC = BenchmarkSpec(
     listing_position=1,
     sources=(
         Source(PUBLIC_SOURCE, files=("test_open.json", "val_open.json"),
-               upstream="https://github.com/UVA-DSA/EMSQA (data/final/)",
-               sha256={"test_open.json": "53e225049d0deb9b57da30cc1569844762fdd3d97bce9137eb8f410d4b4b9847",
-                       "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774"},
-               check=check_public),
+               upstream="https://github.com/UVA-DSA/EMSQA (data/final/)", check=check_public),
         Source(PRIVATE_SOURCE, files=("the user's private file in the public schema",),
                upstream="not released; users bring their copy", check=check_private),
         Source(KNOWLEDGE_SOURCE, files=tuple(f"{stem}.json" for stem in KNOWLEDGE_FILES),
                upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)", check=check_knowledge),
     ),
     options=("emsqa_revision", "emsqa_allow_duplicates", "emsqa_extraction_model", *RAG_OPTIONS),
-    flag_options=("emsqa_allow_duplicates", "rag_require_all_files"),
+    flag_options=("emsqa_allow_duplicates",),
+    removed_options=RAG_REMOVED,
     key_prefixes=("rag_",),
-    # One line per task.
     tasks=(
-        Task("emsqa_public", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
-        Task("emsqa_public_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
-        Task("emsqa_public_expert_cot", PUBLIC, GENERATED, samples=PUBLIC_SAMPLES, version=GENERATED_VERSION),
-        Task("emsqa_public_mc", PUBLIC, SCORED_CHOICES, samples=PUBLIC_SAMPLES, output_type="multiple_choice"),
-        Task("emsqa_private", PRIVATE, GENERATED, version=GENERATED_VERSION),
-        Task("emsqa_private_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
-        Task("emsqa_private_expert_cot", PRIVATE, GENERATED, version=GENERATED_VERSION),
-        Task("emsqa_private_mc", PRIVATE, SCORED_CHOICES, output_type="multiple_choice"),
+        *(Task(f"emsqa_public{v}", PUBLIC, samples=PUBLIC_SAMPLES) for v in ("", "_cot", "_expert_cot", "_mc")),
+        *(Task(f"emsqa_private{v}", PRIVATE) for v in ("", "_cot", "_expert_cot", "_mc")),
         # retrieval from the knowledge base (the paper's Table 4 settings)
-        *(Task(f"emsqa_{split}_{variant}", source, RETRIEVAL, samples=samples, also_reads=(KNOWLEDGE,),
-               version=RETRIEVAL_VERSION)
+        *(Task(f"emsqa_{split}_{variant}", source, samples=samples, also_reads=(KNOWLEDGE,))
           for split, source, samples in (("public", PUBLIC, PUBLIC_SAMPLES), ("private", PRIVATE, None))
           for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")),
     ),
@@ -97,7 +79,7 @@ SPEC = BenchmarkSpec(
     },
     breakdowns={
         "emsqa": BreakdownSpec(
-            metrics=GENERATED,
+            metrics=("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model"),
             dimensions={"level": _level, "subject_area": _area, "level x subject_area": crossed(_level, _area)},
         ),
     },

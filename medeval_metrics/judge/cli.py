@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.command_line import parse_metadata
 
 
 def _judged_spec(task: str) -> dict[str, str] | None:
@@ -298,8 +299,6 @@ def rejudge_hint(argv: list[str]) -> str:
                 "answers without generating them")
     flags = [f"{flag} {shlex.quote(value)}" for flag in _PANEL_FLAGS for value in values(flag)]
     if not flags:
-        from medeval_metrics.preflight import parse_metadata
-
         try:
             panel = parse_metadata(argv).get("medeval_judges")
         except MedevalDataError:

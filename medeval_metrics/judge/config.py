@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.settings import JUDGES
 
-ENV_VAR = "MEDEVAL_JUDGES"
+ENV_VAR = JUDGES.name
 METADATA_KEY = "medeval_judges"
 PANEL_FIELD = "judge_panel"  # document field through which a task's loader hands the panel to its filter
 DEFAULT_CACHE = "~/.cache/medeval/judge_cache.sqlite"
@@ -516,13 +517,3 @@ def panel_for_task(metadata: dict[str, Any], where: str = "judge panel") -> Pane
         validate_panel(panel, where=where)
     return panel
 
-
-def check_keys_present(panel: PanelConfig) -> None:
-    """Only the key-variable part of ``validate_panel`` (kept for callers that check keys alone)."""
-    missing = [f"{j.name}: {v}" for j in panel.judges for v in [j.api_key_env, *j.header_env.values()]
-               if v and not os.environ.get(v)]
-    if missing:
-        raise MedevalDataError(
-            f"judge API key variable(s) not set ({', '.join(missing)}). Export them before the run; keys never go "
-            "into the judges config or --metadata."
-        )

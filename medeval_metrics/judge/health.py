@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.judge.config import JudgeConfig, PanelConfig
+from medeval_metrics.command_line import parse_metadata
 
 SKIP_FLAG = "--skip-judge-check"
 CHECK_TIMEOUT = 8.0  # seconds per judge, all judges in parallel: a dead panel fails in under 10 s
@@ -134,7 +135,6 @@ def run_problems(argv: Sequence[str], tasks: Sequence[str]) -> list[str]:
     if not any(registry.judging_for(task) is not None for task in tasks):
         return []
     from medeval_metrics.judge.config import panel_for_task
-    from medeval_metrics.preflight import parse_metadata
 
     panel = panel_for_task(parse_metadata(argv) or {})
     return panel_problems(panel) if panel is not None else []

@@ -35,6 +35,7 @@ from medeval_metrics.judge.config import JudgeConfig, PanelConfig
 from medeval_metrics.judge.rubric import Rubric
 from medeval_metrics.judge.verdict import ShownObjects
 from medeval_metrics.judge.transport import AsyncJudgeTransport
+from medeval_metrics.lm_eval_compat import install_redaction
 
 log = logging.getLogger("medeval.judge")
 _REPLY_KEEP = 2000  # characters of the judge's last reply kept for auditing
@@ -102,9 +103,7 @@ class PanelRunner:
         sleep: Callable[[float], None] = time.sleep,
         retry_unscored: bool = False,
     ) -> None:
-        from medeval_metrics import redact
-
-        redact.install()  # lm-eval's API backends log request details on some failures
+        install_redaction()  # lm-eval's API backends log request details on some failures
         self.panel, self.rubric, self.sleep, self.retry_unscored = panel, rubric, sleep, retry_unscored
         self.load_failures: dict[str, str] = {}  # judge name -> why its model could not be loaded
         self.clients = clients or self._build_clients(panel)

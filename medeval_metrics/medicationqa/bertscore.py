@@ -12,12 +12,13 @@ the reference's, F1 their harmonic mean.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from typing import Any
 
+from medeval_metrics.settings import env_var, setting
+
 METADATA_KEY = "medicationqa_bertscore_model"
-ENV_VAR = "MEDEVAL_MEDICATIONQA_BERTSCORE_MODEL"
+ENV_VAR = env_var(METADATA_KEY)
 DOC_FIELD = "bertscore_model"
 HELM_MODEL = "distilbert-base-uncased"
 # hidden layer per model, as the BERTScore authors tuned them (facts from their published table)
@@ -25,7 +26,7 @@ LAYERS = {"distilbert-base-uncased": 5, "bert-base-uncased": 9, "roberta-large":
 
 
 def model_from_metadata(metadata: dict[str, Any]) -> str | None:
-    value = metadata.get(METADATA_KEY) or os.environ.get(ENV_VAR)
+    value = setting(metadata, METADATA_KEY)
     if value in (True, "true", "1", "helm"):
         return HELM_MODEL
     return str(value) if value else None

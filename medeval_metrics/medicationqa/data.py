@@ -16,6 +16,7 @@ from medeval_metrics.data import (
     record_scored_files,
     refuse_wrong_file_kind,
 )
+from medeval_metrics.lm_eval_compat import install_redaction
 
 log = logging.getLogger("medeval.medicationqa")
 
@@ -27,6 +28,7 @@ SOURCE = DataSource(
         "(or use the Hub mirror truehealth/medicationqa when online)."
     ),
     hub_repo="truehealth/medicationqa",
+    sha256={"MedInfo2019-QA-Medications.xlsx": "4f13d0e3b195bd6a5d72a1872f9118cb5f69fd02c370001695330cfc9e3b5832"},
 )
 HUB_SPLIT = "train"
 SHEET = "DrugQA"  # the data sheet's name in the original workbook (the reader finds it by its header)
@@ -249,9 +251,7 @@ def load_medicationqa(**metadata: Any):
     """lm-eval ``custom_dataset``: all rows as the ``test`` split (a ``datasets.DatasetDict``)."""
     import datasets
 
-    from medeval_metrics import redact
-
-    redact.install()  # task building is an entry point: keys are redacted before the first request
+    install_redaction()  # task building is an entry point: keys are redacted before the first request
 
     from medeval_metrics.judge.config import PANEL_FIELD, panel_for_task
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from medeval_metrics.judge.aggregate import PER_JUDGE_METRIC_FAMILIES, item_metrics, structured_verdicts
+from medeval_metrics.lm_eval_compat import aggregate_metric_families
 from medeval_metrics.medicationqa.judging import RUBRIC
 from medeval_metrics.medicationqa.rouge import rouge_l_f
+from medeval_metrics.stats import install_stderr_hook
 
 
 def rouge_l(prediction: str, reference: str) -> float:
@@ -55,9 +57,6 @@ def _install_hooks() -> None:
     """Give the agreement aggregation a real stderr in lm-eval's table (see judge.aggregate), and the
     per-judge ``judge_success_<judge>`` metrics their declared aggregation (not lm-eval's warning)."""
     try:
-        from medeval_metrics.lm_eval_compat import aggregate_metric_families
-        from medeval_metrics.stats import install_stderr_hook
-
         install_stderr_hook()
         aggregate_metric_families()
     except ImportError:  # lm-eval absent: only the loader/metrics are being used

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from medeval_metrics.medicationqa.data import SOURCE
+from medeval_metrics.medicationqa.data import SOURCE, load_rows
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, Judging, MetricInfo, Reporting, Source, Task, doc_field
 
-METRICS = ("rougeL", "bleu", "bertscore_f1", "judge_computed", "judge_accuracy", "judge_completeness", "judge_clarity",
-           "judge_panel_score", "judge_reward", "judge_unscored_rate", "judge_agreement", "judge_panel_score_helm",
-           "judge_reward_medarc", "judge_id_echo_rate", "judge_verdicts")
 JUDGE_SCALE = (1.0, 5.0)  # the rubric's 1-5 scores
 
 
 def check_source(metadata: Mapping[str, Any]) -> None:
     """The 690 rows read and validate as the task will read them (`medeval run`'s pre-flight)."""
-    from medeval_metrics.medicationqa.data import load_rows
-
     load_rows(dict(metadata))
 
 SPEC = BenchmarkSpec(
@@ -29,12 +24,10 @@ SPEC = BenchmarkSpec(
     listing_position=2,
     sources=(
         Source(SOURCE, files=("MedInfo2019-QA-Medications.xlsx",),
-               upstream="https://github.com/abachaa/Medication_QA_MedInfo2019",
-               sha256={"MedInfo2019-QA-Medications.xlsx": "4f13d0e3b195bd6a5d72a1872f9118cb5f69fd02c370001695330cfc9e3b5832"},
-               hub_split="train", check=check_source),  # the Hub copy holds all 690 rows as "train"; all of them are the test set
+               upstream="https://github.com/abachaa/Medication_QA_MedInfo2019", hub_split="train", check=check_source),  # the Hub copy holds all 690 rows as "train"; all of them are the test set
     ),
     options=("medicationqa_bertscore_model",),  # opt-in BERTScore (medicationqa.bertscore.METADATA_KEY)
-    tasks=(Task("medicationqa", SOURCE.key, METRICS, samples=690, version=4),),  # 4: verdict parser, issue 21 (tasks/medicationqa/README.md, Changelog)
+    tasks=(Task("medicationqa", SOURCE.key, samples=690),),
     breakdowns={
         "medicationqa": BreakdownSpec(
             metrics=("rougeL", "bleu", "judge_panel_score", "judge_reward", "judge_accuracy", "judge_completeness",

@@ -12,7 +12,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from medeval_metrics import registry
 from medeval_metrics.data import MedevalDataError, flag_setting
+from medeval_metrics.settings import FULL_TASK_INDEX, PACK_KEYS, env_var, removed_problems
 from medeval_metrics.preflight.argv import ALLOW_UNKNOWN_METADATA
 from medeval_metrics.preflight.catalogue import (
     JUDGES_KEY,
@@ -22,7 +24,7 @@ from medeval_metrics.preflight.catalogue import (
 )
 
 CLOSE_KEY_CUTOFF = 0.85  # a key this close to a known one (``ems_public_path``) is a typo, whatever its prefix
-FULL_INDEX_ENV = "MEDEVAL_FULL_TASK_INDEX"  # index lm-eval's own tasks even for a pack-only run
+FULL_INDEX_ENV = FULL_TASK_INDEX.name  # index lm-eval's own tasks even for a pack-only run
 
 
 def _words(key: str) -> tuple[str, ...]:
@@ -72,9 +74,12 @@ def metadata_key_problems(metadata: Mapping[str, Any], allow_unknown: bool = Fal
     itself (always), any other unknown key unless ``allow_unknown``."""
     known = known_metadata_keys()
     task_set = task_set_keys()
+    removed = registry.removed_options()
     problems = []
     for key in metadata:
-        if key in task_set:
+        if key in removed:
+            problems += removed_problems({key: metadata[key]}, {key: removed[key]}, {})
+        elif key in task_set:
             problems.append(task_set_problem(f"--metadata key {key!r}", key, metadata[key], task_set[key]))
         elif key in known:
             continue
@@ -162,24 +167,13 @@ SCRIPT_VARIABLE_PREFIX = "MEDEVAL_BENCH_"  # the benchmark scripts' own settings
 
 def known_environment_variables() -> list[str]:
     """Every ``MEDEVAL_*`` variable the pack reads: one per metadata key, and the pack-wide switches."""
-    from medeval_metrics import data, http_safety, lm_eval_compat, real_model
-    from medeval_metrics.redact.text import SECRET_ENV_VARS_LIST
-
-    pack_wide = {
-        data.CHECKSUM_ENV,
-        data.DATASET_CACHE_ENV,
-        FULL_INDEX_ENV,
-        lm_eval_compat.MODEL_KEY_ENV,
-        SECRET_ENV_VARS_LIST,
-        http_safety.MODEL_REPLY_ENV,
-        real_model.SOURCE_ENV,
-    }
+    pack_wide = {key.name for key in PACK_KEYS}
     return sorted({environment_variable(key) for key in known_metadata_keys()} | pack_wide)
 
 
 def environment_variable(key: str) -> str:
     """The variable for a metadata key: ``MEDEVAL_<KEY>`` (``medeval_judges``: ``MEDEVAL_JUDGES``)."""
-    return key.upper() if key.startswith("medeval_") else f"MEDEVAL_{key.upper()}"
+    return env_var(key)
 
 
 def check_environment_keys(environ: Mapping[str, str]) -> None:
@@ -193,11 +187,15 @@ def check_environment_keys(environ: Mapping[str, str]) -> None:
 def environment_problems(environ: Mapping[str, str]) -> list[str]:
     known = known_environment_variables()
     task_set = {environment_variable(key): key for key in task_set_keys()}
+    removed = {environment_variable(key): key for key in registry.removed_options()}
     problems = []
     for name in sorted(environ):
         if not name.startswith("MEDEVAL_") or name.startswith(SCRIPT_VARIABLE_PREFIX):
             continue
-        if name in task_set:
+        if name in removed:
+            key = removed[name]
+            problems += removed_problems({}, {key: registry.removed_options()[key]}, {name: environ[name]})
+        elif name in task_set:
             key = task_set[name]
             problems.append(
                 task_set_problem(f"environment variable {name}", key, environ[name], task_set_keys()[key])

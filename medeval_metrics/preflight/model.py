@@ -14,17 +14,17 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from medeval_metrics.settings import is_true
 
 # lm-eval 0.4.13's backends that take ``pretrained=`` as a folder or a Hub id
 PRETRAINED_BACKENDS = frozenset({"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "vllm-vlm", "sglang"})
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9_.-]+)?$")
 PROBE_TIMEOUT_S = 3.0  # how long the Hub may take to accept a connection before it counts as unreachable
-_TRUE = {"1", "true", "yes", "on"}
 
 
 def hub_disabled(environ: Mapping[str, str] | None = None) -> bool:
     environ = os.environ if environ is None else environ
-    return any(environ.get(v, "").strip().lower() in _TRUE for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(is_true(environ.get(v, "")) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> bool:

@@ -162,9 +162,8 @@ def install(extra_secrets: Iterable[str] = (), *, private_documents: str | None 
     prints whole prompts on purpose; the benchmark that owns such prompts warns about it.)
 
     In the ``lm_eval`` command's own process it also redacts the console streams and registers the
-    secret values in its ``--model_args``. Results JSON and sample logs are redacted through
-    ``lm_eval_compat.redact_results_writer`` if lm-eval already loaded its writer (it has by the
-    time a task is built).
+    secret values in its ``--model_args``. Results JSON and sample logs are lm-eval's writer's, patched
+    in ``lm_eval_compat`` (``lm_eval_compat.install_redaction`` does both at a task's building).
     """
     for value in extra_secrets:
         register_secret(value)
@@ -175,10 +174,6 @@ def install(extra_secrets: Iterable[str] = (), *, private_documents: str | None 
         for value in secrets_in_model_args(sys.argv[1:]):
             register_secret(value)
         wrap_console_streams()
-    if "lm_eval.loggers.evaluation_tracker" in sys.modules:
-        from medeval_metrics.lm_eval_compat import redact_results_writer
-
-        redact_results_writer()
     with _lock:
         if not _is_ours(logging.getLogRecordFactory()):
             logging.setLogRecordFactory(_make_record_factory(logging.getLogRecordFactory()))

@@ -29,6 +29,8 @@ import re
 import threading
 from typing import Any, Iterable, Sequence
 
+from medeval_metrics.settings import SECRET_ENV_VARS
+
 __all__ = [
     "DISPLAY_REDACTED",
     "DOCUMENTED_SECRET_ENV_VARS",
@@ -59,7 +61,7 @@ DOCUMENTED_SECRET_ENV_VARS: tuple[str, ...] = (
     "MEDEVAL_JUDGE_API_KEY",
 )
 # Comma-separated names of further variables whose values are secrets.
-SECRET_ENV_VARS_LIST = "MEDEVAL_SECRET_ENV_VARS"
+SECRET_ENV_VARS_LIST = SECRET_ENV_VARS.name
 _SECRET_NAME_SUFFIXES = ("_API_KEY", "_TOKEN", "_KEY", "_SECRET")
 _SUFFIXES_RAW = tuple(suffix.encode() for suffix in _SECRET_NAME_SUFFIXES)
 # Shorter values ("1", "true", "none") are settings, not keys; redacting them would shred output.

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medeval_metrics.report.tables import INTRO
+
 MAX_FIGURE_CATEGORIES = 40  # beyond this a bar chart is unreadable: the largest categories are shown
-INTRO = ("Scores from lm-evaluation-harness with the medeval-metrics task pack. "
-         "± is the standard error of the mean; sample counts are items scored.")
 
 
 def _slug(text: str) -> str:
@@ -146,7 +146,7 @@ def build_report(
     html_show_private: bool = False,
 ) -> dict[str, Any]:
     """Write the report files (see ``medeval_metrics.report``); returns the contents of ``report.json``."""
-    from medeval_metrics import __version__
+    from medeval_metrics.pack import __version__
     from medeval_metrics.report import model_card, tables
     from medeval_metrics.report.runs import card_model_name
 

@@ -86,10 +86,6 @@ def _interval(value: float, stderr: float | None, low: float, high: float) -> tu
     return value - max(lo, low), min(hi, high) - value
 
 
-def _clipped_ci(value: float, stderr: float | None, low: float, high: float) -> tuple[float, float]:
-    return _interval(value, stderr, low, high) or (0.0, 0.0)
-
-
 def _value_label(value: float, scale: tuple[float, float]) -> str:
     return f"{value:.1f}" if scale[1] - scale[0] > 10 else f"{value:.2f}"
 

@@ -321,7 +321,7 @@ def _select(name: str, label: str, options: Iterable[str]) -> str:
 def render(runs: list, folder: Path, figure_files: list[str], show_private: bool = False) -> str:
     """The page's HTML for ``runs`` (their samples), with the report's figures from ``folder`` embedded."""
     from medeval_metrics import __version__
-    from medeval_metrics.report.build import INTRO
+    from medeval_metrics.report.tables import INTRO
 
     sections, records = [], []
     for run in runs:

@@ -121,30 +121,3 @@ def scores_by_judge_and_dimension(collected: dict[str, dict[str, list[float | No
             }
     return summary
 
-
-def verdict_stats(samples: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per judge, from ``judge_verdicts``: verdicts, unscored reasons counted, and how often a counted
-    verdict echoed the answer id (``None`` where no verdict said)."""
-    out: dict[str, dict[str, Any]] = {}
-    for sample in samples:
-        verdicts = sample.get(VERDICTS_FIELD)
-        if isinstance(verdicts, str):
-            try:
-                verdicts = json.loads(verdicts)
-            except json.JSONDecodeError:
-                continue
-        for judge, verdict in (verdicts or {}).items() if isinstance(verdicts, dict) else ():
-            if not isinstance(verdict, dict):
-                continue
-            stats = out.setdefault(judge, {"verdicts": 0, "unscored": {}, "echoed": 0, "echo_known": 0})
-            stats["verdicts"] += 1
-            if not verdict.get("scores"):
-                reason = str(verdict.get("unscored_reason") or "unknown")
-                stats["unscored"][reason] = stats["unscored"].get(reason, 0) + 1
-            elif verdict.get("id_echoed") is not None:
-                stats["echo_known"] += 1
-                stats["echoed"] += bool(verdict["id_echoed"])
-    for stats in out.values():
-        known, echoed = stats.pop("echo_known"), stats.pop("echoed")
-        stats["id_echo_rate"] = echoed / known if known else None
-    return out

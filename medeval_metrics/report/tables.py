@@ -9,6 +9,9 @@ from typing import Any
 from medeval_metrics.report.metric_info import metric_info, reporting_for
 from medeval_metrics.report.runs import Run
 
+INTRO = ("Scores from lm-evaluation-harness with the medeval-metrics task pack. "
+         "± is the standard error of the mean; sample counts are items scored.")
+
 
 @dataclass(frozen=True)
 class ScoreRow:

@@ -32,6 +32,8 @@ import lm_eval.models  # noqa: F401  (fills the registry first, so our entry doe
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from medeval_metrics.settings import is_true
+
 
 @register_model("medeval-scripted")
 class ScriptedLM(LM):
@@ -45,7 +47,7 @@ class ScriptedLM(LM):
         self.requests_seen: list[Any] = []
         self._prompt_uses: dict[str, int] = {}
         self._device = "cpu"  # lm-eval puts its per-rank request counts on lm.device before all_gather
-        self._distributed = _truthy(data_parallel) and int(os.environ.get("WORLD_SIZE", "1")) > 1
+        self._distributed = is_true(data_parallel) and int(os.environ.get("WORLD_SIZE", "1")) > 1
         if self._distributed:
             import torch.distributed as dist
 
@@ -141,10 +143,6 @@ class ScriptedLM(LM):
 
     def chat_template(self, chat_template: bool | str = False) -> str | None:
         return "medeval-scripted" if chat_template else None
-
-
-def _truthy(value: bool | str) -> bool:
-    return value is True or str(value).strip().lower() in ("1", "true", "yes")
 
 
 def _leave_group() -> None:

@@ -1,11 +1,11 @@
 """`medeval list`: a terminal table that fits 100 columns, with groups and the data each task needs."""
 
 from medeval_metrics.cli import terminal_task_list
-from medeval_metrics.manifest import load_manifest
+from medeval_metrics.manifest import build_manifest
 
 
 def test_every_line_fits_100_columns_without_markdown():
-    text = terminal_task_list(load_manifest())
+    text = terminal_task_list(build_manifest())
     assert max(len(line) for line in text.splitlines()) <= 100
     assert "`" not in text.split("\n\ndata:")[0] and "|" not in text
 
@@ -26,7 +26,7 @@ def task_rows(text: str) -> dict[str, str]:
 
 
 def test_no_name_is_cut_the_columns_wrap_instead():
-    manifest = load_manifest()
+    manifest = build_manifest()
     rows = task_rows(terminal_task_list(manifest))
     for task in manifest["tasks"]:
         assert rows[task["task"]].split(" | ")[1] == ", ".join(task["metrics"]), task["task"]
@@ -36,11 +36,11 @@ def test_no_name_is_cut_the_columns_wrap_instead():
 
 
 def test_the_tag_is_listed():
-    assert "  medeval: every task above" in terminal_task_list(load_manifest()).split("tags (")[1]
+    assert "  medeval: every task above" in terminal_task_list(build_manifest()).split("tags (")[1]
 
 
 def test_each_task_says_which_data_it_needs():
-    rows = task_rows(terminal_task_list(load_manifest()))
+    rows = task_rows(terminal_task_list(build_manifest()))
     assert "public: Xueren/EMS-MCQA" in rows["emsqa_public_cot"] and "3,721" in rows["emsqa_public_cot"]
     assert "yours: emsqa_private_path" in rows["emsqa_private_mc"] and "loglik" in rows["emsqa_private_mc"]
     assert "public: truehealth/medicationqa" in rows["medicationqa"]
@@ -48,11 +48,11 @@ def test_each_task_says_which_data_it_needs():
 
 
 def test_groups_are_listed_with_their_members():
-    text = terminal_task_list(load_manifest())
+    text = terminal_task_list(build_manifest())
     assert "  emsqa: emsqa_public_variants, emsqa_private_variants" in text
     group_block = text.split("groups")[1]
     assert "emsqa_private_variants: emsqa_private, emsqa_private_cot" in group_block and "emrqa_obesity" in group_block
 
 
 def test_a_narrower_width_is_respected():
-    assert max(len(line) for line in terminal_task_list(load_manifest(), width=90).splitlines()) <= 90
+    assert max(len(line) for line in terminal_task_list(build_manifest(), width=90).splitlines()) <= 90

@@ -271,7 +271,7 @@ def test_a_mistyped_on_off_setting_stops_the_run_in_metadata_and_environment():
     assert "MEDEVAL_EMSQA_ALLOW_DUPLICATES='maybe' is neither" in run_checks(
         environ={"MEDEVAL_EMSQA_ALLOW_DUPLICATES": "maybe"})
     assert "MEDEVAL_FULL_TASK_INDEX='yes please'" in run_checks(environ={"MEDEVAL_FULL_TASK_INDEX": "yes please"})
-    assert run_checks(metadata={**PRIVATE, "emsqa_allow_duplicates": "Yes", "rag_require_all_files": 0}) is None
+    assert run_checks(metadata={**PRIVATE, "emsqa_allow_duplicates": "Yes"}) is None
 
 
 # ---------------------------------------------------------------- all problems at once (item 9)

@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from medeval_metrics import checksums, dataset_cache
 from medeval_metrics import data as shared_data
 from medeval_metrics.data import MedevalDataError, validated_dataset
 from medeval_metrics.emsqa import data as emsqa_data
@@ -139,7 +140,7 @@ def test_an_unwritable_cache_is_noticed_once_and_the_run_goes_on(tmp_path, monke
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the cache folder should be")
     monkeypatch.setenv("MEDEVAL_DATASET_CACHE", str(blocker / "datasets"))
-    monkeypatch.setattr(shared_data, "_unwritable_cache_noticed", set())
+    monkeypatch.setattr(dataset_cache, "_unwritable_cache_noticed", set())
     folder = _folder(tmp_path, RECORDS)
     with caplog.at_level(logging.WARNING, logger="medeval.data"):
         first = load_public(emsqa_public_path=str(folder))["test"]
@@ -176,7 +177,7 @@ def test_a_changed_validation_file_is_noticed_only_when_examples_are_drawn(tmp_p
     folder = _folder(tmp_path, RECORDS)
     (folder / "val_open.json").write_text(json.dumps(RECORDS[:3]))
     monkeypatch.setenv(CHECKSUM_ENV, "warn")
-    monkeypatch.setattr(shared_data, "_digests", {})
+    monkeypatch.setattr(checksums, "_digests", {})
     emsqa_data._read_pool.cache_clear()
     with caplog.at_level(logging.WARNING, logger="medeval.data"):
         pool = load_public(emsqa_public_path=str(folder))["validation"]

@@ -270,7 +270,7 @@ def test_tracker_patch_writes_callables_by_name(tracker_class, tmp_path):
 def test_compat_module_imports_nothing_from_lm_eval():
     source = Path(lm_eval_compat.__file__).read_text()
     top_level = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
-    assert not [line for line in top_level if "lm_eval" in line]
+    assert not [line for line in top_level if re.match(r"(?:from|import) lm_eval(?:\.|\s|$)", line)]
 
 
 # --- `medeval lm-eval-tasks`: refusals are one line; `enable` keeps runs quiet --------------------

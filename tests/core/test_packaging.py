@@ -13,7 +13,7 @@ import yaml
 from conftest import EMSQA_SYNTHETIC, REPO_ROOT, run_medeval
 
 import medeval_metrics
-from medeval_metrics.manifest import load_manifest
+from medeval_metrics.manifest import build_manifest
 
 
 class _TaskYamlLoader(yaml.SafeLoader):
@@ -61,7 +61,7 @@ def test_wheel_ships_every_task_file(built_wheel):
 
 def test_manifest_matches_the_task_yamls():
     configs = read_task_yamls()
-    manifest = load_manifest()
+    manifest = build_manifest()
     listed = {t["task"] for t in manifest["tasks"]}
     yaml_tasks = {name for name, c in configs.items() if "task" in c and "group" not in c}
     assert listed == yaml_tasks
@@ -88,7 +88,7 @@ def test_lm_eval_indexes_the_pack_quickly_and_completely():
 
     manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path())
     names = set(manager.all_tasks)
-    for task in load_manifest()["tasks"]:
+    for task in build_manifest()["tasks"]:
         assert task["task"] in names
     assert {"emsqa", "emsqa_public_variants", "medeval"} <= names
 
@@ -106,7 +106,7 @@ def test_every_emsqa_task_builds(shared_data):
     )
     loaded = manager.load(["emsqa"])
     # every EMSQA task without retrieval (those are built in tests/emsqa/test_emsqa_rag_e2e.py: they need the knowledge base)
-    expected = {t["task"] for t in load_manifest()["tasks"] if t["benchmark"] == "emsqa" and not t.get("also_reads")}
+    expected = {t["task"] for t in build_manifest()["tasks"] if t["benchmark"] == "emsqa" and not t.get("also_reads")}
     assert set(loaded["tasks"]) == expected
     assert {"emsqa", "emsqa_public_variants", "emsqa_private_variants"} <= set(loaded["groups"])
     assert len(loaded["tasks"]["emsqa_public"].eval_docs) == 3721
@@ -177,7 +177,7 @@ def test_readme_task_table_is_generated_from_the_manifest():
     readme = (REPO_ROOT / "README.md").read_text()
     start, end = "<!-- medeval:tasks-table:start -->\n", "<!-- medeval:tasks-table:end -->"
     table = readme[readme.index(start) + len(start): readme.index(end)].strip()
-    assert table == tasks_table(load_manifest(), markdown=True), "regenerate with `medeval list --markdown`"
+    assert table == tasks_table(build_manifest(), markdown=True), "regenerate with `medeval list --markdown`"
 
 
 @pytest.mark.e2e  # an lm-eval run (in this process), indexing lm-eval's own tasks too

@@ -186,11 +186,12 @@ def test_missing_matplotlib_gives_a_clear_error(monkeypatch, tmp_path):
 
 
 def test_figures_clip_confidence_intervals_to_the_scale():
-    from medeval_metrics.report.figures import _clipped_ci
+    from medeval_metrics.report.figures import _interval
 
     # 0.9 +- 1.96*0.1 would pass 1.0: the upper arm stops at 1.0
-    below, above = _clipped_ci(0.9, 0.1, 0.0, 1.0)
+    below, above = _interval(0.9, 0.1, 0.0, 1.0)
     assert below == pytest.approx(0.196, abs=1e-3) and above == pytest.approx(0.1)
+    assert _interval(0.5, None, 0.0, 1.0) is None  # no stderr: no interval drawn
 
 
 @pytest.mark.parametrize(

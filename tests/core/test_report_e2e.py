@@ -16,9 +16,9 @@ SECRET = "sk-live-ABCDEF0123456789abcdef"
 
 def task_version(task):
     """The task's version as the manifest (generated from the YAML) states it: a bump needs no edit here."""
-    from medeval_metrics.manifest import load_manifest
+    from medeval_metrics.manifest import build_manifest
 
-    return next(t["version"] for t in load_manifest()["tasks"] if t["task"] == task)
+    return next(t["version"] for t in build_manifest()["tasks"] if t["task"] == task)
 
 
 def write_run(out, model_name, answers, extra_model_args=""):

@@ -111,7 +111,7 @@ def test_logged_filter_records_alone_give_the_same_judge_table(judged_run, tmp_p
 
 
 def test_structured_judge_verdicts_are_read_without_literal_eval():
-    from medeval_metrics.report.judges import judge_scores_of, verdict_stats
+    from medeval_metrics.report.judges import judge_scores_of
 
     sample = {"judge_verdicts": {
         "a": {"scores": {"accuracy": 4, "clarity": 2}, "unscored_reason": None, "id_echoed": False},
@@ -119,7 +119,4 @@ def test_structured_judge_verdicts_are_read_without_literal_eval():
     assert judge_scores_of(sample) == {"a": {"accuracy": 4.0, "clarity": 2.0}, "b": {"accuracy": None, "clarity": None}}
     as_text = {"judge_verdicts": json.dumps(sample["judge_verdicts"])}
     assert judge_scores_of(as_text) == judge_scores_of(sample)
-    echoing = {"judge_verdicts": {"a": {"scores": {"accuracy": 3}, "id_echoed": True}}}
-    stats = verdict_stats([sample, echoing, {"judge_verdicts": "not json"}])
-    assert stats["a"] == {"verdicts": 2, "unscored": {}, "id_echo_rate": 0.5}
-    assert stats["b"] == {"verdicts": 1, "unscored": {"HTTP 500 after 5 request(s)": 1}, "id_echo_rate": None}
+

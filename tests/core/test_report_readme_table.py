@@ -14,12 +14,12 @@ _spec.loader.exec_module(readme_tasks_table)
 
 
 def test_the_generated_table_lists_every_manifest_task():
-    from medeval_metrics.manifest import load_manifest
+    from medeval_metrics.manifest import build_manifest
 
     table = readme_tasks_table.generated_table()
     lines = table.splitlines()
     assert lines[0] == "| task | type | split | samples | metrics | data source |"
-    assert len(lines) == 2 + len(load_manifest()["tasks"])
+    assert len(lines) == 2 + len(build_manifest()["tasks"])
     metrics = "acc, f1, unparseable, invalid_letter, extracted_by_model"
     assert f"| `emsqa_public` | generate_until | test | 3,721 | {metrics} |" in table
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from medeval_metrics.emrqa import tasks as emrqa_tasks
-from medeval_metrics.manifest import load_manifest
+from medeval_metrics.manifest import build_manifest
 from medeval_metrics.emrqa.synthetic import gold_evidence_output, write_synthetic
 from conftest import SHARED_DATA, find_results, run_cli, run_medeval
 
@@ -112,7 +112,7 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
     )
     assert result.returncode == 0, result.stderr[-3000:]
     results, samples = find_results(output)
-    manifest_metrics = {t["task"]: t["metrics"] for t in load_manifest()["tasks"] if t["benchmark"] == "emrqa"}
+    manifest_metrics = {t["task"]: t["metrics"] for t in build_manifest()["tasks"] if t["benchmark"] == "emrqa"}
     for task in ALL_TASKS[:-1]:
         for metric in manifest_metrics[task]:
             if metric.endswith("_stderr"):

@@ -100,11 +100,11 @@ def test_write_out_is_recognised_on_the_command_line(argv, expected):
 
 
 def test_note_task_loaders_warn_once_that_write_out_shows_note_text(small, tmp_path, monkeypatch, caplog):
-    from medeval_metrics.emrqa import tasks
+    from medeval_metrics.emrqa import tasks, write_out
 
     meta = {"emrqa_data_json": str(small.data_json), "emrqa_data_ql_csv": str(small.data_ql_csv),
             "emrqa_cache_dir": str(tmp_path / "cache"), "emrqa_sample_size": 2}
-    tasks._warn_write_out.cache_clear()
+    write_out.warn_write_out.cache_clear()
     monkeypatch.setattr(sys, "argv", ["lm_eval", "--tasks", "emrqa", "--limit", "2"])
     with caplog.at_level(logging.WARNING, logger="medeval.emrqa"):
         tasks.load_evidence("risk", **meta)
@@ -114,7 +114,7 @@ def test_note_task_loaders_warn_once_that_write_out_shows_note_text(small, tmp_p
         tasks.load_evidence("risk", **meta)
         tasks.load_evidence("medication", **meta)
     assert caplog.text.count("--write_out prints whole prompts") == 1 and "patient-note text" in caplog.text
-    tasks._warn_write_out.cache_clear()
+    write_out.warn_write_out.cache_clear()
 
 
 @pytest.mark.e2e

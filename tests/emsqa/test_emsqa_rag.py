@@ -150,7 +150,9 @@ def test_missing_file_warns_names_the_file_and_can_be_required(docs, metadata, t
     assert "lacks ems_operations.json" not in caplog.text
     assert record["missing_files"] == ["ems_operations"]
     assert docs[7]["rag_chunks"] == [] and docs[7]["rag_sources"] == []  # its only area has no file
-    with pytest.raises(MedevalDataError, match="lacks ems_operations.json"):
+    # the switch that made it an error is gone: given, it says what replaced it
+    with pytest.raises(MedevalDataError, match="--metadata rag_require_all_files: the setting rag_require_all_files "
+                       "was removed; a knowledge base that lacks files is named in a warning"):
         add_retrieval(docs, {**base, "rag_require_all_files": True})
 
 

@@ -252,5 +252,5 @@ def test_bad_precomputed_files_are_named(tmp_path, text, message):
 def test_an_unloadable_chunk_tokenizer_is_named(tmp_path):
     from medeval_metrics.emsqa.retrieval.corpus import chunk_tokenizer
 
-    with pytest.raises(MedevalDataError, match="cannot load the tokenizer .*no-tokenizer-here.*rag_chunk_tokenizer to basic"):
+    with pytest.raises(MedevalDataError, match="cannot load the tokenizer .*no-tokenizer-here.*as rag_article_encoder, or retrieve with rag_retriever bm25"):
         chunk_tokenizer(str(tmp_path / "no-tokenizer-here"))

@@ -32,7 +32,7 @@ def dense_metadata(tmp_path, encoders, **extra):
     query, article = encoders
     return {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)), "rag_cache_dir": str(tmp_path / "cache"),
             "rag_retriever": "medcpt", "rag_query_encoder": str(query), "rag_article_encoder": str(article),
-            "rag_k": 4, "rag_device": "cpu", **extra}
+            "rag_k": 4, **extra}
 
 
 def cls_embeddings(folder, texts, max_tokens):
@@ -102,7 +102,7 @@ def test_same_encoder_finds_a_chunk_from_its_own_text(tmp_path, encoders):
 def test_missing_encoder_is_a_clear_error(tmp_path, encoders):
     from medeval_metrics.data import MedevalDataError
 
-    metadata = dense_metadata(tmp_path, encoders, rag_article_encoder=str(tmp_path / "no-such-encoder"),
-                              rag_chunk_tokenizer="basic")
-    with pytest.raises(MedevalDataError, match="cannot load the encoder .*no-such-encoder.*rag_retriever bm25"):
+    # the article encoder chunks the knowledge base too: its tokenizer is the first thing that cannot load
+    metadata = dense_metadata(tmp_path, encoders, rag_article_encoder=str(tmp_path / "no-such-encoder"))
+    with pytest.raises(MedevalDataError, match="cannot load the tokenizer .*no-such-encoder.*rag_retriever bm25"):
         add_retrieval(load_docs(SYNTHETIC, "synthetic"), metadata)

@@ -9,15 +9,15 @@ that a later run would trust.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
+
+from medeval_metrics.files import exclusive_lock
 
 CACHE_FORMAT = 2
 _MARKER = "complete.json"
@@ -30,32 +30,6 @@ def cache_key(spec: Mapping[str, Any]) -> str:
 def default_cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "medeval" / "retrieval"
-
-
-@contextlib.contextmanager
-def exclusive_lock(lock_path: Path) -> Iterator[None]:
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # no POSIX locks (Windows): an exclusive-create lock file, polled
-        while True:
-            try:
-                fd = os.open(lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                break
-            except FileExistsError:
-                time.sleep(0.2)
-        try:
-            yield
-        finally:
-            os.close(fd)
-            os.unlink(lock_path)
-        return
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def cached_build(root: Path, spec: Mapping[str, Any], build: Callable[[Path], None]) -> tuple[Path, bool]:

@@ -80,7 +80,7 @@ class HFTokenizer:
         except OSError as exc:
             raise MedevalDataError(
                 f"chunking: cannot load the tokenizer {self.name!r} ({str(exc).splitlines()[0][:200]}). Download it, "
-                "give a local folder, or set rag_chunk_tokenizer to basic (then the chunks differ from the paper's)."
+                "give a local folder as rag_article_encoder, or retrieve with rag_retriever bm25."
             ) from exc
 
     def windows(self, text: str, size: int, overlap: int) -> list[str]:

@@ -24,6 +24,7 @@ from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.retrieval.cache import cached_build
 from medeval_metrics.emsqa.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, chunk_tokenizer, corpus_version
 from medeval_metrics.emsqa.retrieval.retrievers import BM25Retriever, DenseRetriever, load_chunks, save_chunks
+from medeval_metrics.files import model_fingerprint
 
 log = logging.getLogger("medeval_metrics.emsqa.retrieval")
 
@@ -67,8 +68,6 @@ class RetrievalSettings:
         return "basic" if self.retriever == "bm25" else self.article_encoder
 
     def chunking(self) -> dict[str, Any]:
-        from medeval_metrics.emsqa.retrieval.retrievers import model_fingerprint
-
         name = self.tokenizer_name
         return {"tokens": self.chunk_tokens, "overlap": self.chunk_overlap,
                 "tokenizer": name if name == "basic" else model_fingerprint(name, small_files_only=True),

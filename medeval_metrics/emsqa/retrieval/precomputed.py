@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.json_records import too_deep
 
 FORMAT = 2
 # What decides the documents a prompt shows, in the order a refusal names them.
@@ -91,12 +92,10 @@ def checked_text(path: Path, description: str) -> str:
 
 def checked_loads(text: str, path: Path, description: str, where: str = "") -> Any:
     """``json.loads`` whose too-deep nesting is the data files' clear error, not a RecursionError."""
-    from medeval_metrics.data import _too_deep
-
     try:
         return json.loads(text)
     except RecursionError:
-        raise _too_deep(path, description, where) from None
+        raise too_deep(path, description, where) from None
 
 
 def _is_id(value: Any) -> bool:

@@ -8,7 +8,6 @@ position, so results are identical across runs.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import operator
@@ -19,6 +18,7 @@ import numpy as np
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.retrieval.corpus import Chunk
+from medeval_metrics.files import model_fingerprint
 
 Hits = list[tuple[int, float]]
 
@@ -86,25 +86,6 @@ class BM25Retriever:
             scores = self._model.get_scores_from_ids(token_ids) if token_ids else np.zeros(n, dtype=np.float32)
             out.append(top_k(np.asarray(scores), k, allowed, positive_only=True))
         return out
-
-
-def model_fingerprint(name_or_path: str, small_files_only: bool = False) -> str:
-    """A Hub name as given; a local folder by the content of its files (an encoder retrained into the
-    same folder gets a new index). ``small_files_only``: only files under 64 MB (tokenizer and config
-    files; weights by name and size), for keys that depend on the tokenizer alone."""
-    path = Path(name_or_path).expanduser()
-    if not path.is_dir():
-        return str(name_or_path)
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        size = file.stat().st_size
-        digest.update(f"{file.relative_to(path).as_posix()}\0{size}\0".encode())
-        if small_files_only and size >= 64 << 20:
-            continue
-        with file.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return f"{path.name}@sha256:{digest.hexdigest()[:16]}"
 
 
 class DenseRetriever:

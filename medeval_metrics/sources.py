@@ -1,0 +1,90 @@
+"""A data set's source: a local copy named by a metadata key (or ``MEDEVAL_<KEY>``), else its Hub home."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from medeval_metrics.checksums import check_known_checksum, pin
+from medeval_metrics.errors import MedevalDataError
+from medeval_metrics.settings import env_var, is_true, setting
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A data set the pack can read: from a local path (metadata/env) or a public Hub repo."""
+
+    key: str  # metadata key, e.g. "emsqa_public_path"
+    description: str  # what it is, for messages: "the EMSQA public test set"
+    how_to_get: str  # what to download, from where
+    hub_repo: str | None = None  # default public home on the Hugging Face Hub
+    # file name -> sha256 of the published files (a local copy or download is compared with them)
+    sha256: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        pin(self.sha256)  # a file named like a pinned one is checked whichever loader reads it
+
+    @property
+    def env_var(self) -> str:
+        return env_var(self.key)
+
+    def how_to_point(self, example: str = "/path/to/file") -> str:
+        return (
+            f"Point the pack at a local copy with `--metadata '{{\"{self.key}\": \"{example}\"}}'` "
+            f"on the lm_eval/medeval command line, or `export {self.env_var}={example}`."
+        )
+
+    def local_path(self, metadata: Mapping[str, Any] | None = None) -> Path | None:
+        """The user's local copy, if one is configured; an error if it is configured but absent."""
+        value = setting(metadata, self.key)
+        if not value:
+            return None
+        origin = f"--metadata {self.key}" if (metadata or {}).get(self.key) else self.env_var
+        path = Path(str(value)).expanduser()
+        if not path.exists():
+            raise MedevalDataError(
+                f"{self.description}: {origin} points at {path}, which does not exist. "
+                f"{self.how_to_get} {self.how_to_point()}"
+            )
+        check_known_checksum(path)
+        return path.resolve()
+
+    def missing(self, reason: str) -> MedevalDataError:
+        """The error for a source that is neither configured locally nor reachable."""
+        return MedevalDataError(
+            f"{self.description} is not available: {reason}. {self.how_to_get} {self.how_to_point()}"
+        )
+
+
+def hub_offline() -> bool:
+    return any(is_true(os.environ.get(var, "")) for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revision: str | None = None) -> Path:
+    """Download the first file of ``source.hub_repo`` (a dataset repo) whose path ends with a suffix.
+
+    Any failure (offline, unreachable, file not in the repo) becomes a MedevalDataError that says
+    what to download and how to point the pack at it.
+    """
+    if source.hub_repo is None:
+        raise source.missing("it has no public download")
+    if hub_offline():
+        raise source.missing("the Hub is disabled (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE) and no local copy is set")
+    suffixes = tuple(filename_suffixes)
+    try:
+        from huggingface_hub import hf_hub_download, list_repo_files
+
+        files = list_repo_files(source.hub_repo, repo_type="dataset", revision=revision)
+        matches = sorted((f for f in files if f.endswith(suffixes)), key=len)
+        if not matches:
+            raise source.missing(
+                f"the Hub dataset {source.hub_repo} has no file ending in {', '.join(suffixes)}"
+            )
+        downloaded = Path(hf_hub_download(source.hub_repo, matches[0], repo_type="dataset", revision=revision))
+    except MedevalDataError:
+        raise
+    except Exception as exc:  # network, auth, 404: all mean "get it yourself"
+        raise source.missing(f"downloading from the Hub dataset {source.hub_repo} failed ({type(exc).__name__})") from exc
+    return downloaded

@@ -1,0 +1,107 @@
+"""The import contracts of pyproject.toml (`lint-imports`), with every benchmark package in its layer.
+
+pyproject.toml names the layers CLI, test rigs, shared services and core, and forbids cycles; it names no
+benchmark (adding one edits nothing outside its folders). Here every package holding a spec.py joins the
+contracts between the test rigs and the services, each independent of the others, and the whole is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import tomllib
+from conftest import REPO_ROOT
+
+import medeval_metrics
+from medeval_metrics import registry
+
+PYPROJECT = REPO_ROOT / "pyproject.toml"
+
+
+def benchmark_packages() -> list[str]:
+    return sorted(name.rsplit(".", 1)[0] for name in registry.spec_module_names())
+
+
+def contracts_with_benchmarks(benchmarks: list[str]) -> dict:
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    layers = next(c for c in config["contracts"] if c["id"] == "layers")
+    services = next(i for i, layer in enumerate(layers["layers"]) if "medeval_metrics.judge" in layer)
+    layers["layers"].insert(services, " | ".join(benchmarks))  # "|": no benchmark imports another
+    layers["name"] += f" ({', '.join(b.rsplit('.', 1)[1] for b in benchmarks)})"
+    return config
+
+
+def _toml(config: dict) -> str:
+    """The importlinter section as TOML (strings, lists of strings and tables of those only)."""
+    lines = ["[tool.importlinter]"] + [f"{k} = {json.dumps(v)}" for k, v in config.items() if k != "contracts"]
+    for contract in config["contracts"]:
+        lines += ["", "[[tool.importlinter.contracts]]"] + [f"{k} = {json.dumps(v)}" for k, v in contract.items()]
+    return "\n".join(lines) + "\n"
+
+
+def lint(config: dict, tmp_path: pathlib.Path, capsys) -> tuple[bool, str]:
+    from importlinter import configuration
+    from importlinter.application.use_cases import lint_imports
+
+    configuration.configure()  # what the lint-imports command does first
+    path = tmp_path / "contracts.toml"
+    path.write_text(_toml(config), encoding="utf-8")
+    kept = lint_imports(config_filename=str(path), cache_dir=None, no_logo=True)  # True: every contract kept
+    return kept, capsys.readouterr().out
+
+
+def test_the_import_contracts_hold_with_every_benchmark_in_its_layer(tmp_path, capsys):
+    benchmarks = benchmark_packages()
+    assert {"medeval_metrics.emsqa", "medeval_metrics.medicationqa", "medeval_metrics.emrqa"} <= set(benchmarks)
+    kept, report = lint(contracts_with_benchmarks(benchmarks), tmp_path, capsys)
+    assert kept is True, report
+    assert "Contracts: 2 kept, 0 broken." in report
+
+
+def test_every_top_level_module_has_a_layer():
+    config = contracts_with_benchmarks(benchmark_packages())
+    layers = next(c for c in config["contracts"] if c["id"] == "layers")["layers"]
+    placed = {name.strip().strip("()") for layer in layers for name in layer.replace("|", ":").split(":")}
+    package = pathlib.Path(medeval_metrics.__file__).parent
+    found = {f"medeval_metrics.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
+    found |= {f"medeval_metrics.{p.parent.name}" for p in package.glob("*/__init__.py")}
+    assert not found - placed, (
+        f"give these modules a layer in pyproject.toml [tool.importlinter]: {sorted(found - placed)}"
+    )
+
+
+PLANTED = [  # (module file, what it is made to import): one wrong-way import of each kind
+    ("data.py", "medeval_metrics.emsqa.scoring"),  # core reaching into a benchmark
+    ("emrqa/metrics.py", "medeval_metrics.emsqa.scoring"),  # one benchmark into another
+    ("judge/aggregate.py", "medeval_metrics.medicationqa.spec"),  # a service into a benchmark
+    ("stats.py", "medeval_metrics.cli"),  # core into the CLI
+]
+
+
+def test_a_wrong_way_import_breaks_the_contracts(tmp_path, capsys, monkeypatch):
+    """The contracts are not vacuous: a copy of the package under another name, with one planted import of each
+    kind, breaks them, and the report names each planted import."""
+    copy = tmp_path / "copy" / "medeval_plant"
+    package = pathlib.Path(medeval_metrics.__file__).parent
+    for source in package.rglob("*.py"):
+        target = copy / source.relative_to(package)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(
+            source.read_text(encoding="utf-8").replace("medeval_metrics", "medeval_plant"), encoding="utf-8"
+        )
+    for module_file, imported in PLANTED:
+        target = copy / module_file
+        target.write_text(
+            target.read_text(encoding="utf-8") + f"\nimport {imported.replace('medeval_metrics', 'medeval_plant')}\n",
+            encoding="utf-8",
+        )
+    monkeypatch.syspath_prepend(str(copy.parent))
+    config = json.loads(
+        json.dumps(contracts_with_benchmarks(benchmark_packages())).replace("medeval_metrics", "medeval_plant")
+    )
+    kept, report = lint(config, tmp_path, capsys)
+    assert kept is False
+    for module_file, imported in PLANTED:
+        importer = "medeval_plant." + module_file.removesuffix(".py").replace("/", ".")
+        assert f"{importer} -> {imported.replace('medeval_metrics', 'medeval_plant')}" in report, report
