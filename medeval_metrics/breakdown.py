@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from medeval_metrics import registry
 from medeval_metrics.errors import MedevalDataError
@@ -21,9 +22,19 @@ from medeval_metrics.spec import BreakdownSpec, Categories, crossed, doc_field
 from medeval_metrics.stats import mean_and_stderr
 
 __all__ = [
-    "BreakdownSpec", "Categories", "crossed", "doc_field",  # defined in medeval_metrics.spec, where specs use them
-    "spec_for_task", "task_breakdown", "compute_breakdown", "breakdown_markdown", "find_sample_files", "read_samples",
-    "breakdowns_for_output", "write_breakdowns", "register_cli",
+    "BreakdownSpec",
+    "Categories",
+    "breakdown_markdown",
+    "breakdowns_for_output",
+    "compute_breakdown",
+    "crossed",
+    "doc_field",  # defined in medeval_metrics.spec, where specs use them
+    "find_sample_files",
+    "read_samples",
+    "register_cli",
+    "spec_for_task",
+    "task_breakdown",
+    "write_breakdowns",
 ]
 
 
@@ -76,7 +87,12 @@ def breakdown_markdown(task: str, breakdown: dict[str, Any]) -> str:
         for dimension, cats in dims.items():
             metrics = sorted({m for cat in cats.values() for m in cat})
             header = f"| {dimension} | n | " + " | ".join(metrics) + " |"
-            lines = [f"**{task}** by {dimension} (filter `{filter_name}`)", "", header, "|" + "---|" * (len(metrics) + 2)]
+            lines = [
+                f"**{task}** by {dimension} (filter `{filter_name}`)",
+                "",
+                header,
+                "|" + "---|" * (len(metrics) + 2),
+            ]
             for category, values in cats.items():
                 n = max(v["n"] for v in values.values())
                 cells = [_cell(values[m]) if m in values else "" for m in metrics]
@@ -94,7 +110,7 @@ def find_sample_files(output_dir: Path, since: float | None = None) -> dict[str,
     for path in sorted(Path(output_dir).rglob("samples_*.jsonl")):
         if since is not None and path.stat().st_mtime < since:
             continue
-        task = path.name[len("samples_"):].rsplit("_", 1)[0]
+        task = path.name[len("samples_") :].rsplit("_", 1)[0]
         if task not in newest or path.stat().st_mtime >= newest[task].stat().st_mtime:
             newest[task] = path
     return newest
@@ -109,8 +125,10 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
             except ValueError as exc:  # a log cut short (a full disk under an older version): say so, never a traceback
                 from medeval_metrics.data import MedevalDataError
 
-                raise MedevalDataError(f"{path}: line {number} is not a JSON record ({type(exc).__name__}); the sample "
-                                       "log is damaged or cut short. Run the evaluation again.") from exc
+                raise MedevalDataError(
+                    f"{path}: line {number} is not a JSON record ({type(exc).__name__}); the sample "
+                    "log is damaged or cut short. Run the evaluation again."
+                ) from exc
     return samples
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from medeval_metrics.errors import MedevalDataError
 from medeval_metrics.settings import DATA_CHECKSUMS
@@ -72,7 +72,11 @@ def check_known_checksum(path: Path, mode: str | None = None) -> str:
         log.warning(
             "medeval: %s is not the published %s (sha256 %s, expected %s); scores on it are not comparable with "
             "published ones. Download it again if that is unintended (%s=error makes this an error, =off silences it).",
-            path, path.name, actual, expected, CHECKSUM_ENV,
+            path,
+            path.name,
+            actual,
+            expected,
+            CHECKSUM_ENV,
         )
     return "mismatch"
 

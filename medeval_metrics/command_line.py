@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from medeval_metrics.errors import MedevalDataError
 
@@ -15,7 +16,7 @@ def flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
         for flag in flags:
             if arg == flag:
                 values = []
-                for value in argv[index + 1:]:
+                for value in argv[index + 1 :]:
                     if value.startswith("-") and len(value) > 1 and not value[1:2].isdigit():
                         break
                     values.append(value)
@@ -47,7 +48,9 @@ def parse_metadata(argv: Sequence[str]) -> dict[str, Any]:
                 f"--metadata is not valid JSON ({exc.msg} at character {exc.pos}).{hint or ' Check the quotes and commas.'}"
             ) from None
         if not isinstance(parsed, dict):
-            raise MedevalDataError('--metadata must be a JSON object, e.g. --metadata \'{"emsqa_public_path": "/data/test_open.json"}\'.')
+            raise MedevalDataError(
+                '--metadata must be a JSON object, e.g. --metadata \'{"emsqa_public_path": "/data/test_open.json"}\'.'
+            )
         return parsed
     from lm_eval._cli.utils import key_val_to_dict  # lazily: lm-eval's CLI package, only for key=value pairs
 
@@ -58,6 +61,6 @@ def parse_metadata(argv: Sequence[str]) -> dict[str, Any]:
         except ValueError as exc:
             raise MedevalDataError(
                 f"--metadata {value!r}: {exc}. Give key=value pairs or a JSON object, e.g. "
-                "--metadata '{\"emsqa_public_path\": \"/data/test_open.json\"}'."
+                '--metadata \'{"emsqa_public_path": "/data/test_open.json"}\'.'
             ) from None
     return merged

@@ -44,9 +44,13 @@ class ContextFit:
 
                 self.tokenizer = AutoTokenizer.from_pretrained(str(name))
                 if self.limit is None:
-                    self.limit = self._model_limit(AutoConfig.from_pretrained(str(model_args.get("pretrained") or name)))
+                    self.limit = self._model_limit(
+                        AutoConfig.from_pretrained(str(model_args.get("pretrained") or name))
+                    )
             except Exception as exc:  # an API model's name, offline: fall back to the labelled estimate
-                log.warning("medeval: cannot load tokenizer %r (%s); estimating prompt length", name, type(exc).__name__)
+                log.warning(
+                    "medeval: cannot load tokenizer %r (%s); estimating prompt length", name, type(exc).__name__
+                )
                 self.tokenizer = None
         if self.tokenizer is not None:
             self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.max_gen_toks} generated"
@@ -55,9 +59,11 @@ class ContextFit:
                 self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
         else:
             self.limit = self.limit or DEFAULT_LIMIT
-            self.method = (f"estimate: characters/4 against max_length {self.limit} "
-                           f"({'from model_args' if explicit else 'default; pass max_length in --model_args'}), "
-                           f"incl. {self.max_gen_toks} generated")
+            self.method = (
+                f"estimate: characters/4 against max_length {self.limit} "
+                f"({'from model_args' if explicit else 'default; pass max_length in --model_args'}), "
+                f"incl. {self.max_gen_toks} generated"
+            )
 
     def _model_limit(self, config: Any) -> int:
         for attr in ("n_positions", "max_position_embeddings", "n_ctx"):

@@ -8,8 +8,9 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from medeval_metrics import files, json_records
 from medeval_metrics.checksums import file_sha256
@@ -54,8 +55,15 @@ def _code_digest(code_files: Iterable[Path]) -> str:
     return digest.hexdigest()[:16]
 
 
-def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema: Any = None,
-                      code_files: Iterable[Path] = (), cache: bool = True, sha256: str | None = None):
+def validated_dataset(
+    path: Path,
+    options: Mapping[str, Any],
+    build_docs,
+    schema: Any = None,
+    code_files: Iterable[Path] = (),
+    cache: bool = True,
+    sha256: str | None = None,
+):
     """The validated docs of ``path`` as a ``datasets.Dataset``.
 
     ``build_docs()`` reads and validates the file (raising ``MedevalDataError`` on bad data). Its
@@ -72,8 +80,13 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
     path = Path(path)
     # The content's digest, not the modification time: a file rewritten within the clock's tick
     # (a few ms) with the same size must not be mistaken for the old one. sha256 of 2.4 MB: ~1.5 ms.
-    spec = {"kind": "validated-docs", "sha256": sha256 or file_sha256(path), "options": dict(options),
-            "code": _code_digest(code_files), "datasets": datasets.__version__}
+    spec = {
+        "kind": "validated-docs",
+        "sha256": sha256 or file_sha256(path),
+        "options": dict(options),
+        "code": _code_digest(code_files),
+        "datasets": datasets.__version__,
+    }
     key = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:24]
     root = dataset_cache_root() if cache else None
     cached = None if root is None else root / f"{key}.arrow"
@@ -85,8 +98,12 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
         try:
             return datasets.Dataset(MemoryMappedTable.from_file(str(cached)), fingerprint=key)
         except (OSError, pa.ArrowInvalid) as exc:  # a damaged file: validate again and replace it
-            log.warning("medeval: the cached copy %s of %s is unreadable (%s); validating the file again",
-                        cached, path, type(exc).__name__)
+            log.warning(
+                "medeval: the cached copy %s of %s is unreadable (%s); validating the file again",
+                cached,
+                path,
+                type(exc).__name__,
+            )
     with collector_paused():  # validation and the Arrow conversion alike (10x the items: 12x the time without)
         table = pa.Table.from_pylist(build_docs(), schema=schema)
     if cached is not None:
@@ -96,6 +113,11 @@ def validated_dataset(path: Path, options: Mapping[str, Any], build_docs, schema
         except (OSError, MedevalWriteError) as exc:
             if str(cached.parent) not in _unwritable_cache_noticed:
                 _unwritable_cache_noticed.add(str(cached.parent))
-                log.warning("medeval: cannot write the data cache in %s (%s); data is validated on every run. "
-                            "Set %s to a writable folder, or to 'off'.", cached.parent, exc, DATASET_CACHE_ENV)
+                log.warning(
+                    "medeval: cannot write the data cache in %s (%s); data is validated on every run. "
+                    "Set %s to a writable folder, or to 'off'.",
+                    cached.parent,
+                    exc,
+                    DATASET_CACHE_ENV,
+                )
     return datasets.Dataset(InMemoryTable(table), fingerprint=key)

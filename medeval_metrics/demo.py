@@ -75,19 +75,39 @@ def demo_metadata(work: Path, judge_url: str, real_judge: Path | None = None) ->
     emrqa = synthetic_emrqa(work)
     judges = {
         "judges": [
-            {"name": "demo-judge-a", "backend": "local-chat-completions", "model": "demo-judge-a", "base_url": judge_url},
-            {"name": "demo-judge-b", "backend": "local-chat-completions", "model": "demo-judge-b", "base_url": judge_url},
+            {
+                "name": "demo-judge-a",
+                "backend": "local-chat-completions",
+                "model": "demo-judge-a",
+                "base_url": judge_url,
+            },
+            {
+                "name": "demo-judge-b",
+                "backend": "local-chat-completions",
+                "model": "demo-judge-b",
+                "base_url": judge_url,
+            },
         ],
-        "cache": str(work / "judge_cache.sqlite"), "concurrency": 8,
+        "cache": str(work / "judge_cache.sqlite"),
+        "concurrency": 8,
     }
     if real_judge is not None:
-        judges["judges"].append({"name": "smollm2", "backend": "hf", "model": str(real_judge), "max_tokens": 128,
-                                 "model_args": {"device": "cpu", "dtype": "float32"}})
+        judges["judges"].append(
+            {
+                "name": "smollm2",
+                "backend": "hf",
+                "model": str(real_judge),
+                "max_tokens": 128,
+                "model_args": {"device": "cpu", "dtype": "float32"},
+            }
+        )
     return {
         "emsqa_private_path": str(sample_path("emsqa")),
         "medicationqa_path": str(sample_path("medicationqa")),
-        "emrqa_data_json": str(emrqa.data_json), "emrqa_data_ql_csv": str(emrqa.data_ql_csv),
-        "emrqa_cache_dir": str(work / "emrqa-cache"), "emrqa_sample_size": 12,
+        "emrqa_data_json": str(emrqa.data_json),
+        "emrqa_data_ql_csv": str(emrqa.data_ql_csv),
+        "emrqa_cache_dir": str(work / "emrqa-cache"),
+        "emrqa_sample_size": 12,
         "medeval_judges": judges,
     }
 
@@ -132,8 +152,9 @@ def remove_previous_run(run_dir: Path) -> int:
     return removed
 
 
-def run_demo(output: Path, cache: Path | None = None, say=print, use_real_model: bool = False,
-             real_judge: bool = False) -> dict[str, Any]:
+def run_demo(
+    output: Path, cache: Path | None = None, say=print, use_real_model: bool = False, real_judge: bool = False
+) -> dict[str, Any]:
     """Run the demo into ``output`` (``run/`` from lm-eval, ``report/`` from ``medeval report``).
 
     ``use_real_model``: SmolLM2-135M-Instruct answers instead of the scripted model (real, weak answers);
@@ -156,18 +177,38 @@ def run_demo(output: Path, cache: Path | None = None, say=print, use_real_model:
         if remove_previous_run(run_dir):
             say(f"replacing the previous demo run in {run_dir}")
         which = "SmolLM2-135M-Instruct" if use_real_model else "a scripted model"
-        say(f"running {', '.join(DEMO_TASKS)} on {which} (synthetic data, fake judges at {server.url}"
-            + (", SmolLM2 as a third judge)" if real_judge else ")"))
+        say(
+            f"running {', '.join(DEMO_TASKS)} on {which} (synthetic data, fake judges at {server.url}"
+            + (", SmolLM2 as a third judge)" if real_judge else ")")
+        )
         if use_real_model:
             # an instruction model, asked as it was trained, with room for an answer
-            argv = ["--model", "hf", "--model_args", f"pretrained={smollm2}", "--device", "cpu", "--batch_size", "8",
-                    "--gen_kwargs", "max_gen_toks=96", "--apply_chat_template"]
+            argv = [
+                "--model",
+                "hf",
+                "--model_args",
+                f"pretrained={smollm2}",
+                "--device",
+                "cpu",
+                "--batch_size",
+                "8",
+                "--gen_kwargs",
+                "max_gen_toks=96",
+                "--apply_chat_template",
+            ]
         else:
             table = output / "scripted_answers.json"
             table.write_text(json.dumps(answer_table(metadata), indent=1, sort_keys=True) + "\n", encoding="utf-8")
             argv = ["--model", "medeval-scripted", "--model_args", f"table={table},model=medeval-demo-scripted"]
-        argv += ["--tasks", ",".join(DEMO_TASKS), "--metadata", json.dumps(metadata),
-                 "--output_path", str(run_dir), "--log_samples"]
+        argv += [
+            "--tasks",
+            ",".join(DEMO_TASKS),
+            "--metadata",
+            json.dumps(metadata),
+            "--output_path",
+            str(run_dir),
+            "--log_samples",
+        ]
         if real_judge:
             argv.append("--allow-unscored")  # a 135M judge seldom writes a verdict: its items are unscored
         code = run_lm_eval(argv)
@@ -187,33 +228,49 @@ def run_demo(output: Path, cache: Path | None = None, say=print, use_real_model:
 
 def _cmd(args: argparse.Namespace) -> int:
     output = Path(args.output)
-    report = run_demo(output, Path(args.cache) if args.cache else None,
-                      say=lambda text: print(f"medeval demo: {text}", file=sys.stderr),
-                      use_real_model=args.real_model, real_judge=args.real_judge)
+    report = run_demo(
+        output,
+        Path(args.cache) if args.cache else None,
+        say=lambda text: print(f"medeval demo: {text}", file=sys.stderr),
+        use_real_model=args.real_model,
+        real_judge=args.real_judge,
+    )
     report_dir = output / "report"
     for note in report["notes"]:  # e.g. an earlier demo run in the same folder, reported no more
         print(f"medeval demo: note: {note}", file=sys.stderr)
     print(f"\nmedeval demo: done in {report['elapsed_s']} s. The report is in {report_dir}:")
     print(f"  {report_dir / 'results.md'} (scores and settings), {report_dir / 'card_section.md'} (for a model card),")
-    print(f"  {len(report['figures'])} figures under {report_dir / 'figures'}; lm-eval's own files in {output / 'run'}.")
+    print(
+        f"  {len(report['figures'])} figures under {report_dir / 'figures'}; lm-eval's own files in {output / 'run'}."
+    )
     print(f"  Browse every item: {report_dir / 'report.html'} (open it in a browser; nothing is fetched).")
     if args.real_model:
         print("The model is SmolLM2-135M-Instruct (real answers, weak: low scores); the data and the fake judges are")
         print("synthetic. Its outputs are in the report's samples. docs/real-model.md has reference results.")
     else:
         print("The model is scripted (two answers in three right), the data and the judges are synthetic: the numbers")
-        print("mean nothing, the pipeline is what ran. For a real model: medeval demo --real-model, or medeval run "
-              "--tasks emsqa_public --model hf --model_args pretrained=ORG/MODEL --output_path results --log_samples")
+        print(
+            "mean nothing, the pipeline is what ran. For a real model: medeval demo --real-model, or medeval run "
+            "--tasks emsqa_public --model hf --model_args pretrained=ORG/MODEL --output_path results --log_samples"
+        )
     return 0
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="first run, offline: scripted model, synthetic samples, fake judges, then the report")
-    p.add_argument("--output", default="medeval-demo", help="folder for the run and the report (default: ./medeval-demo)")
+    p = sub.add_parser(
+        "demo", help="first run, offline: scripted model, synthetic samples, fake judges, then the report"
+    )
+    p.add_argument(
+        "--output", default="medeval-demo", help="folder for the run and the report (default: ./medeval-demo)"
+    )
     p.add_argument("--cache", help="where --real-model keeps SmolLM2 (default: ~/.cache/medeval/real-model)")
-    p.add_argument("--real-model", action="store_true",
-                   help="evaluate SmolLM2-135M-Instruct (medeval make-real-model: 135M, Apache-2.0) instead of the "
-                        "scripted model: real answers, a few minutes on a CPU")
-    p.add_argument("--real-judge", action="store_true",
-                   help="add SmolLM2-135M-Instruct to the judge panel (hf backend, CPU)")
+    p.add_argument(
+        "--real-model",
+        action="store_true",
+        help="evaluate SmolLM2-135M-Instruct (medeval make-real-model: 135M, Apache-2.0) instead of the "
+        "scripted model: real answers, a few minutes on a CPU",
+    )
+    p.add_argument(
+        "--real-judge", action="store_true", help="add SmolLM2-135M-Instruct to the judge panel (hf backend, CPU)"
+    )
     p.set_defaults(func=_cmd)

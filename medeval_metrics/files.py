@@ -8,8 +8,8 @@ import hashlib
 import os
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from medeval_metrics.errors import MedevalDataError
 
@@ -48,7 +48,7 @@ FILE_KINDS: dict[str, str] = {
     "parquet": "a Parquet file",
     "html": "an HTML web page (the page around the file, saved instead of the raw file?)",
     "lfs-pointer": "a Git LFS pointer (the data itself was not downloaded: run `git lfs pull`)",
-    "utf16": "UTF-16 text (what Excel's \"Unicode Text\" and Windows Notepad write)",
+    "utf16": 'UTF-16 text (what Excel\'s "Unicode Text" and Windows Notepad write)',
     "json": "JSON text",
     "csv": "CSV text",
     "text": "text",
@@ -141,8 +141,7 @@ def refuse_wrong_file_kind(
         return kind
     if kind == "folder":
         raise MedevalDataError(
-            f"{path}: {description} is a folder; point at the file itself ({should_be}): "
-            f"{_folder_hint(path, suffixes)}"
+            f"{path}: {description} is a folder; point at the file itself ({should_be}): {_folder_hint(path, suffixes)}"
         )
     if kind == "empty":
         raise MedevalDataError(f"{path}: {description} is empty. Point the pack at the full file.")

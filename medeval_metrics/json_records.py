@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from medeval_metrics.checksums import check_known_checksum
 from medeval_metrics.errors import MedevalDataError
 from medeval_metrics.files import refuse_wrong_file_kind
 
-JSON_RECORDS_SHOULD_BE = "a JSON array of records, a JSON object holding one such array, or JSON Lines (one object per line), in UTF-8"
+JSON_RECORDS_SHOULD_BE = (
+    "a JSON array of records, a JSON object holding one such array, or JSON Lines (one object per line), in UTF-8"
+)
 
 
 class _DuplicateKeysDict(dict):

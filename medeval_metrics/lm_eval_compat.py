@@ -41,8 +41,9 @@ import functools
 import inspect
 import logging
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from medeval_metrics import lm_eval_link
 from medeval_metrics.pack import tasks_path
@@ -50,11 +51,24 @@ from medeval_metrics.settings import MODEL_API_KEY_ENV
 from medeval_metrics.task_yaml import pack_task_yamls
 
 __all__ = [
-    "TESTED_LM_EVAL_VERSIONS", "aggregate_metric_families", "api_request_payload", "index_pack_tasks", "loading_task_config",
-    "pack_only_task_index", "pass_generation_kwargs_to_process_results",
-    "capture_results", "guard_model_replies", "install_redaction", "model_key_only_for_its_endpoint", "take_write_failures",
-    "quiet_documented_runs", "quiet_pack_custom_dataset_notice", "task_timings", "redact_results_writer",
-    "set_api_request_headers", "use_attached_stderrs",
+    "TESTED_LM_EVAL_VERSIONS",
+    "aggregate_metric_families",
+    "api_request_payload",
+    "capture_results",
+    "guard_model_replies",
+    "index_pack_tasks",
+    "install_redaction",
+    "loading_task_config",
+    "model_key_only_for_its_endpoint",
+    "pack_only_task_index",
+    "pass_generation_kwargs_to_process_results",
+    "quiet_documented_runs",
+    "quiet_pack_custom_dataset_notice",
+    "redact_results_writer",
+    "set_api_request_headers",
+    "take_write_failures",
+    "task_timings",
+    "use_attached_stderrs",
 ]
 
 TESTED_LM_EVAL_VERSIONS = ("0.4.13",)
@@ -103,8 +117,10 @@ def index_pack_tasks(pack_path: str | None = None) -> None:
     def init_with_pack(self, *args, **kwargs):
         bound = signature.bind(self, *args, **kwargs)
         include_path = bound.arguments.get("include_path")
-        paths = [] if include_path is None else (
-            list(include_path) if isinstance(include_path, (list, tuple)) else [include_path]
+        paths = (
+            []
+            if include_path is None
+            else (list(include_path) if isinstance(include_path, (list, tuple)) else [include_path])
         )
         if pack in [str(Path(p).resolve()) for p in paths]:
             return original_init(*bound.args, **bound.kwargs)
@@ -127,7 +143,9 @@ def index_pack_tasks(pack_path: str | None = None) -> None:
         if counter[0]:
             log.warning(
                 "medeval: the pack's tasks override %d tasks of an older copy in %s; "
-                "run `medeval lm-eval-tasks enable` again to update it.", counter[0], ", ".join(stale),
+                "run `medeval lm-eval-tasks enable` again to update it.",
+                counter[0],
+                ", ".join(stale),
             )
 
     init_with_pack._medeval_patched = True  # type: ignore[attr-defined]
@@ -149,7 +167,7 @@ def use_attached_stderrs() -> None:
     The attached function is used when bootstrapping is on (``--bootstrap_iters`` > 0), or always
     when it is closed-form; every other metric keeps lm-eval's own rule. Idempotent.
     """
-    import lm_eval.evaluator_utils as evaluator_utils
+    from lm_eval import evaluator_utils
 
     original = evaluator_utils.stderr_for_metric
     if getattr(original, "_medeval", False):
@@ -259,8 +277,9 @@ def _whole_files_or_none() -> Iterator[None]:
     from medeval_metrics.safe_files import MedevalWriteError, atomic_open, atomic_write_text
 
     class WholeFilePath(type(Path())):  # type: ignore[misc]
-        def write_text(self, data: str, encoding: str | None = None, errors: str | None = None,
-                       newline: str | None = None) -> int:
+        def write_text(
+            self, data: str, encoding: str | None = None, errors: str | None = None, newline: str | None = None
+        ) -> int:
             try:
                 atomic_write_text(self, data, encoding=encoding or "utf-8")
             except MedevalWriteError as exc:
@@ -333,7 +352,11 @@ def api_request_payload(lm: Any, messages: Any, gen_kwargs: dict[str, Any]) -> d
     # server ends its reply. Same value, without the warning on every judge's first request.
     eos = lm.eos_string if (lm._eos_string or lm.tokenizer is not None) else None
     return lm._create_payload(
-        lm.create_message(messages), generate=True, gen_kwargs=copy.deepcopy(gen_kwargs), seed=lm._seed, eos=eos,
+        lm.create_message(messages),
+        generate=True,
+        gen_kwargs=copy.deepcopy(gen_kwargs),
+        seed=lm._seed,
+        eos=eos,
     )
 
 
@@ -388,7 +411,7 @@ def pack_only_task_index() -> Iterator[None]:
 
     wrapped = TaskManager.__init__
 
-    def init_without_defaults(self, *args, include_defaults=True, **kwargs):  # noqa: ARG001
+    def init_without_defaults(self, *args, include_defaults=True, **kwargs):
         wrapped(self, *args, include_defaults=False, **kwargs)
 
     TaskManager.__init__ = init_without_defaults  # type: ignore[method-assign]
@@ -643,8 +666,12 @@ class _GuardedRequests:
             if safety.declared_too_large(response.headers, limit):
                 raise safety.ReplyTooLarge(limit, "model endpoint's reply", safety.MODEL_REPLY_ENV)
             response._content = safety.read_capped(
-                response.raw.stream(64 * 1024, decode_content=False), response.headers.get("Content-Encoding"),
-                limit, "model endpoint's reply", safety.MODEL_REPLY_ENV)
+                response.raw.stream(64 * 1024, decode_content=False),
+                response.headers.get("Content-Encoding"),
+                limit,
+                "model endpoint's reply",
+                safety.MODEL_REPLY_ENV,
+            )
         finally:
             response.close()
         return response
@@ -683,8 +710,9 @@ def _guarded_client_session(base: Any) -> Any:
                         kwargs.pop("data", None)
                     url = target
                 try:
-                    response._body = await safety.read_capped_async(response, limit, "model endpoint's reply",
-                                                                    safety.MODEL_REPLY_ENV)
+                    response._body = await safety.read_capped_async(
+                        response, limit, "model endpoint's reply", safety.MODEL_REPLY_ENV
+                    )
                 finally:
                     response.release()
                 return response
@@ -708,7 +736,7 @@ def guard_model_replies() -> Iterator[None]:
     ``MEDEVAL_MODEL_MAX_REPLY_MB``, default 64). Versions: lm-eval 0.4.x up to at least 0.4.13; the test
     checks that the unguarded backend still forwards ``x-api-key`` across origins.
     """
-    import lm_eval.models.api_models as api_models
+    from lm_eval.models import api_models
 
     saved = {name: api_models.__dict__.get(name) for name in ("requests", "ClientSession")}
     if saved["requests"] is None or saved["ClientSession"] is None:  # lm-eval without its API extras
@@ -750,7 +778,9 @@ class _DropDocumentedRunWarnings(logging.Filter):
             return self.truncations == 1
         if _GEN_KWARGS_WARNING in message and record.args:
             given = record.args[0] if isinstance(record.args, tuple) else record.args
-            keys = set(given) if isinstance(given, dict) else {p.split("=", 1)[0].strip() for p in str(given).split(",")}
+            keys = (
+                set(given) if isinstance(given, dict) else {p.split("=", 1)[0].strip() for p in str(given).split(",")}
+            )
             return not keys <= BUDGET_ONLY_GEN_KWARGS  # a sampling setting: the advice is for the user
         return True
 
@@ -826,8 +856,10 @@ def task_timings(judge_usage: Mapping[str, Mapping[str, int]] | None = None) -> 
         judge_usage = {}
     times: dict[str, Counter] = defaultdict(Counter)
     judged: dict[str, Counter] = defaultdict(Counter)
-    originals = {name: getattr(ConfigurableTask, name)
-                 for name in ("download", "build_all_requests", "apply_filters", "process_results")}
+    originals = {
+        name: getattr(ConfigurableTask, name)
+        for name in ("download", "build_all_requests", "apply_filters", "process_results")
+    }
 
     def timed(name: str, field: str) -> Any:
         original = originals[name]
@@ -861,7 +893,10 @@ def task_timings(judge_usage: Mapping[str, Mapping[str, int]] | None = None) -> 
                 try:
                     return _bound(requests, *a, **k)
                 finally:
-                    spent, per_task = time.perf_counter() - started, Counter(getattr(r, "task_name", "?") for r in requests)
+                    spent, per_task = (
+                        time.perf_counter() - started,
+                        Counter(getattr(r, "task_name", "?") for r in requests),
+                    )
                     for task, count in per_task.items():
                         times[task]["model_s"] += spent * count / max(1, len(requests))
 
@@ -887,8 +922,12 @@ def task_timings(judge_usage: Mapping[str, Mapping[str, int]] | None = None) -> 
         return results
 
     record: dict[str, dict[str, Any]] = {}
-    for name, field in (("download", "load_s"), ("build_all_requests", "prepare_s"), ("apply_filters", "filters_s"),
-                        ("process_results", "scoring_s")):
+    for name, field in (
+        ("download", "load_s"),
+        ("build_all_requests", "prepare_s"),
+        ("apply_filters", "filters_s"),
+        ("process_results", "scoring_s"),
+    ):
         setattr(ConfigurableTask, name, timed(name, field))
     lm_eval.evaluator.evaluate = evaluate
     lm_eval.simple_evaluate = simple_evaluate
@@ -906,11 +945,15 @@ def _run_record(times: dict[str, Any], judged: dict[str, Any]) -> dict[str, dict
     for task, spent in sorted(times.items()):
         if task == "?":
             continue
-        entry = {field: round(spent.get(field, 0.0), 3)
-                 for field in ("load_s", "prepare_s", "model_s", "filters_s", "scoring_s")}
+        entry = {
+            field: round(spent.get(field, 0.0), 3)
+            for field in ("load_s", "prepare_s", "model_s", "filters_s", "scoring_s")
+        }
         entry["wall_s"] = round(sum(entry.values()), 3)
         usage = judged.get(task)
         if usage:
-            entry["judge"] = {k: int(usage[k]) for k in ("requests", "prompt_tokens", "completion_tokens") if k in usage}
+            entry["judge"] = {
+                k: int(usage[k]) for k in ("requests", "prompt_tokens", "completion_tokens") if k in usage
+            }
         out[task] = entry
     return out

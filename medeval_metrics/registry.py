@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import medeval_metrics
 from medeval_metrics import task_yaml
@@ -50,8 +50,10 @@ def _check(specs: list[tuple[str, BenchmarkSpec]]) -> None:
             owner[task.name] = module
             for key in task.reads:
                 if key not in source_keys:
-                    raise ValueError(f"{module}: task {task.name!r} reads source {key!r}, which is not among "
-                                     f"SPEC.sources ({', '.join(sorted(source_keys))}).")
+                    raise ValueError(
+                        f"{module}: task {task.name!r} reads source {key!r}, which is not among "
+                        f"SPEC.sources ({', '.join(sorted(source_keys))})."
+                    )
         members = {t.name for t in spec.tasks} | set(spec.groups)
         for group, tasks in spec.groups.items():
             unknown = [t for t in tasks if t not in members]
@@ -163,7 +165,9 @@ def groups() -> dict[str, tuple[str, ...]]:
 
 def metadata_keys() -> tuple[str, ...]:
     """Every metadata key a benchmark reads: its sources' keys and its options, sorted."""
-    return tuple(sorted({s.key for spec in _load() for s in spec.sources} | {o for spec in _load() for o in spec.options}))
+    return tuple(
+        sorted({s.key for spec in _load() for s in spec.sources} | {o for spec in _load() for o in spec.options})
+    )
 
 
 def removed_options() -> dict[str, str]:

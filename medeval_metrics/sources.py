@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from medeval_metrics.checksums import check_known_checksum, pin
 from medeval_metrics.errors import MedevalDataError
@@ -32,7 +33,7 @@ class DataSource:
 
     def how_to_point(self, example: str = "/path/to/file") -> str:
         return (
-            f"Point the pack at a local copy with `--metadata '{{\"{self.key}\": \"{example}\"}}'` "
+            f'Point the pack at a local copy with `--metadata \'{{"{self.key}": "{example}"}}\'` '
             f"on the lm_eval/medeval command line, or `export {self.env_var}={example}`."
         )
 
@@ -79,12 +80,12 @@ def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revi
         files = list_repo_files(source.hub_repo, repo_type="dataset", revision=revision)
         matches = sorted((f for f in files if f.endswith(suffixes)), key=len)
         if not matches:
-            raise source.missing(
-                f"the Hub dataset {source.hub_repo} has no file ending in {', '.join(suffixes)}"
-            )
+            raise source.missing(f"the Hub dataset {source.hub_repo} has no file ending in {', '.join(suffixes)}")
         downloaded = Path(hf_hub_download(source.hub_repo, matches[0], repo_type="dataset", revision=revision))
     except MedevalDataError:
         raise
     except Exception as exc:  # network, auth, 404: all mean "get it yourself"
-        raise source.missing(f"downloading from the Hub dataset {source.hub_repo} failed ({type(exc).__name__})") from exc
+        raise source.missing(
+            f"downloading from the Hub dataset {source.hub_repo} failed ({type(exc).__name__})"
+        ) from exc
     return downloaded

@@ -11,9 +11,10 @@ spec module must import nothing heavy (``medeval list`` imports every spec).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from medeval_metrics.data import DataSource
 from medeval_metrics.task_yaml import TaskFacts, task_facts

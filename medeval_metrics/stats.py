@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from medeval_metrics.lm_eval_compat import use_attached_stderrs
 

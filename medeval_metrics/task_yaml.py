@@ -83,8 +83,10 @@ def task_facts(name: str, root: str | Path | None = None) -> TaskFacts:
     folders = _folders(root)
     facts = _pack_facts(folders).get(name)
     if facts is None:
-        raise KeyError(f"no task YAML declares `task: {name}` under {', '.join(folders)}; a benchmark's "
-                       "tasks/<benchmark>/ folder holds one YAML per task.")
+        raise KeyError(
+            f"no task YAML declares `task: {name}` under {', '.join(folders)}; a benchmark's "
+            "tasks/<benchmark>/ folder holds one YAML per task."
+        )
     return facts
 
 

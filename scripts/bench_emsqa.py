@@ -157,7 +157,9 @@ def _loading_growth_lines(repeats: int = 3) -> list[str]:
         for scale in (1, 10):
             folder = Path(tmp) / f"x{scale}"
             folder.mkdir()
-            scaled = [dict(r, question=f"{r['question']} (copy {k})") if k else r for k in range(scale) for r in records]
+            scaled = [
+                dict(r, question=f"{r['question']} (copy {k})") if k else r for k in range(scale) for r in records
+            ]
             (folder / "test_open.json").write_text(json.dumps(scaled), encoding="utf-8")
             (folder / "val_open.json").write_bytes((DATA / "val_open.json").read_bytes())
             emsqa_data.load_public(emsqa_public_path=str(folder))  # warm imports

@@ -21,9 +21,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's tests/ for PARSERS
 
 ONE_MB = 1_000_000
-SEEDS = ["**A, ", '["a", "b"] ', "answers are a, ", "A and ", "(a) ", '"answer": [', "<think>", "\\boxed{",
-         "é中😀\x00", "The answer is (B). ",
-         "{", '{"', '{"a": ', '{"a": 1} ']
+SEEDS = [
+    "**A, ",
+    '["a", "b"] ',
+    "answers are a, ",
+    "A and ",
+    "(a) ",
+    '"answer": [',
+    "<think>",
+    "\\boxed{",
+    "é中😀\x00",
+    "The answer is (B). ",
+    "{",
+    '{"',
+    '{"a": ',
+    '{"a": 1} ',
+]
 
 
 def _one_mb(seed: str) -> str:
@@ -62,8 +75,10 @@ def _redaction_lines() -> list[str]:
     from medeval_metrics import redact
 
     os.environ["BENCH_FAKE_API_KEY"] = "bench-canary-0123456789"
-    line = ("2026-11-30 WARNING [models.api_models:521] Exception:ClientResponseError(headers=<'Authorization': "
-            "'Bearer bench-canary-0123456789', 'Accept': '*/*'>) retrying. ")
+    line = (
+        "2026-11-30 WARNING [models.api_models:521] Exception:ClientResponseError(headers=<'Authorization': "
+        "'Bearer bench-canary-0123456789', 'Accept': '*/*'>) retrying. "
+    )
     text = _one_mb(line)
     seconds = _time(redact.redact_text, text)
     out = [f"redact_text 1 MB of leaking log lines: {seconds:.3f} s"]

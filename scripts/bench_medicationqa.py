@@ -39,8 +39,11 @@ def _panel(url: str, concurrency: int, cache: str):
     from medeval_metrics.judge.config import panel_from_obj
 
     return panel_from_obj(
-        {"judges": [{"name": m, "backend": "local-chat-completions", "model": m, "base_url": url} for m in JUDGES],
-         "concurrency": concurrency, "cache": cache},
+        {
+            "judges": [{"name": m, "backend": "local-chat-completions", "model": m, "base_url": url} for m in JUDGES],
+            "concurrency": concurrency,
+            "cache": cache,
+        },
         "benchmark",
     )
 
@@ -57,7 +60,10 @@ def run() -> list[str]:
     n_items = int(os.environ.get("BENCH_MQA_ITEMS", "690"))
     concurrency = int(os.environ.get("BENCH_MQA_CONCURRENCY", "32"))
     sample = int(os.environ.get("BENCH_MQA_SEQUENTIAL_SAMPLE", "30"))
-    items = [JudgeItem(f"question {i} about drug{i % 97}", f"reference answer {i}", f"model answer {i}") for i in range(n_items)]
+    items = [
+        JudgeItem(f"question {i} about drug{i % 97}", f"reference answer {i}", f"model answer {i}")
+        for i in range(n_items)
+    ]
     requests = n_items * len(JUDGES)
     lines = []
     with tempfile.TemporaryDirectory() as tmp, FakeJudgeServer(latency=LATENCY) as server:
@@ -72,7 +78,9 @@ def run() -> list[str]:
         PanelRunner(_panel(server.url, concurrency, cache), RUBRIC).judge(items, progress=False)
         rerun_s, rerun_requests = time.perf_counter() - start, server.count() - before
 
-        subset = [JudgeItem(f"sequential {i}", "reference", f"answer {i}") for i in range(max(1, sample // len(JUDGES)))]
+        subset = [
+            JudgeItem(f"sequential {i}", "reference", f"answer {i}") for i in range(max(1, sample // len(JUDGES)))
+        ]
         before = server.count()
         start = time.perf_counter()
         PanelRunner(_panel(server.url, 1, str(Path(tmp) / "sequential.sqlite")), RUBRIC).judge(subset, progress=False)
@@ -80,14 +88,22 @@ def run() -> list[str]:
         sequential_s = per_request * requests
 
     ideal_s = requests * LATENCY / concurrency
-    lines.append(f"{n_items} answers x {len(JUDGES)} judges = {requests} requests, {LATENCY * 1000:.0f} ms latency, "
-                 f"concurrency {concurrency} (server saw {made} requests, max {server.max_in_flight} in flight)")
-    lines.append(f"concurrent: {concurrent_s:.2f} s; ideal {ideal_s:.2f} s -> {concurrent_s / ideal_s:.2f}x ideal (target <= 1.5x)")
-    lines.append(f"one request at a time: {sequential_s:.1f} s (extrapolated from {server.count() - before} requests at "
-                 f"{per_request * 1000:.0f} ms each) -> concurrent is {sequential_s / concurrent_s:.1f}x faster")
+    lines.append(
+        f"{n_items} answers x {len(JUDGES)} judges = {requests} requests, {LATENCY * 1000:.0f} ms latency, "
+        f"concurrency {concurrency} (server saw {made} requests, max {server.max_in_flight} in flight)"
+    )
+    lines.append(
+        f"concurrent: {concurrent_s:.2f} s; ideal {ideal_s:.2f} s -> {concurrent_s / ideal_s:.2f}x ideal (target <= 1.5x)"
+    )
+    lines.append(
+        f"one request at a time: {sequential_s:.1f} s (extrapolated from {server.count() - before} requests at "
+        f"{per_request * 1000:.0f} ms each) -> concurrent is {sequential_s / concurrent_s:.1f}x faster"
+    )
     lines.append(f"immediate re-run: {rerun_requests} requests (must be 0), {rerun_s:.2f} s")
-    lines.append(f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client; "
-                 f"load average {os.getloadavg()[0]:.1f})")
+    lines.append(
+        f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client; "
+        f"load average {os.getloadavg()[0]:.1f})"
+    )
     return [*lines, *cache_growth(), *grid()]
 
 
@@ -95,8 +111,12 @@ def run() -> list[str]:
 def _server_process(latency: float):
     import subprocess
 
-    process = subprocess.Popen([sys.executable, "-m", "medeval_metrics.testing.fake_judge", "--latency", str(latency)],
-                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "medeval_metrics.testing.fake_judge", "--latency", str(latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     return process, process.stdout.readline().strip()
 
 
@@ -120,10 +140,12 @@ def grid() -> list[str]:
     concurrencies = [int(x) for x in os.environ.get("BENCH_MQA_GRID_CONCURRENCY", "8,32,128").split(",")]
     n_items = max(1, requests // len(JUDGES))
     n_requests = n_items * len(JUDGES)
-    lines = [f"judge grid: {n_requests} requests per cell, server in its own process (TCP_NODELAY); "
-             "wall / ideal, requests per second (client CPU | server CPU, ms per request)",
-             "| latency | " + " | ".join(f"c{c}" for c in concurrencies) + " |",
-             "|---|" + "---|" * len(concurrencies)]
+    lines = [
+        f"judge grid: {n_requests} requests per cell, server in its own process (TCP_NODELAY); "
+        "wall / ideal, requests per second (client CPU | server CPU, ms per request)",
+        "| latency | " + " | ".join(f"c{c}" for c in concurrencies) + " |",
+        "|---|" + "---|" * len(concurrencies),
+    ]
     worst: dict[str, float] = {}
     client_cpu: list[float] = []
     for latency in latencies:
@@ -131,15 +153,20 @@ def grid() -> list[str]:
         try:
             cells = []
             for concurrency in concurrencies:
-                items = [JudgeItem(f"grid {latency} {concurrency} {i}", "reference", f"answer {i}") for i in range(n_items)]
+                items = [
+                    JudgeItem(f"grid {latency} {concurrency} {i}", "reference", f"answer {i}") for i in range(n_items)
+                ]
                 runner = PanelRunner(_panel(url, concurrency, None), RUBRIC)  # no cache: every verdict is a request
                 server_cpu = _process_cpu_s(process.pid)
                 cpu, wall = time.process_time(), time.perf_counter()
                 runner.judge(items, progress=False)
                 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
                 server_after = _process_cpu_s(process.pid)
-                server_ms = "?" if server_cpu is None or server_after is None else \
-                    f"{(server_after - server_cpu) * 1000 / n_requests:.2f}"
+                server_ms = (
+                    "?"
+                    if server_cpu is None or server_after is None
+                    else f"{(server_after - server_cpu) * 1000 / n_requests:.2f}"
+                )
                 ratio = wall / (n_requests * latency / concurrency)
                 client_cpu.append(cpu * 1000 / n_requests)
                 if latency >= 0.1:
@@ -151,10 +178,16 @@ def grid() -> list[str]:
             process.terminate()
             process.wait()
     targets = {"c<=32": 1.2, "c128": 1.6}
-    lines.append("worst wall / ideal at latency >= 100 ms: " + ", ".join(
-        f"{group} {ratio:.2f}x (target <= {targets.get(group, float('nan'))}x)" for group, ratio in worst.items()))
-    lines.append(f"client CPU per request: at most {max(client_cpu):.2f} ms (target <= 1 ms); "
-                 f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    lines.append(
+        "worst wall / ideal at latency >= 100 ms: "
+        + ", ".join(
+            f"{group} {ratio:.2f}x (target <= {targets.get(group, float('nan'))}x)" for group, ratio in worst.items()
+        )
+    )
+    lines.append(
+        f"client CPU per request: at most {max(client_cpu):.2f} ms (target <= 1 ms); "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     return lines
 
 
@@ -173,8 +206,10 @@ def cache_growth() -> list[str]:
             hits = cache.get_many(lookups)
             out[size] = (time.perf_counter() - start, len(hits))
     (small, n_small), (large, _) = out[10**3], out[10**5]
-    return [f"cache lookup of {len(lookups)} keys ({n_small} hits): {small * 1000:.1f} ms with 10^3 cached, "
-            f"{large * 1000:.1f} ms with 10^5 -> {large / small:.2f}x for 100x the cache"]
+    return [
+        f"cache lookup of {len(lookups)} keys ({n_small} hits): {small * 1000:.1f} ms with 10^3 cached, "
+        f"{large * 1000:.1f} ms with 10^5 -> {large / small:.2f}x for 100x the cache"
+    ]
 
 
 if __name__ == "__main__":

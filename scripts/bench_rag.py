@@ -57,9 +57,11 @@ def _bm25(lines: list[str], work: Path) -> None:
         warm = open_index(files, RetrievalSettings(), cache, "kb", "fix")
         assert not warm.built
         loads.append(warm.seconds)
-    lines.append(f"bm25, {len(files)} files, {len(cold.chunks):,} chunks: cold build {cold.seconds:.2f} s "
-                 f"(chunking {chunking_seconds[0]:.2f} s, rest index + write); cached load median {statistics.median(loads):.3f} s "
-                 f"(target < 1 s: {'met' if statistics.median(loads) < 1 else 'NOT met'})")
+    lines.append(
+        f"bm25, {len(files)} files, {len(cold.chunks):,} chunks: cold build {cold.seconds:.2f} s "
+        f"(chunking {chunking_seconds[0]:.2f} s, rest index + write); cached load median {statistics.median(loads):.3f} s "
+        f"(target < 1 s: {'met' if statistics.median(loads) < 1 else 'NOT met'})"
+    )
     present = {f.source for f in files}
     sources = [[AREA_FILES[a] for a in item["category"] if AREA_FILES[a] in present] for item in items]
     questions = [item["question"] for item in items]
@@ -68,7 +70,9 @@ def _bm25(lines: list[str], work: Path) -> None:
         started = time.perf_counter()
         index.retrieve(questions, sources if mode != "global" else None)
         seconds = time.perf_counter() - started
-        lines.append(f"bm25 {mode}, k=32, {len(questions):,} questions: {seconds:.2f} s ({1000 * seconds / len(questions):.2f} ms each)")
+        lines.append(
+            f"bm25 {mode}, k=32, {len(questions):,} questions: {seconds:.2f} s ({1000 * seconds / len(questions):.2f} ms each)"
+        )
 
 
 def _tiny_run(lines: list[str], work: Path) -> None:
@@ -84,28 +88,43 @@ def _tiny_run(lines: list[str], work: Path) -> None:
     model = build_tiny_model(work / "tiny-lm")
     rows = []
     # index and retrievals cached by the sections before; then nothing cached at all (a fresh cache folder)
-    runs = [("first run of the task with this model (index and retrievals cached, token counts not)", "cache", 16),
-            ("second run (everything cached)", "cache", 16),
-            ("first run on this machine (nothing cached: index built, all 3,721 retrieved)", "cold-cache", 16)]
+    runs = [
+        ("first run of the task with this model (index and retrievals cached, token counts not)", "cache", 16),
+        ("second run (everything cached)", "cache", 16),
+        ("first run on this machine (nothing cached: index built, all 3,721 retrieved)", "cold-cache", 16),
+    ]
     for attempt, cache, new_tokens in runs:
         shutil.rmtree(work / "cold-cache", ignore_errors=True)
         # as `medeval run`/`lm_eval` pass it: model_args merged into the metadata (the prompt tokens are
         # counted with the model's tokenizer)
-        metadata = {"emsqa_public_path": str(DATA), "emsqa_knowledge_path": str(KNOWLEDGE),
-                    "rag_cache_dir": str(work / cache), "rag_k": 4, "pretrained": str(model)}
+        metadata = {
+            "emsqa_public_path": str(DATA),
+            "emsqa_knowledge_path": str(KNOWLEDGE),
+            "rag_cache_dir": str(work / cache),
+            "rag_k": 4,
+            "pretrained": str(model),
+        }
         started = time.perf_counter()
         results = lm_eval.simple_evaluate(
-            model="hf", model_args=f"pretrained={model}", tasks=["emsqa_public_rag"], limit=40, device="cpu",
-            batch_size=8, gen_kwargs=f"max_gen_toks={new_tokens}",
-            task_manager=TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata))
+            model="hf",
+            model_args=f"pretrained={model}",
+            tasks=["emsqa_public_rag"],
+            limit=40,
+            device="cpu",
+            batch_size=8,
+            gen_kwargs=f"max_gen_toks={new_tokens}",
+            task_manager=TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata),
+        )
         flush_counts()  # what the end of a run's process does (atexit)
         wall = time.perf_counter() - started
         rag = results["configs"]["emsqa_public_rag"]["metadata"]["rag"]["seconds"]
         spent = rag["total"] + rag.get("prompt_length", 0.0)
-        rows.append(f"tiny-model emsqa_public_rag --limit 40, k=4, max_gen_toks={new_tokens}, {attempt}: wall {wall:.1f} s; "
-                    f"retrieval {spent:.2f} s = {100 * spent / wall:.1f} % (building {rag['total']:.2f} s: index "
-                    f"{rag['index']:.2f} s, retrieval {rag['retrieval']:.2f} s; prompt lengths of the items scored "
-                    f"{rag.get('prompt_length', 0.0):.2f} s; target < 5 %)")
+        rows.append(
+            f"tiny-model emsqa_public_rag --limit 40, k=4, max_gen_toks={new_tokens}, {attempt}: wall {wall:.1f} s; "
+            f"retrieval {spent:.2f} s = {100 * spent / wall:.1f} % (building {rag['total']:.2f} s: index "
+            f"{rag['index']:.2f} s, retrieval {rag['retrieval']:.2f} s; prompt lengths of the items scored "
+            f"{rag.get('prompt_length', 0.0):.2f} s; target < 5 %)"
+        )
     lines.extend(rows)
 
 
@@ -125,16 +144,20 @@ def _dense(lines: list[str], work: Path) -> None:
     started = time.perf_counter()
     retriever.encode(sample, tokenizer, encoder, 512)
     rate = len(sample) / (time.perf_counter() - started)
-    lines.append(f"dense, tiny random BERT (2 layers, hidden 32), CPU: {rate:.0f} chunks/s -> full index of "
-                 f"{len(texts):,} chunks ~{len(texts) / rate / 60:.1f} min")
+    lines.append(
+        f"dense, tiny random BERT (2 layers, hidden 32), CPU: {rate:.0f} chunks/s -> full index of "
+        f"{len(texts):,} chunks ~{len(texts) / rate / 60:.1f} min"
+    )
     torch.manual_seed(0)
     base = BertModel(BertConfig(vocab_size=tokenizer.vocab_size)).eval()  # MedCPT's size, random weights
     sample = texts[:8]
     started = time.perf_counter()
     retriever.encode(sample, tokenizer, base, 512)
     rate = len(sample) / (time.perf_counter() - started)
-    lines.append(f"dense, BERT-base-size random encoder (MedCPT's size), CPU ({torch.get_num_threads()} threads): "
-                 f"{rate:.2f} chunks/s -> full index ~{len(texts) / rate / 3600:.1f} h (GPU: not measured, no device lent)")
+    lines.append(
+        f"dense, BERT-base-size random encoder (MedCPT's size), CPU ({torch.get_num_threads()} threads): "
+        f"{rate:.2f} chunks/s -> full index ~{len(texts) / rate / 3600:.1f} h (GPU: not measured, no device lent)"
+    )
 
 
 def _prompt_lengths(lines: list[str], work: Path) -> None:
@@ -145,8 +168,10 @@ def _prompt_lengths(lines: list[str], work: Path) -> None:
     for k in (1, 4, 8, 16, 32):
         add_retrieval(docs, {"emsqa_knowledge_path": str(KNOWLEDGE), "rag_cache_dir": str(work / "cache"), "rag_k": k})
         tokens = sorted(prompt_tokens(d)[0] for d in docs)
-        lines.append(f"k={k:>2}: prompt tokens (characters/4) median {tokens[len(tokens) // 2]:,}, "
-                     f"90th percentile {tokens[int(0.9 * len(tokens))]:,}, max {tokens[-1]:,}")
+        lines.append(
+            f"k={k:>2}: prompt tokens (characters/4) median {tokens[len(tokens) // 2]:,}, "
+            f"90th percentile {tokens[int(0.9 * len(tokens))]:,}, max {tokens[-1]:,}"
+        )
 
 
 def run() -> list[str]:

@@ -39,17 +39,34 @@ def _fake_run(folder: Path, docs: list[dict], model: str, seed: int) -> list[lis
             predictions.append(prediction)
             for name, value in scores.items():
                 metrics[name].append(value)
-            out.write(json.dumps({"doc_id": index, "doc": doc, "filter": "extract_answer", "resps": [[json.dumps(prediction)]],
-                                  "filtered_resps": [prediction], **scores}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "doc_id": index,
+                        "doc": doc,
+                        "filter": "extract_answer",
+                        "resps": [[json.dumps(prediction)]],
+                        "filtered_resps": [prediction],
+                        **scores,
+                    }
+                )
+                + "\n"
+            )
     task = {"name": "emsqa_public", "alias": "emsqa_public", "sample_len": len(docs)}
     for name, values in metrics.items():
         value, stderr = mean_and_stderr(values)
         task[f"{name},extract_answer"], task[f"{name}_stderr,extract_answer"] = value, stderr
-    results = {"results": {"emsqa_public": task}, "versions": {"emsqa_public": 1}, "n-shot": {"emsqa_public": 0},
-               "n-samples": {"emsqa_public": {"original": len(docs), "effective": len(docs)}},
-               "config": {"model": "hf", "model_args": f"pretrained={model}", "limit": None, "gen_kwargs": {}},
-               "configs": {"emsqa_public": {"generation_kwargs": {"max_gen_toks": 256, "do_sample": False}}},
-               "lm_eval_version": "0.4.13", "chat_template": None, "system_instruction": None}
+    results = {
+        "results": {"emsqa_public": task},
+        "versions": {"emsqa_public": 1},
+        "n-shot": {"emsqa_public": 0},
+        "n-samples": {"emsqa_public": {"original": len(docs), "effective": len(docs)}},
+        "config": {"model": "hf", "model_args": f"pretrained={model}", "limit": None, "gen_kwargs": {}},
+        "configs": {"emsqa_public": {"generation_kwargs": {"max_gen_toks": 256, "do_sample": False}}},
+        "lm_eval_version": "0.4.13",
+        "chat_template": None,
+        "system_instruction": None,
+    }
     (folder / f"results_{date}.json").write_text(json.dumps(results))
     return predictions
 
@@ -88,8 +105,10 @@ def run() -> list[str]:
         accuracy = evaluate.load(evaluate_modules.path("emsqa_set_accuracy"))
         module = _timed(lambda: accuracy.compute(predictions=predictions, references=references))
         direct = _timed(lambda: sum(score(p, g)["acc"] for p, g in zip(predictions, references)) / len(references))
-        lines.append(f"evaluate module emsqa_set_accuracy on {len(docs)} items: {module * 1000:.0f} ms "
-                     f"({module / direct:.0f}x calling the scorer directly, {direct * 1000:.1f} ms: evaluate's Arrow round trip)")
+        lines.append(
+            f"evaluate module emsqa_set_accuracy on {len(docs)} items: {module * 1000:.0f} ms "
+            f"({module / direct:.0f}x calling the scorer directly, {direct * 1000:.1f} ms: evaluate's Arrow round trip)"
+        )
     return lines
 
 

@@ -27,10 +27,36 @@ def _rows(n_items: int) -> tuple[list[dict[str, str]], str]:
         rows = mqa.load_rows({"medicationqa_path": str(REAL)})
         return (rows * (n_items // len(rows) + 1))[:n_items], f"the real {REAL.name}"
     rng = random.Random(0)
-    words = ("take tablets daily with food dose doctor pharmacist side effects may include nausea headache "
-             "blood pressure kidney liver interaction alcohol children adults hours missed").split()
-    rows = [{"question": f"question {i}", "answer": " ".join(rng.choice(words) for _ in range(rng.randint(5, 300)))}
-            for i in range(n_items)]
+    words = [
+        "take",
+        "tablets",
+        "daily",
+        "with",
+        "food",
+        "dose",
+        "doctor",
+        "pharmacist",
+        "side",
+        "effects",
+        "may",
+        "include",
+        "nausea",
+        "headache",
+        "blood",
+        "pressure",
+        "kidney",
+        "liver",
+        "interaction",
+        "alcohol",
+        "children",
+        "adults",
+        "hours",
+        "missed",
+    ]
+    rows = [
+        {"question": f"question {i}", "answer": " ".join(rng.choice(words) for _ in range(rng.randint(5, 300)))}
+        for i in range(n_items)
+    ]
     return rows, "synthetic references (real spreadsheet absent)"
 
 

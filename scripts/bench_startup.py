@@ -54,11 +54,13 @@ print("SHARE " + json.dumps({{"wall": wall, "pack": inside}}))
 
 
 def _measured(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", _MEASURED_RUN, *args], cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MEASURED_RUN, *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"medeval run failed: {proc.stderr[-2000:]}")
     line = next(line for line in proc.stderr.splitlines() if line.startswith("MEASURED "))
-    return json.loads(line[len("MEASURED "):])
+    return json.loads(line[len("MEASURED ") :])
 
 
 def startup_ratio(pairs: int = 3) -> list[str]:
@@ -66,8 +68,17 @@ def startup_ratio(pairs: int = 3) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         table = Path(tmp) / "table.json"
         table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
-        args = ["run", "--model", "medeval-scripted", "--model_args", f"table={table}", "--tasks", "emsqa_private",
-                "--metadata", json.dumps({"emsqa_private_path": str(FIXTURE)})]
+        args = [
+            "run",
+            "--model",
+            "medeval-scripted",
+            "--model_args",
+            f"table={table}",
+            "--tasks",
+            "emsqa_private",
+            "--metadata",
+            json.dumps({"emsqa_private_path": str(FIXTURE)}),
+        ]
         runs: dict[str, list[dict[str, float]]] = {"pack": [], "full": []}
         for _ in range(pairs):  # interleaved: machine noise hits both alike
             runs["pack"].append(_measured(args, ENV, Path(tmp)))
@@ -88,24 +99,30 @@ def pack_share(runs: int = 5) -> list[str]:
         return [f"pack share skipped: no EMSQA data at {EMSQA} (set MEDEVAL_EMSQA_PUBLIC_PATH)"]
 
     def one_run(env: dict[str, str]) -> dict[str, float]:
-        proc = subprocess.run([sys.executable, "-c", _PACK_SHARE.format(scripts=str(REPO / "scripts"))],
-                              env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", _PACK_SHARE.format(scripts=str(REPO / "scripts"))],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
         line = next(line for line in proc.stdout.splitlines() if line.startswith("SHARE "))
-        return json.loads(line[len("SHARE "):])
+        return json.loads(line[len("SHARE ") :])
 
     with tempfile.TemporaryDirectory() as cache:
         env = {**ENV, "MEDEVAL_DATASET_CACHE": cache}
         cold = one_run(env)
         warm = [one_run(env) for _ in range(runs)]
     shares = [r["pack"] / r["wall"] for r in warm]
-    return [f"emsqa_public, tiny model, 40 items: pack code {statistics.median(shares):.1%} of the run "
-            f"(median of {runs} fresh runs; range {min(shares):.1%}-{max(shares):.1%}; wall median "
-            f"{statistics.median(r['wall'] for r in warm):.2f} s; pack median "
-            f"{statistics.median(r['pack'] for r in warm) * 1000:.0f} ms) -- target < 5%",
-            f"  the first run on a machine (validated data not yet cached): pack code {cold['pack'] / cold['wall']:.1%} "
-            f"({cold['pack'] * 1000:.0f} ms of {cold['wall']:.2f} s)"]
+    return [
+        f"emsqa_public, tiny model, 40 items: pack code {statistics.median(shares):.1%} of the run "
+        f"(median of {runs} fresh runs; range {min(shares):.1%}-{max(shares):.1%}; wall median "
+        f"{statistics.median(r['wall'] for r in warm):.2f} s; pack median "
+        f"{statistics.median(r['pack'] for r in warm) * 1000:.0f} ms) -- target < 5%",
+        f"  the first run on a machine (validated data not yet cached): pack code {cold['pack'] / cold['wall']:.1%} "
+        f"({cold['pack'] * 1000:.0f} ms of {cold['wall']:.2f} s)",
+    ]
 
 
 def run() -> list[str]:
@@ -145,8 +162,12 @@ _IMPORT_LINE = re.compile(r"import time:\s+(\d+)\s+\|\s+(\d+)\s+\|(\s*)(\S+)")
 def import_costs(module: str, top: int = 5) -> tuple[float, float, list[tuple[int, str]]]:
     """(pack-owned self µs total, everything µs, top pack modules by self time) of importing ``module``,
     after lm-eval itself is loaded (as in a run)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import lm_eval.api.task; import {module}"],
-                          env=ENV, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import lm_eval.api.task; import {module}"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
     pack, total, rows, after_lm_eval = 0, 0, [], False
     for line in proc.stderr.splitlines():
         match = _IMPORT_LINE.match(line)
@@ -168,13 +189,19 @@ def import_costs(module: str, top: int = 5) -> tuple[float, float, list[tuple[in
 def profile(top: int = 15) -> list[str]:
     lines = []
     if (EMSQA / "test_open.json").exists():
-        proc = subprocess.run([sys.executable, "-c", _PROFILED_RUN.format(scripts=str(REPO / "scripts"), top=top)],
-                              env=ENV, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROFILED_RUN.format(scripts=str(REPO / "scripts"), top=top)],
+            env=ENV,
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
-        result = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("PROFILE "))[len("PROFILE "):])
-        lines.append(f"cProfile, emsqa_public tiny model 40 items ({result['wall']:.2f} s wall under the profiler); "
-                     f"self time in pack functions: {result['self_total']:.3f} s. Top pack functions by cumulative time:")
+        result = json.loads(next(l for l in proc.stdout.splitlines() if l.startswith("PROFILE "))[len("PROFILE ") :])
+        lines.append(
+            f"cProfile, emsqa_public tiny model 40 items ({result['wall']:.2f} s wall under the profiler); "
+            f"self time in pack functions: {result['self_total']:.3f} s. Top pack functions by cumulative time:"
+        )
         lines.append(f"  {'cum s':>7} {'self s':>7} {'calls':>7}  function")
         for cum, self_time, calls, where, name in result["rows"]:
             lines.append(f"  {cum:7.3f} {self_time:7.3f} {calls:7d}  {name} ({where})")
@@ -189,5 +216,5 @@ def profile(top: int = 15) -> list[str]:
 
 
 if __name__ == "__main__":
-    for line in (profile() if "--profile" in sys.argv else run()):
+    for line in profile() if "--profile" in sys.argv else run():
         print(line)

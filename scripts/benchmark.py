@@ -24,13 +24,13 @@ def main(selected: list[str]) -> int:
     profiling = "--profile" in selected
     selected = [name for name in selected if name != "--profile"]
     sections = sorted(HERE.glob("bench_*.py"))
-    known = [path.stem[len("bench_"):] for path in sections]
+    known = [path.stem[len("bench_") :] for path in sections]
     unknown = [name for name in selected if name not in known]
     if unknown:
         print(f"benchmark.py: no section {', '.join(unknown)}; the sections are {', '.join(known)}", file=sys.stderr)
         return 2
     for path in sections:
-        name = path.stem[len("bench_"):]
+        name = path.stem[len("bench_") :]
         if selected and name not in selected:
             continue
         spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
@@ -39,7 +39,7 @@ def main(selected: list[str]) -> int:
         if profiling and not hasattr(module, "profile"):
             continue
         print(f"== {name}{' (profile)' if profiling else ''}", flush=True)
-        for line in (module.profile() if profiling else module.run()):
+        for line in module.profile() if profiling else module.run():
             print(f"   {line}", flush=True)
     return 0
 

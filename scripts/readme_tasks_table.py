@@ -27,7 +27,7 @@ def current_table(text: str) -> str:
     start, end = text.find(TABLE_START), text.find(TABLE_END)
     if start < 0 or end < start:
         raise ValueError(f"README has no {TABLE_START} ... {TABLE_END} block")
-    return text[start + len(TABLE_START):end].strip("\n")
+    return text[start + len(TABLE_START) : end].strip("\n")
 
 
 def with_table(text: str, table: str) -> str:
@@ -49,8 +49,10 @@ def main(argv: list[str]) -> int:
         args.readme.write_text(with_table(text, table), encoding="utf-8")
         return 0
     if current_table(text) != table:
-        print(f"{args.readme}: task table differs from the manifest. Run: python scripts/readme_tasks_table.py --write\n"
-              f"--- README\n{current_table(text)}\n--- manifest\n{table}")
+        print(
+            f"{args.readme}: task table differs from the manifest. Run: python scripts/readme_tasks_table.py --write\n"
+            f"--- README\n{current_table(text)}\n--- manifest\n{table}"
+        )
         return 1
     return 0
 

@@ -66,8 +66,14 @@ def two_judge_panel(server, cache: Path | None, concurrency: int = 4, api_key_en
     if api_key_env:
         judge_a["api_key_env"] = api_key_env
     judge_b = {"name": "b", "backend": "local-chat-completions", "model": "judge-b", "base_url": server.url}
-    return json.dumps({"judges": [judge_a, judge_b], "cache": None if cache is None else str(cache),
-                       "concurrency": concurrency, "backoff_base": 0.01})
+    return json.dumps(
+        {
+            "judges": [judge_a, judge_b],
+            "cache": None if cache is None else str(cache),
+            "concurrency": concurrency,
+            "backoff_base": 0.01,
+        }
+    )
 
 
 @pytest.fixture(scope="session")
@@ -110,12 +116,16 @@ def built_wheel(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
     source = root / "src"
     shutil.copytree(
-        REPO_ROOT, source,
-        ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*cache*", ".hypothesis"),
+        REPO_ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*cache*", ".hypothesis"
+        ),
     )
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(root)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     return next(root.glob("medeval_metrics-*.whl"))
 
@@ -137,7 +147,9 @@ def run_medeval(args: list[str], capsys, monkeypatch=None, env: dict[str, str] |
     return SimpleNamespace(returncode=code, stdout=captured.out, stderr=captured.err)
 
 
-def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+def run_cli(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess:
     """Run the installed ``medeval`` command (as ``python -m medeval_metrics.cli``) and capture output
     (for tests of the process itself: exit codes, console output, kill and resume)."""
     full_env = {**os.environ, **(env or {})}
@@ -151,7 +163,9 @@ def run_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeo
     )
 
 
-def run_lm_eval_cli(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+def run_lm_eval_cli(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess:
     """Run plain ``lm_eval`` (as ``python -m lm_eval``)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
@@ -166,6 +180,6 @@ def find_results(output_dir: Path) -> tuple[dict, dict[str, list[dict]]]:
     results = json.loads(results_files[-1].read_text())
     samples: dict[str, list[dict]] = {}
     for path in sorted(output_dir.rglob("samples_*.jsonl")):
-        task = path.name[len("samples_"):].rsplit("_", 1)[0]
+        task = path.name[len("samples_") :].rsplit("_", 1)[0]
         samples[task] = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return results, samples

@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from medeval_metrics.data import file_sha256
 from medeval_metrics.emrqa.sources import cache_root, resolve_inputs, split_seed
 from medeval_metrics.emrqa.splits import PREP_VERSION, prepare
-
 
 _digests: dict[tuple[Any, ...], str] = {}
 
@@ -43,7 +43,8 @@ def ensure_prepared(metadata: Mapping[str, Any] | None = None, log: Any = None) 
     folder = cache_dir_for(data_json, data_ql, seed, cache_root(metadata))
     manifest_path = folder / "manifest.json"
     if not manifest_path.exists():  # one summary line when done (``prepare``); progress bars on a terminal
-        logging.getLogger(__name__).debug("emrQA: preparing %s and %s (first use; later runs reuse %s)",
-                                          data_json.name, data_ql.name, folder)
+        logging.getLogger(__name__).debug(
+            "emrQA: preparing %s and %s (first use; later runs reuse %s)", data_json.name, data_ql.name, folder
+        )
         prepare(data_json, data_ql, folder, seed=seed, log=log)
     return folder, json.loads(manifest_path.read_text(encoding="utf-8"))

@@ -7,7 +7,15 @@ from typing import Any
 
 from medeval_metrics.emrqa.cache import cache_dir_for
 from medeval_metrics.emrqa.seeding import DEFAULT_SEED
-from medeval_metrics.emrqa.sources import CACHE_DIR_KEY, DATA_JSON, DATA_QL_CSV, SEED_KEY, cache_root, resolve_inputs, split_seed
+from medeval_metrics.emrqa.sources import (
+    CACHE_DIR_KEY,
+    DATA_JSON,
+    DATA_QL_CSV,
+    SEED_KEY,
+    cache_root,
+    resolve_inputs,
+    split_seed,
+)
 from medeval_metrics.emrqa.splits import describe, prepare
 
 
@@ -44,7 +52,8 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--data-json", help="path to data.json")
     p.add_argument("--data-ql-csv", help="path to data-ql.csv")
     p.add_argument("--cache-dir", help="cache root (default ~/.cache/medeval/emrqa or $MEDEVAL_EMRQA_CACHE_DIR)")
-    p.add_argument("--seed", type=int, default=None,
-                   help=f"split seed (default $MEDEVAL_EMRQA_SEED, else {DEFAULT_SEED})")
+    p.add_argument(
+        "--seed", type=int, default=None, help=f"split seed (default $MEDEVAL_EMRQA_SEED, else {DEFAULT_SEED})"
+    )
     p.add_argument("--force", action="store_true", help="prepare again even if the cache exists")
     p.set_defaults(func=_cmd_prepare)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from medeval_metrics.context_fit import ContextFit
 from medeval_metrics.task_yaml import own_task_config
@@ -54,5 +55,8 @@ class ContextCheck:
         if too_long:
             logger.warning(
                 "emrQA: %d of %d prompts do not fit the model's context (%s); lm-eval will cut the start of "
-                "those notes. The metric prompt_too_long reports the fraction.", too_long, len(docs), self.method,
+                "those notes. The metric prompt_too_long reports the fraction.",
+                too_long,
+                len(docs),
+                self.method,
             )

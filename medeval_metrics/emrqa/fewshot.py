@@ -10,7 +10,8 @@ rows otherwise, and names the size it needs when even that is too small.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from lm_eval.api.samplers import ContextSampler
 
@@ -22,8 +23,9 @@ FEWSHOT_TOP_UP = 64  # the pool is topped up to this many rows at most
 class FewshotPoolSampler(ContextSampler):
     """``fewshot_config.sampler`` of the emrQL tasks (lm-eval accepts a ContextSampler subclass there)."""
 
-    def sample(self, n: int, eval_doc: dict[str, Any] | None = None, df: Sequence[dict[str, Any]] | None = None,
-               **kwargs: Any) -> Sequence[dict[str, Any]]:
+    def sample(
+        self, n: int, eval_doc: dict[str, Any] | None = None, df: Sequence[dict[str, Any]] | None = None, **kwargs: Any
+    ) -> Sequence[dict[str, Any]]:
         if n <= 0:
             return []
         if df:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 
@@ -53,7 +54,7 @@ class _Reader:
             return False
         if self.position > _CHUNK:  # drop what has been parsed, keep memory bounded
             self.consumed += self.position
-            self.buffer = self.buffer[self.position:]
+            self.buffer = self.buffer[self.position :]
             self.position = 0
         self.buffer += chunk
         return True
@@ -110,7 +111,7 @@ class _Reader:
             # A number at the very end of the buffer may continue in the next chunk.
             if end == len(self.buffer) and not self.eof and self._fill():
                 continue
-            text = self.buffer[self.position:end]
+            text = self.buffer[self.position : end]
             self.position = end
             return value, text
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import heapq
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from medeval_metrics.emrqa.cache import ensure_prepared
 from medeval_metrics.emrqa.context import ContextCheck
@@ -52,7 +53,7 @@ def _notes(folder: Path, keys: set[str]) -> dict[str, str]:
         for line in handle:
             # Records are written with sorted keys, note_key first: skip other notes without decoding them.
             end = line.find(after_key)
-            if line.startswith(prefix) and end > 0 and json.loads(line[len(prefix):end]) not in keys:
+            if line.startswith(prefix) and end > 0 and json.loads(line[len(prefix) : end]) not in keys:
                 continue
             record = json.loads(line)
             if record["note_key"] in keys:
@@ -131,7 +132,9 @@ def load_logical_forms(variant: str, **kwargs: Any) -> Any:
     install_redaction(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
     folder, manifest = ensure_prepared(kwargs)
     counts = manifest["emrql"]["test_lf_template_counts"][variant]
-    docs = stratified_sample(folder / f"{variant}_test.jsonl", counts, sample_size(kwargs), manifest["seed"], variant, "line")
+    docs = stratified_sample(
+        folder / f"{variant}_test.jsonl", counts, sample_size(kwargs), manifest["seed"], variant, "line"
+    )
     with open(folder / f"{variant}_fewshot.jsonl", encoding="utf-8") as handle:
         fewshot = [json.loads(line) for line in handle]
     if not docs or not fewshot:

@@ -29,16 +29,30 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from medeval_metrics.emrqa.text import NoteIndex, collapse, normalise_lf, note_index, template_pattern
 from medeval_metrics.stats import bootstrap_stderr as bootstrap
 
 __all__ = [  # the text helpers are re-exported: scorers and tests reach them here too
-    "GoldAnswer", "NoteIndex", "bootstrap_stderr", "collapse", "contains_entity", "first_line", "macro_f1", "normalise_lf", "note_index",
-    "parse_label", "prediction_lines", "score_evidence", "score_logical_form", "squad_tokens", "template_pattern",
+    "GoldAnswer",
+    "NoteIndex",
+    "bootstrap_stderr",
+    "collapse",
+    "contains_entity",
+    "first_line",
+    "macro_f1",
+    "normalise_lf",
+    "note_index",
+    "parse_label",
+    "prediction_lines",
+    "score_evidence",
+    "score_logical_form",
+    "squad_tokens",
+    "template_pattern",
     "token_f1",
 ]
 
@@ -56,7 +70,7 @@ class GoldAnswer:
     entities: tuple[str, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GoldAnswer":
+    def from_dict(cls, data: dict[str, Any]) -> GoldAnswer:
         return cls(
             evidence=str(data["evidence"]),
             evidence_start=int(data["evidence_start"]),
@@ -190,6 +204,7 @@ def score_evidence(output: str, golds: Iterable[GoldAnswer | dict[str, Any]], no
 
 
 # --- logical forms ---------------------------------------------------------------------------------
+
 
 def first_line(output: str) -> str:
     for line in str(output).splitlines():

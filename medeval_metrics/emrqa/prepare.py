@@ -17,7 +17,19 @@ from medeval_metrics.emrqa.splits import PREP_VERSION, describe, prepare
 _is_test = is_test  # the name older tests and scripts use
 
 __all__ = [
-    "DATA_JSON", "DATA_QL_CSV", "DEFAULT_SEED", "PREP_VERSION", "TEST_FRACTION", "cache_dir_for", "cache_root",
-    "describe", "ensure_prepared", "is_test", "prepare", "read_ql_csv", "register_cli", "resolve_inputs",
+    "DATA_JSON",
+    "DATA_QL_CSV",
+    "DEFAULT_SEED",
+    "PREP_VERSION",
+    "TEST_FRACTION",
+    "cache_dir_for",
+    "cache_root",
+    "describe",
+    "ensure_prepared",
+    "is_test",
+    "prepare",
+    "read_ql_csv",
+    "register_cli",
+    "resolve_inputs",
     "stable_fraction",
 ]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa.text import normalise_lf, template_pattern

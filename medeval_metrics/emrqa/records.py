@@ -43,8 +43,10 @@ def note_text(context: Any, path: Path, where: str) -> tuple[str, list[int]]:
         text = context
     elif isinstance(context, list) and all(isinstance(line, str) for line in context):
         lines = context
-        text = "".join(line if line.endswith("\n") or last else line + "\n"
-                       for last, line in ((n == len(context) - 1, line) for n, line in enumerate(context)))
+        text = "".join(
+            line if line.endswith("\n") or last else line + "\n"
+            for last, line in ((n == len(context) - 1, line) for n, line in enumerate(context))
+        )
     else:
         raise fail(path, where, "'context' is neither a string nor a list of lines")
     offsets, offset = [], 0
@@ -73,7 +75,7 @@ def _line_text(text: str, line_offsets: list[int], line: int) -> str:
     if not 0 <= line < len(line_offsets):
         return ""
     end = line_offsets[line + 1] - 1 if line + 1 < len(line_offsets) else len(text)
-    return text[line_offsets[line]:end].rstrip("\n")
+    return text[line_offsets[line] : end].rstrip("\n")
 
 
 def _on_line(text: str, line_offsets: list[int], evidence: str, line: int) -> int:
@@ -159,7 +161,7 @@ def _gold_answers(
             if located < 0 and stripped:  # spacing or case differs from the note: find it loosely
                 span = note_index(text).locate(stripped, max(hint, 0))
                 if span is not None:
-                    located, stripped = span[0], text[span[0]:span[1]]
+                    located, stripped = span[0], text[span[0] : span[1]]
                     _count(stats, "evidence_located_ignoring_case_and_spacing", here)
             if off_line and located >= 0:
                 _count(stats, f"{subset}_evidence_not_on_its_line", here)
@@ -170,15 +172,24 @@ def _gold_answers(
                 stripped = line_text.strip()
                 _count(stats, "evidence_taken_from_its_line_number", here)
             if not stripped:
-                raise fail(path, here, "'evidence' is empty and no evidence line is given",
-                            "Span answers need their evidence text or line.")
+                raise fail(
+                    path,
+                    here,
+                    "'evidence' is empty and no evidence line is given",
+                    "Span answers need their evidence text or line.",
+                )
             if located < 0:
                 # Offsets are only hints; an unlocatable evidence whose offset also points past the note is
                 # a broken record, not a quirk to count.
                 size, unit = (len(text), "characters") if subset == "risk" else (len(line_offsets), "lines")
                 if start != -1 and not 0 <= start <= size:
-                    raise fail(path, here, f"evidence_start {start} is outside the note ({size} {unit}) and the "
-                                "evidence text is not in the note", "Fix the offset or the evidence, or drop the answer.")
+                    raise fail(
+                        path,
+                        here,
+                        f"evidence_start {start} is outside the note ({size} {unit}) and the "
+                        "evidence text is not in the note",
+                        "Fix the offset or the evidence, or drop the answer.",
+                    )
                 _count(stats, "evidence_not_in_note", here)
             golds.append(
                 {"evidence": stripped, "evidence_start": located, "entity_type": entity_type, "entities": entities}
@@ -188,8 +199,15 @@ def _gold_answers(
 
 
 def qa_record(
-    subset: str, note_key: str, qa_number: int, qa: Any, text: str, line_offsets: list[int], path: Path,
-    seed: int, stats: Counter,
+    subset: str,
+    note_key: str,
+    qa_number: int,
+    qa: Any,
+    text: str,
+    line_offsets: list[int],
+    path: Path,
+    seed: int,
+    stats: Counter,
 ) -> dict[str, Any]:
     where = f"note {note_key}, question {qa_number}"
     if not isinstance(qa, dict):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from medeval_metrics.emrqa.seeding import stable_fraction
 from medeval_metrics.errors import MedevalDataError

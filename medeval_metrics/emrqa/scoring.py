@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from medeval_metrics.emrqa import metrics as M
 from medeval_metrics.emrqa.context import fits_context

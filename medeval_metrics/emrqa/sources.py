@@ -6,8 +6,9 @@ Every setting is a metadata key (``--metadata``) with a ``MEDEVAL_<KEY>`` enviro
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from medeval_metrics.data import DataSource, MedevalDataError, setting
 from medeval_metrics.emrqa.seeding import DEFAULT_SEED

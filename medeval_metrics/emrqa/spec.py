@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from medeval_metrics.emrqa.sources import CACHE_DIR_KEY, DATA_JSON, DATA_QL_CSV, SEED_KEY
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, doc_field
@@ -39,8 +40,10 @@ LOGICAL_FORM_BREAKDOWN = BreakdownSpec(metrics=LOGICAL_FORM, dimensions={"lf_tem
 
 SPEC = BenchmarkSpec(
     name="emrqa",
-    paper=("Pampari et al. 2018, emrQA: A Large Corpus for Question Answering on Electronic Medical Records "
-           "(EMNLP 2018), arXiv:1809.00732"),
+    paper=(
+        "Pampari et al. 2018, emrQA: A Large Corpus for Question Answering on Electronic Medical Records "
+        "(EMNLP 2018), arXiv:1809.00732"
+    ),
     licence="n2c2 data-use agreement (no redistribution); users bring their own files",
     citation_key="pampari2018emrqa",
     listing_position=3,
@@ -53,12 +56,21 @@ SPEC = BenchmarkSpec(
     # Sample counts are None: the test sets are drawn from the user's files.
     tasks=(
         *(Task(f"emrqa_{name}", QL, also_reads=BOTH_FOR_QL) for name in ("emrql_1", "emrql_2")),
-        *(Task(f"emrqa_{name}", QA, also_reads=BOTH_FOR_QA)
-          for name in ("medication", "relations", "risk", "smoking", "obesity", "evidence_window")),
+        *(
+            Task(f"emrqa_{name}", QA, also_reads=BOTH_FOR_QA)
+            for name in ("medication", "relations", "risk", "smoking", "obesity", "evidence_window")
+        ),
     ),
     groups={
-        "emrqa": ("emrqa_emrql_1", "emrqa_emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk",
-                  "emrqa_smoking", "emrqa_obesity"),
+        "emrqa": (
+            "emrqa_emrql_1",
+            "emrqa_emrql_2",
+            "emrqa_medication",
+            "emrqa_relations",
+            "emrqa_risk",
+            "emrqa_smoking",
+            "emrqa_obesity",
+        ),
         # The emrQL tasks' names before they took the benchmark's prefix (issue 19), kept so that users'
         # `--tasks emrql_1` still runs; lm-eval 0.4.13 has no task-name alias, so each is a one-task group.
         "emrql_1": ("emrqa_emrql_1",),
@@ -67,8 +79,11 @@ SPEC = BenchmarkSpec(
     breakdowns={
         "emrqa": BreakdownSpec(
             metrics=("relaxed_em", "f1", "strict_em", "acc", "unparseable", "prompt_too_long"),
-            dimensions={"subset": doc_field("subset"), "lf_template": doc_field("lf_template"),
-                        "answer_type": answer_types},
+            dimensions={
+                "subset": doc_field("subset"),
+                "lf_template": doc_field("lf_template"),
+                "answer_type": answer_types,
+            },
         ),
         "emrqa_emrql": LOGICAL_FORM_BREAKDOWN,
         "emrql": LOGICAL_FORM_BREAKDOWN,  # results written under the tasks' old names (emrql_1, emrql_2)

@@ -29,16 +29,17 @@ import socket
 import sys
 import tempfile
 import time
-from collections import defaultdict, Counter
+from collections import Counter, defaultdict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError, file_sha256
+from medeval_metrics.emrqa.jsonstream import iter_notes
 from medeval_metrics.emrqa.ql_csv import read_ql_csv
 from medeval_metrics.emrqa.records import SUBSETS, Checks, fail, note_text, qa_record
 from medeval_metrics.emrqa.seeding import DEFAULT_SEED, TEST_FRACTION, is_test, stable_fraction
 from medeval_metrics.emrqa.sources import CACHE_DIR_KEY
-from medeval_metrics.emrqa.jsonstream import iter_notes
 
 PREP_VERSION = 2  # 2: evidence placed on its own numbered line; upstream's trailing newlines kept
 
@@ -82,7 +83,7 @@ def remove_stale_work_folders(parent: Path) -> list[Path]:
     for entry in entries:
         if not entry.name.startswith(_WORK_PREFIX) or not entry.is_dir():
             continue
-        owner, _, rest = entry.name[len(_WORK_PREFIX):].rpartition("-")
+        owner, _, rest = entry.name[len(_WORK_PREFIX) :].rpartition("-")
         owner_host, _, pid = owner.rpartition("-")
         if owner_host and pid.isdigit():
             stale = owner_host == host and not _process_alive(int(pid))
@@ -101,7 +102,9 @@ def _bar(total: int, desc: str, enabled: bool | None) -> Any:
     """A tqdm bar in bytes (tqdm comes with lm-eval and datasets); ``None`` shows it only on a terminal."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="B", unit_scale=True, leave=False, disable=None if enabled is None else not enabled)
+    return tqdm(
+        total=total, desc=desc, unit="B", unit_scale=True, leave=False, disable=None if enabled is None else not enabled
+    )
 
 
 def _size(path: Path) -> int:
@@ -116,8 +119,13 @@ def _advance(bar: Any) -> Any:
 
 
 def prepare(
-    data_json: Path, data_ql: Path, out_dir: Path, seed: int = DEFAULT_SEED, log: Any = None,
-    progress: bool | None = None, details: bool = False,
+    data_json: Path,
+    data_ql: Path,
+    out_dir: Path,
+    seed: int = DEFAULT_SEED,
+    log: Any = None,
+    progress: bool | None = None,
+    details: bool = False,
 ) -> dict[str, Any]:
     """Read both inputs, validate, and write every split to ``out_dir`` (atomically). Returns the manifest.
 
@@ -137,14 +145,16 @@ def prepare(
     except OSError as exc:
         raise MedevalDataError(
             f"cannot write the emrQA cache under {out_dir.parent} ({exc.strerror}). Choose another folder with "
-            f"--metadata '{{\"{CACHE_DIR_KEY}\": \"/path\"}}' or MEDEVAL_EMRQA_CACHE_DIR."
+            f'--metadata \'{{"{CACHE_DIR_KEY}": "/path"}}\' or MEDEVAL_EMRQA_CACHE_DIR.'
         ) from exc
     try:
         stats = Checks()
         manifest: dict[str, Any] = {"prep_version": PREP_VERSION, "seed": seed, "test_fraction": TEST_FRACTION}
         problems = []  # both files are read whatever is wrong with the first: every problem is reported at once
-        for key, read, path, label in (("qa", _prepare_qa, data_json, "emrQA data.json"),
-                                       ("emrql", _prepare_emrql, data_ql, "emrQA data-ql.csv")):
+        for key, read, path, label in (
+            ("qa", _prepare_qa, data_json, "emrQA data.json"),
+            ("emrql", _prepare_emrql, data_ql, "emrQA data-ql.csv"),
+        ):
             with _bar(_size(path), label, progress) as bar:
                 try:
                     manifest[key] = read(Path(path), work, seed, stats, _advance(bar))
@@ -177,8 +187,10 @@ def prepare(
         (log if details else _logger.debug)(line)
     questions = sum(manifest["qa"]["sizes"].values())
     forms = sum(manifest["emrql"]["sizes"].values())
-    log(f"emrQA prepared in {time.time() - started:.1f} s: {questions:,} questions, {forms:,} logical-form "
-        f"items (seed {seed}) in {out_dir}" + ("" if details else "; --verbosity DEBUG lists the splits"))
+    log(
+        f"emrQA prepared in {time.time() - started:.1f} s: {questions:,} questions, {forms:,} logical-form "
+        f"items (seed {seed}) in {out_dir}" + ("" if details else "; --verbosity DEBUG lists the splits")
+    )
     return manifest
 
 
@@ -295,7 +307,9 @@ def _prepare_emrql(path: Path, work: Path, seed: int, stats: Counter, progress: 
 
 def describe(manifest: Mapping[str, Any]) -> list[str]:
     """Printable split sizes (the splits are a seeded reconstruction; the originals were never published)."""
-    lines = [f"emrQA splits (seeded reconstruction, seed {manifest['seed']}, test fraction {manifest['test_fraction']}):"]
+    lines = [
+        f"emrQA splits (seeded reconstruction, seed {manifest['seed']}, test fraction {manifest['test_fraction']}):"
+    ]
     for name, size in manifest["emrql"]["sizes"].items():
         lines.append(f"  {name}: {size:,}")
     for name, size in manifest["qa"]["sizes"].items():

@@ -18,48 +18,103 @@ import io
 import json
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 _SLOT = re.compile(r"\|([^|]*)\|")
 
-MEDICATIONS = ["lisinopril", "metformin", "atorvastatin", "warfarin", "furosemide", "insulin glargine",
-               "metoprolol", "amlodipine", "omeprazole", "levothyroxine", "aspirin", "heparin"]
-PROBLEMS = ["hypertension", "type 2 diabetes", "atrial fibrillation", "chest pain", "pneumonia",
-            "congestive heart failure", "hyperlipidemia", "renal insufficiency", "anemia", "obesity"]
-TESTS = ["hemoglobin A1c", "creatinine", "potassium", "LDL", "blood pressure", "chest x-ray",
-         "echocardiogram", "troponin", "INR", "glucose"]
+MEDICATIONS = [
+    "lisinopril",
+    "metformin",
+    "atorvastatin",
+    "warfarin",
+    "furosemide",
+    "insulin glargine",
+    "metoprolol",
+    "amlodipine",
+    "omeprazole",
+    "levothyroxine",
+    "aspirin",
+    "heparin",
+]
+PROBLEMS = [
+    "hypertension",
+    "type 2 diabetes",
+    "atrial fibrillation",
+    "chest pain",
+    "pneumonia",
+    "congestive heart failure",
+    "hyperlipidemia",
+    "renal insufficiency",
+    "anemia",
+    "obesity",
+]
+TESTS = [
+    "hemoglobin A1c",
+    "creatinine",
+    "potassium",
+    "LDL",
+    "blood pressure",
+    "chest x-ray",
+    "echocardiogram",
+    "troponin",
+    "INR",
+    "glucose",
+]
 TREATMENTS = ["cardiac catheterization", "physical therapy", "dialysis", "CABG", "stent placement"]
 SMOKING_LABELS = ["CURRENT SMOKER", "NON-SMOKER", "PAST SMOKER", "UNKNOWN"]
 OBESITY_LABELS = ["Absent", "Present", "Questionable", "Unmentioned"]
 
 _BUILTIN_TEMPLATES = {
     "medication": [
-        ("What is the dosage of |medication|##How much |medication| does the patient take",
-         "MedicationEvent (|medication|) [dosage=x]"),
-        ("Has the patient ever been on |medication|##Has this patient ever been prescribed |medication|",
-         "MedicationEvent (|medication|) OR {MedicationEvent (|medication|) [enddate=x]}"),
-        ("What medications is the patient on for |problem|",
-         "{MedicationEvent (x) [startdate=x, enddate=x]} given {ConditionEvent (|problem|) OR SymptomEvent (|problem|)}"),
+        (
+            "What is the dosage of |medication|##How much |medication| does the patient take",
+            "MedicationEvent (|medication|) [dosage=x]",
+        ),
+        (
+            "Has the patient ever been on |medication|##Has this patient ever been prescribed |medication|",
+            "MedicationEvent (|medication|) OR {MedicationEvent (|medication|) [enddate=x]}",
+        ),
+        (
+            "What medications is the patient on for |problem|",
+            "{MedicationEvent (x) [startdate=x, enddate=x]} given {ConditionEvent (|problem|) OR SymptomEvent (|problem|)}",
+        ),
     ],
     "relations": [
-        ("Why is the patient on |medication|##What is |medication| prescribed for",
-         "MedicationEvent (|medication|) given {ConditionEvent (x) OR SymptomEvent (x)}"),
-        ("What treatment has the patient had for |problem|",
-         "{TreatmentEvent (x) OR ProcedureEvent (x)} improves {ConditionEvent (|problem|) OR SymptomEvent (|problem|)}"),
+        (
+            "Why is the patient on |medication|##What is |medication| prescribed for",
+            "MedicationEvent (|medication|) given {ConditionEvent (x) OR SymptomEvent (x)}",
+        ),
+        (
+            "What treatment has the patient had for |problem|",
+            "{TreatmentEvent (x) OR ProcedureEvent (x)} improves {ConditionEvent (|problem|) OR SymptomEvent (|problem|)}",
+        ),
     ],
     "risk": [
-        ("What were the results of |test| on |date|",
-         "LabEvent (|test|) [date=|date|, result=x] OR ProcedureEvent (|test|) [date=|date|, result=x]"),
+        (
+            "What were the results of |test| on |date|",
+            "LabEvent (|test|) [date=|date|, result=x] OR ProcedureEvent (|test|) [date=|date|, result=x]",
+        ),
         ("Is |test| value high", "LabEvent (|test|) [date=x, (result=x)>lab.refhigh]"),
     ],
     "smoking": [("Does the patient smoke##Does the patient currently smoke", "SmokingUseEvent (x) [IsTobaccoUser=x]")],
-    "obesity": [("Does the patient have |problem|##Does this patient have |problem|",
-                 "ConditionEvent (|problem|) [status=x] OR SymptomEvent (|problem|) [status=x]")],
+    "obesity": [
+        (
+            "Does the patient have |problem|##Does this patient have |problem|",
+            "ConditionEvent (|problem|) [status=x] OR SymptomEvent (|problem|) [status=x]",
+        )
+    ],
 }
-_TEMPLATE_DATASETS = {"medication": "medication", "medications": "medication", "relations": "relations",
-                      "risk": "risk", "smoking": "smoking", "obesity": "obesity"}
+_TEMPLATE_DATASETS = {
+    "medication": "medication",
+    "medications": "medication",
+    "relations": "relations",
+    "risk": "risk",
+    "smoking": "smoking",
+    "obesity": "obesity",
+}
 
 
 def load_templates(templates_csv: Path | None) -> dict[str, list[tuple[str, str]]]:
@@ -109,16 +164,29 @@ def _line(rng: random.Random, entity: str) -> str:
         "Assessment: {e} stable, will follow up in {m} weeks.",
         "{e} was discussed with the patient and family at length.",
     ]
-    return rng.choice(shapes).format(e=entity, d=rng.randint(1, 99) * 5, y=rng.randint(2090, 2099), m=rng.randint(1, 12))
+    return rng.choice(shapes).format(
+        e=entity, d=rng.randint(1, 99) * 5, y=rng.randint(2090, 2099), m=rng.randint(1, 12)
+    )
 
 
 def _filler(rng: random.Random) -> str:
-    return rng.choice([
-        "Vital signs stable overnight, afebrile.", "No acute events.", "Lungs clear to auscultation bilaterally.",
-        "Heart regular rate and rhythm, no murmurs.", "Abdomen soft, non-tender.", "Plan discussed with attending.",
-        "Social history: lives with spouse, retired teacher.", "Family history noncontributory.",
-        "Extremities without edema.", "Neurologic exam nonfocal.",
-    ]) + f" ({rng.randint(1, 999)})"
+    return (
+        rng.choice(
+            [
+                "Vital signs stable overnight, afebrile.",
+                "No acute events.",
+                "Lungs clear to auscultation bilaterally.",
+                "Heart regular rate and rhythm, no murmurs.",
+                "Abdomen soft, non-tender.",
+                "Plan discussed with attending.",
+                "Social history: lives with spouse, retired teacher.",
+                "Family history noncontributory.",
+                "Extremities without edema.",
+                "Neurologic exam nonfocal.",
+            ]
+        )
+        + f" ({rng.randint(1, 999)})"
+    )
 
 
 @dataclass
@@ -130,8 +198,15 @@ class SyntheticInfo:
     ql_rows: int = 0
 
 
-def _span_note(subset: str, note_number: int, rng: random.Random, templates: list[tuple[str, str]],
-               lines_per_note: int, questions_per_note: int, ql_rows: list[tuple[str, str, str, str]]) -> dict[str, Any]:
+def _span_note(
+    subset: str,
+    note_number: int,
+    rng: random.Random,
+    templates: list[tuple[str, str]],
+    lines_per_note: int,
+    questions_per_note: int,
+    ql_rows: list[tuple[str, str, str, str]],
+) -> dict[str, Any]:
     lines = [f"Record {subset}-{note_number}: admission note"] + [_filler(rng) for _ in range(lines_per_note - 1)]
     free = list(range(1, len(lines) - 1))
     rng.shuffle(free)
@@ -179,14 +254,27 @@ def _span_note(subset: str, note_number: int, rng: random.Random, templates: lis
                 token = words.index(entities[0].split()[0]) if entities and entities[0].split()[0] in words else 0
                 evidence_start = line_number + (1 if subset == "relations" else 0)  # 1-based in relations
                 answer_start = [evidence_start, token]
-            answers.append({"text": text, "answer_start": answer_start, "evidence": evidence,
-                            "evidence_start": evidence_start, "answer_entity_type": form})
+            answers.append(
+                {
+                    "text": text,
+                    "answer_start": answer_start,
+                    "evidence": evidence,
+                    "evidence_start": evidence_start,
+                    "answer_entity_type": form,
+                }
+            )
         qa["answers"] = answers
     return {"note_id": f"{100 + note_number}", "context": lines, "qas": qas}
 
 
-def _class_note(subset: str, note_number: int, rng: random.Random, templates: list[tuple[str, str]],
-                questions_per_note: int, ql_rows: list[tuple[str, str, str, str]]) -> dict[str, Any]:
+def _class_note(
+    subset: str,
+    note_number: int,
+    rng: random.Random,
+    templates: list[tuple[str, str]],
+    questions_per_note: int,
+    ql_rows: list[tuple[str, str, str, str]],
+) -> dict[str, Any]:
     labels = SMOKING_LABELS if subset == "smoking" else OBESITY_LABELS
     label = labels[note_number % len(labels)]
     text = "\n".join(_filler(rng) for _ in range(8)) + f"\nSocial history reviewed ({label.lower()} documented)."
@@ -200,16 +288,36 @@ def _class_note(subset: str, note_number: int, rng: random.Random, templates: li
             texts = rng.sample([p for p in PROBLEMS if p not in values.values()], 2)
         else:
             texts = [label]
-        qas.append({"question": filled, "id": [[[q, p] for q, p in zip(filled, paraphrases)], lf_tpl],
-                    "answers": [{"text": text, "answer_start": "", "evidence": "", "evidence_start": "",
-                                 "answer_entity_type": "single"} for text in texts]})
+        qas.append(
+            {
+                "question": filled,
+                "id": [[[q, p] for q, p in zip(filled, paraphrases)], lf_tpl],
+                "answers": [
+                    {
+                        "text": text,
+                        "answer_start": "",
+                        "evidence": "",
+                        "evidence_start": "",
+                        "answer_entity_type": "single",
+                    }
+                    for text in texts
+                ],
+            }
+        )
         for q, p in zip(filled, paraphrases):
             ql_rows.append((q, fill(lf_tpl, values), p, lf_tpl))
     return {"note_id": f"{500 + note_number}", "context": text, "qas": qas}
 
 
-def _iter_subset_notes(subset: str, count: int, rng: random.Random, templates: list[tuple[str, str]],
-                       lines_per_note: int, questions_per_note: int, ql_rows: list) -> Iterator[dict[str, Any]]:
+def _iter_subset_notes(
+    subset: str,
+    count: int,
+    rng: random.Random,
+    templates: list[tuple[str, str]],
+    lines_per_note: int,
+    questions_per_note: int,
+    ql_rows: list,
+) -> Iterator[dict[str, Any]]:
     for note_number in range(count):
         if subset in ("smoking", "obesity"):
             yield _class_note(subset, note_number, rng, templates, max(1, questions_per_note // 4), ql_rows)
@@ -254,8 +362,13 @@ def write_synthetic(
     rng = random.Random(seed)
     info = SyntheticInfo(out_dir / "data.json", out_dir / "data-ql.csv")
     ql_rows: list[tuple[str, str, str, str]] = []
-    titles = {"medication": "medication", "relations": "relations", "risk": "risk-dataset",
-              "smoking": "smoking", "obesity": "obesity"}
+    titles = {
+        "medication": "medication",
+        "relations": "relations",
+        "risk": "risk-dataset",
+        "smoking": "smoking",
+        "obesity": "obesity",
+    }
     with open(info.data_json, "w", encoding="utf-8") as handle:
         handle.write('{"data": [')
         for subset_number, (subset, title) in enumerate(titles.items()):
@@ -263,14 +376,21 @@ def write_synthetic(
             handle.write(", " if subset_number else "")
             handle.write("{" + ("" if title_last else f'"title": {json.dumps(title)}, ') + '"paragraphs": [')
             count = questions = 0
-            for note in _iter_subset_notes(subset, notes_per_subset, rng, templates[subset], lines_per_note,
-                                           questions_per_note, ql_rows if len(ql_rows) < (max_ql_rows or 10**12) else []):
+            for note in _iter_subset_notes(
+                subset,
+                notes_per_subset,
+                rng,
+                templates[subset],
+                lines_per_note,
+                questions_per_note,
+                ql_rows if len(ql_rows) < (max_ql_rows or 10**12) else [],
+            ):
                 handle.write((", " if count else "") + json.dumps(note))
                 count += 1
                 questions += len(note["qas"])
             handle.write("]" + (f', "title": {json.dumps(title)}' if title_last else "") + "}")
             info.notes[subset], info.questions[subset] = count, questions
-        handle.write("], \"version\": \"1.0\"}")
+        handle.write('], "version": "1.0"}')
     info.ql_rows = _write_ql_csv(info.data_ql_csv, ql_rows, max_ql_rows)
     return info
 

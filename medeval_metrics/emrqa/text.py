@@ -7,7 +7,6 @@ from functools import lru_cache
 from typing import Any
 
 
-
 def as_list(value: Any) -> list[Any]:
     """A list as itself, anything else as a one-item list (upstream fields hold either)."""
     return list(value) if isinstance(value, list) else [value]

@@ -6,22 +6,22 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from medeval_metrics.data import (
     DataSource,
+    MedevalDataError,
     check_known_checksum,
     collector_paused,
-    file_sha256,
-    record_scored_data,
-    validated_dataset,
-    setting,
-    MedevalDataError,
     download_hub_file,
+    file_sha256,
     read_json_records,
+    record_scored_data,
     refuse_wrong_file_kind,
+    setting,
+    validated_dataset,
 )
 from medeval_metrics.lm_eval_compat import install_redaction
 from medeval_metrics.settings import flag_option
@@ -41,8 +41,12 @@ SUBJECT_AREAS = (
     "pharmacology",
     "trauma",
 )
-LEVEL_NAMES = {"emr": "Emergency Medical Responder (EMR)", "emt": "Emergency Medical Technician (EMT)",
-               "aemt": "Advanced EMT (AEMT)", "paramedic": "Paramedic"}
+LEVEL_NAMES = {
+    "emr": "Emergency Medical Responder (EMR)",
+    "emt": "Emergency Medical Technician (EMT)",
+    "aemt": "Advanced EMT (AEMT)",
+    "paramedic": "Paramedic",
+}
 _CHOICE_PREFIX = re.compile(r"^\s*\(?([a-zA-Z])[.)]\s?")
 
 PUBLIC_SOURCE = DataSource(
@@ -54,8 +58,10 @@ PUBLIC_SOURCE = DataSource(
         "and point the pack at the folder holding them (or at test_open.json itself)."
     ),
     hub_repo="Xueren/EMS-MCQA",
-    sha256={"test_open.json": "53e225049d0deb9b57da30cc1569844762fdd3d97bce9137eb8f410d4b4b9847",
-            "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774"},
+    sha256={
+        "test_open.json": "53e225049d0deb9b57da30cc1569844762fdd3d97bce9137eb8f410d4b4b9847",
+        "val_open.json": "76f1604950934b98087cb7cd9a88715c7cffbf931f8e7f0178e5d3266373c774",
+    },
 )
 PRIVATE_SOURCE = DataSource(
     key="emsqa_private_path",
@@ -96,10 +102,10 @@ def normalise_record(record: dict[str, Any], index: int, path: Path | str) -> di
             raise MedevalDataError(f"{where}{snippet}: choice {position} is a {type(choice).__name__}, not a string.")
         match = _CHOICE_PREFIX.match(choice)
         letter = match.group(1).lower() if match else None
-        text = choice[match.end():].strip() if match else choice.strip()
+        text = choice[match.end() :].strip() if match else choice.strip()
         if letter is None:
             raise MedevalDataError(
-                f"{where}{snippet}: choice {position} ({choice[:40]!r}) does not start with its letter, e.g. \"a. \"."
+                f'{where}{snippet}: choice {position} ({choice[:40]!r}) does not start with its letter, e.g. "a. ".'
             )
         if not text:
             raise MedevalDataError(f"{where}{snippet}: choice {letter!r} is empty. Fill it in or remove the record.")
@@ -128,8 +134,10 @@ def normalise_record(record: dict[str, Any], index: int, path: Path | str) -> di
     level = record.get("level", [])
     category = record.get("category", [])
     for field, value in (("level", level), ("category", category)):
-        if value is not None and not isinstance(value, str) and not (
-            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if (
+            value is not None
+            and not isinstance(value, str)
+            and not (isinstance(value, list) and all(isinstance(v, str) for v in value))
         ):
             raise MedevalDataError(
                 f"{where}{snippet}: '{field}' is {value!r}; it must be a string or a list of strings (e.g. [\"emt\"])."
@@ -223,7 +231,9 @@ def _load_docs(
     if left_out:
         log.warning(
             "medeval: %s as published has %s that cannot serve as a few-shot example, left out of the pool: %s.",
-            Path(path).name, "1 record" if len(left_out) == 1 else f"{len(left_out)} records", "; ".join(left_out),
+            Path(path).name,
+            "1 record" if len(left_out) == 1 else f"{len(left_out)} records",
+            "; ".join(left_out),
         )
     return docs
 
@@ -250,8 +260,9 @@ class DeferredPool(Sequence):
     def docs(self) -> tuple[dict[str, Any], ...]:
         if self._docs is None:
             stat = self.path.stat()
-            self._docs = _read_pool(str(self.path), stat.st_mtime_ns, stat.st_size, self.description,
-                                    self.allow_duplicates)
+            self._docs = _read_pool(
+                str(self.path), stat.st_mtime_ns, stat.st_size, self.description, self.allow_duplicates
+            )
         return self._docs
 
     def __len__(self) -> int:
@@ -308,9 +319,7 @@ def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
         if local.is_dir():
             test = next((p for p in (local / "test_open.json", local / "test.json") if p.exists()), None)
             if test is None:
-                raise MedevalDataError(
-                    f"{local}: no test_open.json in this folder. {PUBLIC_SOURCE.how_to_get}"
-                )
+                raise MedevalDataError(f"{local}: no test_open.json in this folder. {PUBLIC_SOURCE.how_to_get}")
             val = next((p for p in (local / "val_open.json", local / "validation.json") if p.exists()), None)
             # a folder's file is compared with the pins like a named one, also when it comes from the
             # data cache (the JSON reader checks the files it reads: the validation file when drawn from)
@@ -334,18 +343,36 @@ def doc_schema():
     import pyarrow as pa
 
     text, texts = pa.string(), pa.list_(pa.string())
-    return pa.schema([("id", text), ("question", text), ("choices", texts), ("letters", texts), ("options", texts),
-                      ("gold", texts), ("answer", text), ("level", texts), ("category", texts),
-                      ("explanation", text), ("link", text)])
+    return pa.schema(
+        [
+            ("id", text),
+            ("question", text),
+            ("choices", texts),
+            ("letters", texts),
+            ("options", texts),
+            ("gold", texts),
+            ("answer", text),
+            ("level", texts),
+            ("category", texts),
+            ("explanation", text),
+            ("link", text),
+        ]
+    )
 
 
 def _dataset(path: Path, description: str, duplicates_ok: bool, cache: bool):
     """The validated test split as a Dataset (the public set is kept validated between runs:
     ``medeval_metrics.data.validated_dataset``), recorded in the results as the scored file."""
     digest = file_sha256(path)  # read once: the cache key and the results' record
-    dataset = validated_dataset(path, {"allow_duplicates": duplicates_ok},
-                                lambda: load_docs(path, description, allow_duplicates=duplicates_ok),
-                                schema=doc_schema(), code_files=(Path(__file__),), cache=cache, sha256=digest)
+    dataset = validated_dataset(
+        path,
+        {"allow_duplicates": duplicates_ok},
+        lambda: load_docs(path, description, allow_duplicates=duplicates_ok),
+        schema=doc_schema(),
+        code_files=(Path(__file__),),
+        cache=cache,
+        sha256=digest,
+    )
     record_scored_data(description, [{"file": path.name, "sha256": digest}], len(dataset))
     return dataset
 
@@ -363,12 +390,15 @@ def load_public(**metadata: Any):
     from medeval_metrics.emsqa import fallback
 
     # the opt-in extraction model's config, checked now (before any generation), rides on the documents
-    splits = EmsqaSplits(test=fallback.stamp(_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True),
-                                             metadata))
+    splits = EmsqaSplits(
+        test=fallback.stamp(_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True), metadata)
+    )
     if val_path is not None:
         splits["validation"] = DeferredPool(val_path, "the EMSQA public validation set", duplicates_ok)
     else:
-        log.warning("medeval: no EMSQA validation file found next to %s; few-shot examples come from the test set", test_path)
+        log.warning(
+            "medeval: no EMSQA validation file found next to %s; few-shot examples come from the test set", test_path
+        )
         splits["validation"] = splits["test"]
     return splits
 
@@ -380,12 +410,11 @@ def load_private(**metadata: Any):
     if path is None:
         raise PRIVATE_SOURCE.missing("no file was given")
     if path.is_dir():
-        raise MedevalDataError(f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file "
-                               f"({_RECORD_SHAPE}).")
+        raise MedevalDataError(
+            f"{path} is a folder; {PRIVATE_SOURCE.key} must name the private set's file ({_RECORD_SHAPE})."
+        )
     # Not cached: a copy of an unreleased exam set under ~/.cache is a copy the user did not ask for.
     from medeval_metrics.emsqa import fallback
 
     dataset = _dataset(path, "the EMSQA private set", allow_duplicates(metadata), cache=False)
     return EmsqaSplits(test=fallback.stamp(dataset, metadata))
-
-

@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from medeval_metrics.emsqa.reasoning import strip_reasoning
-
 
 # --- the requested formats -------------------------------------------------------------------------
 _LETTER_IN_LIST = r"\s*[\"'`]?\s*([a-zA-Z])\s*[\"'`]?\s*"
@@ -53,8 +53,9 @@ _ANSWER_FIELD = re.compile(
     re.IGNORECASE,
 )
 # A base model continuing a few-shot prompt writes the next item; its answer is not this item's.
-_CONTINUATION = re.compile(r"\n[ \t>#*]{0,6}(?:Question|Q)[ \t]{0,3}(?:\d{0,4}[ \t]{0,3}[:.]|\d{1,4}[ \t*]{0,3}\n)",
-                           re.IGNORECASE)
+_CONTINUATION = re.compile(
+    r"\n[ \t>#*]{0,6}(?:Question|Q)[ \t]{0,3}(?:\d{0,4}[ \t]{0,3}[:.]|\d{1,4}[ \t*]{0,3}\n)", re.IGNORECASE
+)
 
 # --- free text ---------------------------------------------------------------------------------------
 _FREE_LETTERS = "abcdefgh"  # options run a-f; g and h are the letters models invent past them
@@ -106,8 +107,11 @@ _NEGATED_LIST = re.compile(  # "A, B, and " in "rule out A, B, and D": the list 
 _CLAUSE_BREAK = re.compile(r"(?i)[,;:—–]|[ \t]-[ \t]|\b(?:and|but|while|whereas)\b")
 _LETTERS = r"\(?[A-H]\)?(?:[ \t]*(?:,|(?i:or|nor|and)\b)[ \t]*(?i:(?:options?|choices?)[ \t]+)?\(?[A-H]\)?){0,5}"
 # "The answer is not B but A", "not A, but rather C": the pick is the letters after "but"
-_NOT_BUT = re.compile(r"(?i:\bnot[ \t]+(?:options?[ \t]+|choices?[ \t]+)?)" + _LETTERS
-                      + r"[ \t]*[,;]?[ \t]*(?i:but[ \t]+(?:rather[ \t]+)?(?:it(?:'s|’s|[ \t]+is)[ \t]+)?)")
+_NOT_BUT = re.compile(
+    r"(?i:\bnot[ \t]+(?:options?[ \t]+|choices?[ \t]+)?)"
+    + _LETTERS
+    + r"[ \t]*[,;]?[ \t]*(?i:but[ \t]+(?:rather[ \t]+)?(?:it(?:'s|’s|[ \t]+is)[ \t]+)?)"
+)
 # "B is not correct, but C is.": the letters of an elliptical answer after a rejection
 _ELLIPTICAL = re.compile(
     r"(?i:\b(?:not[ \t]+(?:the[ \t]+)?(?:correct|right|true|(?:best|right|correct)[ \t]+(?:answer|option|choice))"
@@ -120,25 +124,35 @@ _CLOSING_LETTERS = re.compile(
     r"(?P<letters>[A-H](?:[ \t]*(?:,|&|(?i:and)\b)[ \t]*[A-H]){0,5})[ \t*_\"”)]{0,3}[.!]?$"
 )
 # ... where a clause (not a sentence) precedes it, only after a rejected letter: "Not C, not D: B."
-_REJECTED_LETTER = re.compile(r"(?i:\bnot[ \t]+(?:options?[ \t]+)?)[A-H][ \t]*$|[A-H][ \t]+(?i:is[ \t]+(?:not|wrong|incorrect|out))[ \t]*$")
+_REJECTED_LETTER = re.compile(
+    r"(?i:\bnot[ \t]+(?:options?[ \t]+)?)[A-H][ \t]*$|[A-H][ \t]+(?i:is[ \t]+(?:not|wrong|incorrect|out))[ \t]*$"
+)
 _ABBREVIATION = re.compile(r"(?i)\b(?:vs|e\.g|i\.e|etc|cf|approx|no|fig|dr|st)\.$")
-_REVISION = re.compile(r"(?i)\b(?:only|actually|instead|wait|correction|rather|in[ \t]+fact|on[ \t]+second|re-?reading|changing)\b")
+_REVISION = re.compile(
+    r"(?i)\b(?:only|actually|instead|wait|correction|rather|in[ \t]+fact|on[ \t]+second|re-?reading|changing)\b"
+)
 _HYPOTHETICAL = re.compile(r"(?i)\b(?:if|instead|otherwise|were|unless|had)\b")
 _FORCED_CHOICE = re.compile(r"(?i)\bif[ \t]+(?:i|we)[ \t]+(?:had|have|must|were)[ \t]+to[ \t]+\w+|\bif[ \t]+forced\b")
 _WEAK_VERB = re.compile(r"(?i)would|could|might|should")
 _BOLD = re.compile(r"\*\*([^*\n]{1,80})\*\*")
-_OPTION_LINE = re.compile(r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])"
-                          r"(?:\)|\.|:|\*\*[.):]?|[ \t]+[-–—](?=[ \t]))"
-                          r"(?:\*\*)?(?:[ \t]|$)")
-_LABEL_BEFORE_OPTION = re.compile(r"(?i)[ \t*#>]{0,6}(?:(?:the|my|final|correct|right|best)[ \t]+){0,2}"
-                                  r"answers?(?:[ \t]+(?P<verb>is|are))?(?P<colon>[ \t*]*:)?[ \t*]*")
+_OPTION_LINE = re.compile(
+    r"^[ \t>]{0,6}(?:[-*+][ \t]{1,3})?(?:\*\*)?[ \t]*\(?([a-hA-H])"
+    r"(?:\)|\.|:|\*\*[.):]?|[ \t]+[-–—](?=[ \t]))"
+    r"(?:\*\*)?(?:[ \t]|$)"
+)
+_LABEL_BEFORE_OPTION = re.compile(
+    r"(?i)[ \t*#>]{0,6}(?:(?:the|my|final|correct|right|best)[ \t]+){0,2}"
+    r"answers?(?:[ \t]+(?P<verb>is|are))?(?P<colon>[ \t*]*:)?[ \t*]*"
+)
 _MAY_BE_LABELLED = re.compile(r"(?i)[ \t*#>]{0,6}(?:\w+[ \t]+){0,2}answer")
 _NUMBERED_LINE = re.compile(r"^[ \t>]{0,6}(?:\*\*)?([1-8])[.)](?:\*\*)?[ \t]+")
 # The line before a partial option list that makes it the answer: "The correct answers are:", "Answer:"
 _FRAMES_A_LIST = re.compile(r"(?i)(?:answers?|correct|choose|choice|pick|select\w*)\b[^\n]{0,40}:[ \t*]*$")
 _POSITIVE_VERDICTS = ("correct", "true", "right", "yes", "✓", "✔", "✅")
-_VERDICT = re.compile(r"(?i)(?<![a-z])(?:(in|not[ \t]+|un)?correct|true|false|wrong|right|yes|no"
-                      r"|✓|✔|✅|✗|✘|❌)(?![a-z])")
+_VERDICT = re.compile(
+    r"(?i)(?<![a-z])(?:(in|not[ \t]+|un)?correct|true|false|wrong|right|yes|no"
+    r"|✓|✔|✅|✗|✘|❌)(?![a-z])"
+)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 # a word after a lowercase letter makes it an article ("a fracture"), unless it joins the next letter ("a, b and c")
 _WORD_AFTER_LOWER = re.compile(r"[ \t]+(?!(?:and|or|nor)[ \t]+\(?[a-h](?![A-Za-z0-9'’-]))[a-z]")
@@ -153,9 +167,21 @@ _FREE_TEXT_WINDOW = 32_000
 # --- folding: one spelling for quotes, full-width forms and the common non-English answer phrases ---------
 # Curly quotes and full-width ASCII (U+FF01-FF5E, common in Chinese output) become their ASCII forms, so
 # every rule below reads ［"d"］, “B” and Answer：C as it reads ["d"], "B" and Answer: C.
-_FOLD = {**{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}, 0x201C: '"', 0x201D: '"', 0x201E: '"',
-         0x2033: '"', 0x2018: "'", 0x2019: "'", 0x201A: "'", 0x2032: "'", 0x3001: ", ", 0x3002: ". ",
-         0xFF64: ", ", 0x3000: " "}
+_FOLD = {
+    **{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)},
+    0x201C: '"',
+    0x201D: '"',
+    0x201E: '"',
+    0x2033: '"',
+    0x2018: "'",
+    0x2019: "'",
+    0x201A: "'",
+    0x2032: "'",
+    0x3001: ", ",
+    0x3002: ". ",
+    0xFF64: ", ",
+    0x3000: " ",
+}
 # Answer phrases in Chinese and Spanish, written the English way the rules read them. Only phrases that
 # frame an answer and the separators between letters: the rest of the reply is left as written.
 _FOREIGN = [
@@ -163,10 +189,14 @@ _FOREIGN = [
     (re.compile(r"我(?:会)?(?:选择|选)|选择"), " I choose "),
     (re.compile(r"(?<=[A-Ha-h])[ \t]*(?:和|及|与|以及)[ \t]*(?=[A-Ha-h](?![A-Za-z]))"), " and "),
     (re.compile(r"(?<=[A-Ha-h])[ \t]*(?:或者|或)[ \t]*(?=[A-Ha-h](?![A-Za-z]))"), " or "),
-    (re.compile(r"(?i)\bl(?:a|as)[ \t]+respuestas?[ \t]+(?:correctas?[ \t]+)?(?:es|son|ser[ií]a)(?:[ \t]+las?)?\b"),
-     " the answer is"),
-    (re.compile(r"(?i)\bl(?:a|as)[ \t]+opci(?:ó|o)n(?:es)?[ \t]+(?:correctas?[ \t]+)?(?:es|son)(?:[ \t]+las?)?\b"),
-     " the correct option is"),
+    (
+        re.compile(r"(?i)\bl(?:a|as)[ \t]+respuestas?[ \t]+(?:correctas?[ \t]+)?(?:es|son|ser[ií]a)(?:[ \t]+las?)?\b"),
+        " the answer is",
+    ),
+    (
+        re.compile(r"(?i)\bl(?:a|as)[ \t]+opci(?:ó|o)n(?:es)?[ \t]+(?:correctas?[ \t]+)?(?:es|son)(?:[ \t]+las?)?\b"),
+        " the correct option is",
+    ),
     (re.compile(r"(?i)\b(?:yo[ \t]+)?(?:elijo|elegir[ií]a|escojo|selecciono)(?:[ \t]+la)?\b"), " I choose"),
     (re.compile(r"(?<=(?<![A-Za-z])[A-Ha-h])[ \t]+y[ \t]+(?=[A-Ha-h](?![A-Za-z]))"), " and "),
     (re.compile(r"(?<=(?<![A-Za-z])[A-Ha-h])[ \t]+o[ \t]+(?=[A-Ha-h](?![A-Za-z]))"), " or "),
@@ -207,7 +237,10 @@ class _Span:
     answer given as the option's text alone.
     """
 
-    _DECOR = re.compile(r"[ \t*_\"“”'‘’`]*(?:\n[ \t*_>#-]*){0,3}(?:(?:options?|choices?|letters?|answers?)[ \t]*[:#]?[ \t*_\"“”'‘’`]*)?", re.IGNORECASE)
+    _DECOR = re.compile(
+        r"[ \t*_\"“”'‘’`]*(?:\n[ \t*_>#-]*){0,3}(?:(?:options?|choices?|letters?|answers?)[ \t]*[:#]?[ \t*_\"“”'‘’`]*)?",
+        re.IGNORECASE,
+    )
     _TOKEN = re.compile(r"\(([a-hA-H])\)|\[([a-hA-H])\]|([A-H])(?![A-Za-z0-9'’-])|([a-h])(?![A-Za-z0-9'’-])")
     _SEP = re.compile(
         r"[ \t*_\"“”'‘’`]*(?:,[ \t]*(?:and|&)?|;|&|\+|/|\band\b|\bas[ \t]+well[ \t]+as\b|\bplus\b|\bor\b)[ \t*_\"“”'‘’`]*"
@@ -223,7 +256,7 @@ class _Span:
         self.conflicted: set[str] = set()  # letters written with another option's text ("C. aspirin", aspirin is B)
 
     def read(self, text: str, pos: int, limit: int = 240) -> list[str] | None:
-        chunk = text[pos:pos + limit]
+        chunk = text[pos : pos + limit]
         letters: list[str] = []
         at = self._DECOR.match(chunk).end()
         saw_or = False
@@ -233,7 +266,11 @@ class _Span:
                 break
             letter = next(g for g in token.groups() if g)
             after = token.end()
-            if token.group(4) and _WORD_AFTER_LOWER.match(chunk, after) and not self._option_text_at(chunk, after, letter):
+            if (
+                token.group(4)
+                and _WORD_AFTER_LOWER.match(chunk, after)
+                and not self._option_text_at(chunk, after, letter)
+            ):
                 break  # "a fracture": an article, not a letter
             letters.append(letter.lower())
             at = self._skip_option_text(chunk, after, letter.lower())
@@ -248,11 +285,11 @@ class _Span:
             at = sep.end()
         if letters:
             return None if saw_or and len(set(letters)) > 1 else letters  # "B or C" commits to neither
-        return self._by_option_text(chunk[self._DECOR.match(chunk).end():])
+        return self._by_option_text(chunk[self._DECOR.match(chunk).end() :])
 
     def _option_text_at(self, chunk: str, at: int, letter: str) -> bool:
         text = self.options.get(letter.lower())
-        return bool(text) and _normal(chunk[at:at + len(text) + 20]).startswith(text[:30])
+        return bool(text) and _normal(chunk[at : at + len(text) + 20]).startswith(text[:30])
 
     def _other_options_text(self, chunk: str, at: int, letter: str) -> bool:
         """Whether the letter at ``at`` is followed ("C. ", "C) ", "C - ") by another option's text, not its own."""
@@ -260,14 +297,14 @@ class _Span:
         after = self._AFTER.match(chunk, at)
         if not after.group(0).strip() or not self.options:
             return False
-        rest = chunk[after.end():after.end() + 240]
+        rest = chunk[after.end() : after.end() + 240]
         own = _key(self.options.get(letter, ""))
         if own and _key(rest).startswith(own):
             return False
         # the rest of the sentence is exactly another option's text ("C. aspirin"); "C. Pupil response (D)
         # is not part of the scale" and "B: insulin would worsen it" start new sentences about that option
         stop = re.search(r"[.!?;](?:[ \t]|$)|\n", rest)
-        said = _key(rest[:stop.start()] if stop else rest)
+        said = _key(rest[: stop.start()] if stop else rest)
         if any(other != letter and said == _key(text) for other, text in self.options.items()):
             return True
         # or a text that is no option's but more like another's than its own: "A. full-thickness burns
@@ -286,7 +323,7 @@ class _Span:
         delimited = after.group(0).strip() != ""
         text = self.options.get(letter)
         if text:
-            window = chunk[start:start + len(text) * 2 + 20]
+            window = chunk[start : start + len(text) * 2 + 20]
             if _normal(window).startswith(text):
                 # consume characters until the normalised prefix covers the option text
                 for end in range(len(text), len(window) + 1):
@@ -300,7 +337,7 @@ class _Span:
         if delimited:  # "A) Oxygen and C) Aspirin": jump to the next labelled letter on this line
             rest = chunk[start:]
             stop = _SENTENCE_END.search(rest)
-            scope = rest[:stop.start()] if stop else rest
+            scope = rest[: stop.start()] if stop else rest
             nxt = self._NEXT_LABELLED.search(scope)
             if nxt:
                 return start + nxt.start()
@@ -309,7 +346,7 @@ class _Span:
 
     def _by_option_text(self, chunk: str) -> list[str] | None:
         stop = _SENTENCE_END.search(chunk)
-        sentence = _normal(chunk[:stop.start()] if stop else chunk)
+        sentence = _normal(chunk[: stop.start()] if stop else chunk)
         if not sentence:
             return None
         named = _texts_named(sentence, self.options)
@@ -327,8 +364,9 @@ def _texts_named(sentence: str, options: Mapping[str, str]) -> list[str] | None:
     "red, green and yellow"), longest text first; [] where it names two or more joined by "or" or
     some of it names no option ("aspirin and nitroglycerin"); None where it is not such a list."""
     words = _key(sentence).split()
-    texts = sorted(((letter, _key(text).split()) for letter, text in options.items() if _key(text)),
-                   key=lambda item: -len(item[1]))
+    texts = sorted(
+        ((letter, _key(text).split()) for letter, text in options.items() if _key(text)), key=lambda item: -len(item[1])
+    )
     letters: list[str] = []
     position, saw_or, joined = 0, False, False
     while position < len(words):
@@ -337,7 +375,7 @@ def _texts_named(sentence: str, options: Mapping[str, str]) -> list[str] | None:
             joined = joined or words[position] in ("and", "or", "plus")
             position += 1
             continue
-        hit = next(((letter, text) for letter, text in texts if words[position:position + len(text)] == text), None)
+        hit = next(((letter, text) for letter, text in texts if words[position : position + len(text)] == text), None)
         if hit is None:
             break
         letters.append(hit[0])
@@ -368,7 +406,7 @@ def _states_option(sentence: str, text: str) -> bool:
         return True
     if not sentence.startswith(text):
         return False
-    rest = sentence[len(text):]
+    rest = sentence[len(text) :]
     states = _STATES_THE_OPTION.match(rest)
     if states is None or _UNSURE_OR_NEGATED.search(rest):
         return False
@@ -378,8 +416,11 @@ def _states_option(sentence: str, text: str) -> bool:
 # After an option's text at the start of a reply, what keeps it a statement of that option ("Yes,
 # because", "False: the ...", "Brachial artery is correct") rather than another phrase that happens
 # to begin with the same word ("No idea", "No problem", "Yes or no?", "True or false?").
-_STATES_THE_OPTION = re.compile(r"(?P<mark>[ \t]*[,;:(—–-])|[ \t]+(?:is|are|was|would|because|since|as|it|its|it's"
-                                r"|they|that|this|statement|indeed|definitely|correct|right)\b", re.IGNORECASE)
+_STATES_THE_OPTION = re.compile(
+    r"(?P<mark>[ \t]*[,;:(—–-])|[ \t]+(?:is|are|was|would|because|since|as|it|its|it's"
+    r"|they|that|this|statement|indeed|definitely|correct|right)\b",
+    re.IGNORECASE,
+)
 _UNSURE_OR_NEGATED = re.compile(r"\b(?:not|isn't|aren't|don't|dont|unsure|idea|cannot|can't|cant)\b", re.IGNORECASE)
 
 
@@ -413,22 +454,33 @@ def _resolve(element: str, keys: Mapping[str, str]) -> str | None:
 
 # A list that the words around it make an example, a rejection or a hypothetical, not the answer:
 # 'e.g. ["a", "c"]', 'Incorrect: ["d"]', '["b"] is correct, not ["d"]', 'Options ["a"] are wrong'.
-_LIST_AS_EXAMPLE = re.compile(r"(?i)\b(?:e\.g|i\.e|for[ \t]+(?:example|instance)|such[ \t]+as|like|format(?:ted)?"
-                              r"|example|template|would[ \t]+(?:write|be[ \t]+written|look)|if)\b")
-_LIST_REJECTED_AFTER = re.compile(r"(?i)[ \t*]*(?:is|are|would[ \t]+be|seems?|seem)?[ \t]*(?:also[ \t]+)?"
-                                  r"(?:not\b|n't|incorrect|wrong|false|ruled|eliminated|excluded)")
-_REJECTING_LABEL = re.compile(r"(?i)\b(?:incorrect|wrong|false|eliminated|excluded|ruled[ \t]+out|not)\b"
-                              r"[^:\n]{0,30}:[ \t*]*$")
-_QUOTED_TEXT_LIST = re.compile(r"\[[ \t]*(?:\"[^\"\n\[\]]{1,200}\"|'[^'\n\[\]]{1,200}')"
-                               r"(?:[ \t]*,[ \t]*(?:\"[^\"\n\[\]]{1,200}\"|'[^'\n\[\]]{1,200}')){0,15}[ \t]*,?[ \t]*\]")
+_LIST_AS_EXAMPLE = re.compile(
+    r"(?i)\b(?:e\.g|i\.e|for[ \t]+(?:example|instance)|such[ \t]+as|like|format(?:ted)?"
+    r"|example|template|would[ \t]+(?:write|be[ \t]+written|look)|if)\b"
+)
+_LIST_REJECTED_AFTER = re.compile(
+    r"(?i)[ \t*]*(?:is|are|would[ \t]+be|seems?|seem)?[ \t]*(?:also[ \t]+)?"
+    r"(?:not\b|n't|incorrect|wrong|false|ruled|eliminated|excluded)"
+)
+_REJECTING_LABEL = re.compile(
+    r"(?i)\b(?:incorrect|wrong|false|eliminated|excluded|ruled[ \t]+out|not)\b"
+    r"[^:\n]{0,30}:[ \t*]*$"
+)
+_QUOTED_TEXT_LIST = re.compile(
+    r"\[[ \t]*(?:\"[^\"\n\[\]]{1,200}\"|'[^'\n\[\]]{1,200}')"
+    r"(?:[ \t]*,[ \t]*(?:\"[^\"\n\[\]]{1,200}\"|'[^'\n\[\]]{1,200}')){0,15}[ \t]*,?[ \t]*\]"
+)
 
 
 def _framed_as_no_answer(body: str, start: int, end: int) -> bool:
-    line = body[max(body.rfind("\n", 0, start) + 1, start - 160):start]
+    line = body[max(body.rfind("\n", 0, start) + 1, start - 160) : start]
     # the clause before the list, across "e.g." but not across a sentence end ("Wait, that is wrong. ["b"]")
     clause = re.split(r"(?<!\be\.g)(?<!\bi\.e)[.!?](?:[ \t]+|$)", line)[-1]
-    if (_LIST_AS_EXAMPLE.search(_FORCED_CHOICE.sub("", clause)) or _negation_reaches(clause, letter=True)
-            or _REJECTING_LABEL.search(clause)):
+    if (
+        _LIST_AS_EXAMPLE.search(_FORCED_CHOICE.sub("", clause))
+        or _negation_reaches(clause, letter=True)
+        or _REJECTING_LABEL.search(clause)
+    ):
         return True
     return bool(_LIST_REJECTED_AFTER.match(body, end))
 
@@ -486,7 +538,7 @@ def _structured(body: str, valid: set[str] | None = None, keys: Mapping[str, str
             letters = _list_letters(inner, keys)
             if letters is None or re.fullmatch(r"[\"'][ \t]*\(?[A-Za-z]\)?\.?[ \t]*[\"']", inner.strip()):
                 continue  # not a list of options, or a one-letter list the letter reader has
-            if len(letters) >= 2 and letters == sorted(keys)[:len(letters)] and len(letters) == len(keys):
+            if len(letters) >= 2 and letters == sorted(keys)[: len(letters)] and len(letters) == len(keys):
                 continue  # every option, in prompt order: the prompt echoed
         else:
             letters = [m.lower() for m in re.findall(r"([a-zA-Z])", inner)]
@@ -525,21 +577,21 @@ def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) ->
             # "The correct answer is A. ..." over the other options too, but only where they are all there.
             label = _LABEL_BEFORE_OPTION.match(line)
             if label and (label.group("colon") or label.group("verb")):
-                match = _OPTION_LINE.match(line[label.end():])
+                match = _OPTION_LINE.match(line[label.end() :])
             if match and match.group(1).lower() == order[0]:  # only the first option opens such a list
                 labelled = "colon" if label.group("colon") else "phrase"
-                line = line[label.end():]
+                line = line[label.end() :]
             else:
                 match = None
         letter, rest = None, ""
         if match:
-            letter, rest = match.group(1).lower(), line[match.end():]
+            letter, rest = match.group(1).lower(), line[match.end() :]
         else:
             numbered = _NUMBERED_LINE.match(line)
             if numbered and 0 < int(numbered.group(1)) <= len(order):
                 candidate = order[int(numbered.group(1)) - 1]
-                if keys.get(candidate) and _key(line[numbered.end():]).startswith(keys[candidate]):
-                    letter, rest = candidate, line[numbered.end():]
+                if keys.get(candidate) and _key(line[numbered.end() :]).startswith(keys[candidate]):
+                    letter, rest = candidate, line[numbered.end() :]
             elif line.strip():
                 letter = by_text.get(_key(line))
                 rest = line.strip() if letter else ""
@@ -552,7 +604,7 @@ def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) ->
             # drop the option's own text, so a verdict is read from what follows it ("B. aspirin - correct")
             words = len(own.split())
             tail = re.match(rf"[^0-9A-Za-z]*(?:[0-9A-Za-z]+[^0-9A-Za-z]+){{{words}}}", rest + " ")
-            found.append((letter, "\x00" + (rest[tail.end():] if tail else ""), labelled))
+            found.append((letter, "\x00" + (rest[tail.end() :] if tail else ""), labelled))
         elif labelled:  # "Answer: A." after a list is that answer, not a restatement's first line
             found.append(None)
         else:
@@ -561,21 +613,22 @@ def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) ->
 
 
 def _restated_on_one_line(line: str, order: list[str], keys: Mapping[str, str]) -> bool:
-    """"A. red B. green C. black D. yellow": two or more options, from the first on, each with its own text."""
+    """ "A. red B. green C. black D. yellow": two or more options, from the first on, each with its own text."""
     labels = list(re.finditer(r"(?<![A-Za-z0-9])\(?([A-Ha-h])[.)][ \t]+", line))
-    if len(labels) < 2 or line[:labels[0].start()].strip(" \t*>-"):
+    if len(labels) < 2 or line[: labels[0].start()].strip(" \t*>-"):
         return False
     for position, label in enumerate(labels):
         if position >= len(order) or label.group(1).lower() != order[position]:
             return False
         stop = labels[position + 1].start() if position + 1 < len(labels) else len(line)
-        if _key(line[label.end():stop]) != keys.get(order[position]):
+        if _key(line[label.end() : stop]) != keys.get(order[position]):
             return False
     return True
 
 
-def _mask_option_lists(body: str, valid: set[str],
-                       keys: Mapping[str, str] | None = None) -> tuple[str, list[str] | None]:
+def _mask_option_lists(
+    body: str, valid: set[str], keys: Mapping[str, str] | None = None
+) -> tuple[str, list[str] | None]:
     """Blank out option lists restated from the prompt; returns the text and, where such a list marks
     options correct/incorrect line by line, the letters marked correct.
 
@@ -614,7 +667,7 @@ def _mask_option_lists(body: str, valid: set[str],
             if len(verdicts) == len(run):
                 positive = sorted({letter for letter, word in verdicts if word in _POSITIVE_VERDICTS})
                 marked = positive or marked
-        elif len(run) >= 2 and restating and letters == order[:len(letters)] and parsed[run[0]][2] != "phrase":
+        elif len(run) >= 2 and restating and letters == order[: len(letters)] and parsed[run[0]][2] != "phrase":
             before = next((lines[n] for n in range(run[0] - 1, -1, -1) if lines[n].strip()), "")
             if not _FRAMES_A_LIST.search(before):
                 for number in run:
@@ -628,14 +681,15 @@ def _mask_option_lists(body: str, valid: set[str],
 def _sentence_before(text: str, pos: int) -> str:
     """The current sentence up to ``pos`` (at most 200 characters: bounded work per mention)."""
     low = max(0, pos - 200)
-    start = max(text.rfind("\n", low, pos), text.rfind(". ", low, pos), text.rfind("? ", low, pos),
-                text.rfind("! ", low, pos))
-    return text[max(start + 1, low):pos]
+    start = max(
+        text.rfind("\n", low, pos), text.rfind(". ", low, pos), text.rfind("? ", low, pos), text.rfind("! ", low, pos)
+    )
+    return text[max(start + 1, low) : pos]
 
 
 def _sentence_around(text: str, pos: int) -> str:
     stop = _SENTENCE_END.search(text, pos, min(len(text), pos + 240))
-    return _sentence_before(text, pos) + text[pos:stop.start() if stop else min(len(text), pos + 240)]
+    return _sentence_before(text, pos) + text[pos : stop.start() if stop else min(len(text), pos + 240)]
 
 
 def _negation_reaches(before: str, letter: bool = False) -> bool:
@@ -652,9 +706,9 @@ def _negation_reaches(before: str, letter: bool = False) -> bool:
         pass
     if last is None:
         return True
-    rest = before[last.end():]
+    rest = before[last.end() :]
     if letter:
-        rest = rest[_NEGATED_LIST.match(rest).end():]
+        rest = rest[_NEGATED_LIST.match(rest).end() :]
         if not rest.strip(" \t*_\"'“”()"):
             return True
     return not _CLAUSE_BREAK.search(rest)
@@ -665,13 +719,19 @@ def _negated(text: str, start: int, end: int) -> bool:
     before = _sentence_before(text, start)
     if _negation_reaches(before, letter=True):
         return True
-    after = text[end:end + 40]
-    return bool(re.match(r"(?i)[ \t*)]*(?:is|are|seems|appears|would[ \t]+be)?[ \t]*(?:not\b|n't|incorrect|wrong|false"
-                         r"|inappropriate|unlikely|less|also[ \t]+(?:incorrect|wrong)|eliminated|ruled)", after))
+    after = text[end : end + 40]
+    return bool(
+        re.match(
+            r"(?i)[ \t*)]*(?:is|are|seems|appears|would[ \t]+be)?[ \t]*(?:not\b|n't|incorrect|wrong|false"
+            r"|inappropriate|unlikely|less|also[ \t]+(?:incorrect|wrong)|eliminated|ruled)",
+            after,
+        )
+    )
 
 
-def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
-               closing_letters: bool = True) -> list[str] | None:
+def _free_text(
+    body: str, valid: set[str], options: Mapping[str, str] | None, closing_letters: bool = True
+) -> list[str] | None:
     span = _Span(options)
     keys = {k: _key(v) for k, v in span.options.items()}
     head = body[:4_000] if len(body) > _FREE_TEXT_WINDOW else body
@@ -690,7 +750,7 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
         offer(5, match.start(), span.read(match.group(1), 0))
     for match in _last(_LABEL.finditer(body)):
         line_start = body.rfind("\n", 0, match.start()) + 1
-        if _negation_reaches(body[line_start:match.start()]):
+        if _negation_reaches(body[line_start : match.start()]):
             continue
         letters = span.read(body, match.end())
         offer(4, match.start(), letters)
@@ -706,12 +766,14 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
             continue
         verb = (match.group("verb") or "").lower()
         letters = span.read(body, match.end())
-        if verb in (":", "=", "is", "are") and re.match(r"(?i)[ \t*]*(?:not\b|n't)", body[match.end():match.end() + 8]):
+        if verb in (":", "=", "is", "are") and re.match(
+            r"(?i)[ \t*]*(?:not\b|n't)", body[match.end() : match.end() + 8]
+        ):
             continue
         offer(3 if not re.search(r"(?i)could|might", phrase) else 1, match.start(), letters)
     for match in _last(_LETTER_FIRST.finditer(body)):
         # walk back over "Options B and C" / "C" / "**B**" to the start of the letter list
-        head = body[max(0, match.start() - 80):match.start()]
+        head = body[max(0, match.start() - 80) : match.start()]
         found = re.search(
             r"(?:(?:options?|choices?|answers?)[ \t]+)?(?:\*\*|[\"“'(])?[a-hA-H](?:\*\*|[\"”')])?(?:[ \t]*\([^()\n]{1,40}\))?"
             r"(?:[ \t]*(?:,|and|&|,[ \t]*and)[ \t]*(?:\*\*|[\"“'(])?[a-hA-H](?:\*\*|[\"”')])?(?:[ \t]*\([^()\n]{1,40}\))?){0,6}"
@@ -735,8 +797,14 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
             last = list(re.finditer(r"(?<![A-Za-z])[a-hA-H](?![A-Za-z])", found.group(0)))[-1]
             start = match.start() - len(head) + found.start() + last.start()
             letters = span.read(body, start, limit=found.end() - found.start() - last.start() + 1)
-        if (letters and 3 in tiers and tiers[3][0] < start and set(letters) < set(tiers[3][1])
-                and not re.search(r"(?i)\bthe\b", match.group(0)) and not _REVISION.search(_sentence_around(body, start))):
+        if (
+            letters
+            and 3 in tiers
+            and tiers[3][0] < start
+            and set(letters) < set(tiers[3][1])
+            and not re.search(r"(?i)\bthe\b", match.group(0))
+            and not _REVISION.search(_sentence_around(body, start))
+        ):
             # "The correct answers are A and C. - Option A (...) is correct because ...": one part explained,
             # not a revision (which says "only", "actually", or "C is the correct answer")
             continue
@@ -753,14 +821,16 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
     bold_letters: list[tuple[int, int, list[str]]] = []
     for match in _last(_BOLD.finditer(body)):
         content = match.group(1)
-        if not re.match(r"[ \t]*(?:(?:options?|choices?)[ \t]+)?\(?[a-hA-H](?:[ \t]*$|[.):,]|[ \t]+(?:and\b|&))", content):
+        if not re.match(
+            r"[ \t]*(?:(?:options?|choices?)[ \t]+)?\(?[a-hA-H](?:[ \t]*$|[.):,]|[ \t]+(?:and\b|&))", content
+        ):
             continue
         letters = span.read(content, 0)
         if not letters or _negated(body, match.start(), match.end()):
             continue
-        rest = body[match.end():match.end() + 3]
+        rest = body[match.end() : match.end() + 3]
         line_start = body.rfind("\n", 0, match.start()) + 1
-        if rest.startswith(":") and not body[line_start:match.start()].strip():
+        if rest.startswith(":") and not body[line_start : match.start()].strip():
             continue  # "**A. Oxygen**: ..." heads a discussion of that option
         bold_letters.append((match.start(), match.end(), letters))
     if bold_letters and not valid <= {letter for _, _, letters in bold_letters for letter in letters}:
@@ -768,8 +838,9 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
         group_start = bold_letters[0][0]
         previous_end = -1
         for start, end, letters in bold_letters:
-            if previous_end >= 0 and re.fullmatch(r"(?i)[ \t]*(?:,|,?[ \t]*and|&|;|\+|as[ \t]+well[ \t]+as)[ \t]*",
-                                                  body[previous_end:start]):
+            if previous_end >= 0 and re.fullmatch(
+                r"(?i)[ \t]*(?:,|,?[ \t]*and|&|;|\+|as[ \t]+well[ \t]+as)[ \t]*", body[previous_end:start]
+            ):
                 group = group + letters
             else:
                 if group:
@@ -780,15 +851,20 @@ def _free_text(body: str, valid: set[str], options: Mapping[str, str] | None,
     for pos, cell in _last(_table_answers(body)):
         offer(4, pos, span.read(cell, 0))
     all_mentions = sorted(((m.start(), m.end(), letter) for letter, m in _option_text_mentions(body, span.options)))
-    mentions = [(start, letter) for start, end, letter in all_mentions[-_LAST_MENTIONS:]
-                if not _negated(body, start, end)]
+    mentions = [
+        (start, letter) for start, end, letter in all_mentions[-_LAST_MENTIONS:] if not _negated(body, start, end)
+    ]
     if len({letter for _, letter in mentions}) == 1:
         offer(1, mentions[-1][0], [mentions[-1][1]])
     if len(first_line) <= 300:
         offer(0, 0, span._by_option_text(first_line))
     if len(first_line) <= 300:
-        lead = re.match(r"[ \t*#>]{0,6}(?:(?:option|choice)[ \t]+)?(?=\(?[a-hA-H](?:[ \t]*$|[.):,;/]|[ \t]+(?:and\b|&)"
-                        r"|[ \t]*[-–—]|[ \t]+\())", first_line, re.IGNORECASE)
+        lead = re.match(
+            r"[ \t*#>]{0,6}(?:(?:option|choice)[ \t]+)?(?=\(?[a-hA-H](?:[ \t]*$|[.):,;/]|[ \t]+(?:and\b|&)"
+            r"|[ \t]*[-–—]|[ \t]+\())",
+            first_line,
+            re.IGNORECASE,
+        )
         if lead:
             letters = span.read(opening, lead.end())  # may go on over option lines: "A. x\nB. y"
             if letters and not _negated(first_line, 0, lead.end() + 1):
@@ -810,7 +886,7 @@ def _closing_letters(body: str) -> tuple[int, list[str]] | None:
     match = _CLOSING_LETTERS.search(text, tail_start)
     if match is None or text.endswith("?"):
         return None
-    before = text[:match.start()]
+    before = text[: match.start()]
     if match.group("after") and not _REJECTED_LETTER.search(before):
         return None  # "Eliminated: A" or "Incorrect options: B" is no pick
     if _ABBREVIATION.search(before.rstrip()) or before.rstrip().endswith(":"):
@@ -832,8 +908,14 @@ def _table_answers(body: str) -> Iterable[tuple[int, str]]:
         else:
             cells = [cell.strip() for cell in stripped.strip("|").split("|")]
             if column is None:
-                column = next((i for i, cell in enumerate(cells)
-                               if re.fullmatch(r"(?i)[*_ ]*(?:final[ \t]+|correct[ \t]+)?answers?[*_ ]*", cell)), None)
+                column = next(
+                    (
+                        i
+                        for i, cell in enumerate(cells)
+                        if re.fullmatch(r"(?i)[*_ ]*(?:final[ \t]+|correct[ \t]+)?answers?[*_ ]*", cell)
+                    ),
+                    None,
+                )
                 if column is None:
                     column = -1
             elif column >= 0 and column < len(cells) and not re.fullmatch(r"[-: ]*", cells[column]):
@@ -848,8 +930,14 @@ def _option_text_mentions(body: str, options: Mapping[str, str]) -> Iterable[tup
         words = [re.escape(word) for word in text.split()][:12]
         if not words or f"{letter})" not in lowered or text.split()[0] not in lowered:
             continue  # cheap test first: most replies name no option this way
-        pattern = re.compile(r"(?<![A-Za-z])" + r"[ \t]+".join(words) + r"[*_\"”’' \t]{0,6}\((?:option[ \t]+|choice[ \t]+)?"
-                             + letter + r"\)", re.IGNORECASE)
+        pattern = re.compile(
+            r"(?<![A-Za-z])"
+            + r"[ \t]+".join(words)
+            + r"[*_\"”’' \t]{0,6}\((?:option[ \t]+|choice[ \t]+)?"
+            + letter
+            + r"\)",
+            re.IGNORECASE,
+        )
         for match in pattern.finditer(body):
             yield letter, match
 
@@ -862,12 +950,12 @@ def extract_answer(
 ) -> list[str] | None:
     """The sorted set of option letters a model output commits to; ``None`` if it gives no answer.
 
-    ``valid_letters`` are the item's option letters; ``options`` optionally their texts (a mapping
-    letter -> text, or texts in letter order), used to read "A) Oxygen and C) Aspirin" and an answer
-    given as an option's text; ``question``, when known, tells a restated question from a base model's
-next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
-    empty JSON list is an answer (the empty set), distinct from ``None``. See the module docstring
-    for the precedence of the rules.
+        ``valid_letters`` are the item's option letters; ``options`` optionally their texts (a mapping
+        letter -> text, or texts in letter order), used to read "A) Oxygen and C) Aspirin" and an answer
+        given as an option's text; ``question``, when known, tells a restated question from a base model's
+    next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
+        empty JSON list is an answer (the empty set), distinct from ``None``. See the module docstring
+        for the precedence of the rules.
     """
     if not isinstance(text, str) or not text:
         return None
@@ -878,13 +966,15 @@ next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
     body = _before_alphabet_run(body, valid)
     markers = list(_CONTINUATION.finditer(body, 0)) if "uestion" in body or "Q" in body else []
     markers = sorted(markers + _next_numbered_items(body, options), key=lambda m: m.start())
-    if markers and not body[:markers[0].start()].strip():
+    if markers and not body[: markers[0].start()].strip():
         # The output opens with a question: this item restated, or (a base model) the next item.
-        if question is not None and not _normal(body[markers[0].end():markers[0].end() + 400]).startswith(_normal(question)[:40]):
+        if question is not None and not _normal(body[markers[0].end() : markers[0].end() + 400]).startswith(
+            _normal(question)[:40]
+        ):
             return None
         markers = markers[1:]
     if markers:
-        found = _read(body[:markers[0].start()], valid, options)
+        found = _read(body[: markers[0].start()], valid, options)
         if found is not None or markers[0].re is _NEXT_ITEM:
             return found  # a numbered next item with its options ends the answer: nothing past it is read
         # past a question the closing line may be the next item's answer ("Q: ...\nA."): not read
@@ -894,8 +984,10 @@ next item. Letters outside ``valid_letters`` are kept (wrong picks). An explicit
 
 # A base model running on into the next numbered item: "12. A 45-year-old man ...?" over its own "A." and
 # "B." lines. The options must differ from this item's (a reply may number its steps over this item's options).
-_NEXT_ITEM = re.compile(r"(?:^|\n)[ \t>#*]{0,6}\d{1,4}[.)][ \t]+(?=[^\n]{8,300}[?:_][ \t*]*\n(?:[ \t]*\n)?"
-                        r"[ \t]*\(?[Aa][.)][ \t]*(?P<first>[^\n]{0,200})\n[ \t]*\(?[Bb][.)])")
+_NEXT_ITEM = re.compile(
+    r"(?:^|\n)[ \t>#*]{0,6}\d{1,4}[.)][ \t]+(?=[^\n]{8,300}[?:_][ \t*]*\n(?:[ \t]*\n)?"
+    r"[ \t]*\(?[Aa][.)][ \t]*(?P<first>[^\n]{0,200})\n[ \t]*\(?[Bb][.)])"
+)
 
 
 def _next_numbered_items(body: str, options: Mapping[str, str] | None) -> list[re.Match[str]]:
@@ -912,18 +1004,19 @@ def _before_alphabet_run(body: str, valid: set[str]) -> str:
     if match is None:
         return body
     line_start = body.rfind("\n", 0, match.start()) + 1
-    return body[:line_start] if re.fullmatch(r"[\s\[\"']*", body[line_start:match.start()]) else body[:match.start()]
+    return body[:line_start] if re.fullmatch(r"[\s\[\"']*", body[line_start : match.start()]) else body[: match.start()]
 
 
 @functools.lru_cache(maxsize=16)
 def _alphabet_run(length: int) -> re.Pattern[str]:
-    letters = "abcdefghijklmnopqrstuvwxyz"[:max(3, min(length, 26))]
+    letters = "abcdefghijklmnopqrstuvwxyz"[: max(3, min(length, 26))]
     gap = r"[\s\[\]\"',]{1,8}"
     return re.compile(gap.join(f"(?<![A-Za-z0-9])[{c}{c.upper()}](?![A-Za-z0-9])" for c in letters))
 
 
-def _read(body: str, valid: set[str], options: Mapping[str, str] | None,
-          closing_letters: bool = True) -> list[str] | None:
+def _read(
+    body: str, valid: set[str], options: Mapping[str, str] | None, closing_letters: bool = True
+) -> list[str] | None:
     keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
     try:
         structured = _structured(body, valid, keys)

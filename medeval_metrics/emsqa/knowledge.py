@@ -26,8 +26,18 @@ assert set(AREA_FILES) == set(SUBJECT_AREAS)
 
 # The retrieval settings the RAG loaders read from --metadata (or MEDEVAL_<KEY>); see emsqa.rag.
 RAG_OPTIONS = (
-    "emsqa_knowledge_revision", "rag_mode", "rag_retriever", "rag_k", "rag_chunk_tokens", "rag_chunk_overlap",
-    "rag_query_encoder", "rag_article_encoder", "rag_areas", "rag_save_retrievals", "rag_retrievals", "rag_cache_dir",
+    "emsqa_knowledge_revision",
+    "rag_mode",
+    "rag_retriever",
+    "rag_k",
+    "rag_chunk_tokens",
+    "rag_chunk_overlap",
+    "rag_query_encoder",
+    "rag_article_encoder",
+    "rag_areas",
+    "rag_save_retrievals",
+    "rag_retrievals",
+    "rag_cache_dir",
     "rag_prompt",
 )
 # Settings no user needed (speed knobs, a switch with one user): given anyway, each is an error saying this.
@@ -36,9 +46,9 @@ RAG_REMOVED = {
     "rag_device": "the dense encoders run on the GPU when torch sees one, else on the CPU.",
     "rag_pool_factor": "retrieve-then-filter looks at the top 10 x rag_k chunks, as the authors' code does.",
     "rag_chunk_tokenizer": "chunks are counted in the retriever's own tokens (words for bm25, the article "
-                           "encoder's tokenizer for medcpt).",
+    "encoder's tokenizer for medcpt).",
     "rag_require_all_files": "a knowledge base that lacks files is named in a warning with the items it affects, "
-                             "and the results record the missing files (missing_files).",
+    "and the results record the missing files (missing_files).",
 }
 KNOWLEDGE_FILES = tuple(sorted({*AREA_FILES.values(), "terminology"}))
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from medeval_metrics.emsqa.data import LEVEL_NAMES
 
+
 def _options_block(doc: dict[str, Any]) -> str:
     return "\n".join(f"{letter.upper()}. {text}" for letter, text in zip(doc["letters"], doc["options"]))
 
@@ -61,5 +62,3 @@ def doc_to_choice_mc(doc: dict[str, Any]) -> list[str]:
 def doc_to_target_mc(doc: dict[str, Any]) -> int:
     # Few-shot examples show the first gold letter; scoring uses the full gold set (process_results_mc).
     return doc["letters"].index(doc["gold"][0])
-
-

@@ -62,9 +62,13 @@ _WHAT = "the EMSQA knowledge base"
 _FIX = f"Replace it with the published file. {KNOWLEDGE_SOURCE.how_to_get}"
 _noticed: set[str] = set()  # warnings already given in this process
 _SETTINGS = {  # metadata key -> (RetrievalSettings field, type)
-    "rag_retriever": ("retriever", str), "rag_mode": ("mode", str), "rag_k": ("k", int),
-    "rag_chunk_tokens": ("chunk_tokens", int), "rag_chunk_overlap": ("chunk_overlap", int),
-    "rag_query_encoder": ("query_encoder", str), "rag_article_encoder": ("article_encoder", str),
+    "rag_retriever": ("retriever", str),
+    "rag_mode": ("mode", str),
+    "rag_k": ("k", int),
+    "rag_chunk_tokens": ("chunk_tokens", int),
+    "rag_chunk_overlap": ("chunk_overlap", int),
+    "rag_query_encoder": ("query_encoder", str),
+    "rag_article_encoder": ("article_encoder", str),
 }
 _DEFAULT_MAX_GEN_TOKS = 1024  # the CoT variants' (used when the loader runs outside lm-eval)
 
@@ -101,9 +105,13 @@ def knowledge_files(metadata: Mapping[str, Any]) -> tuple[list[CorpusFile], str]
         others = sorted(set(present) - set(KNOWLEDGE_FILES))
         if others:
             log.warning("medeval: %s: ignoring files that are not knowledge-base subjects: %s", local, others)
-        files = [CorpusFile(stem, present[stem], file_sha256(present[stem])) for stem in KNOWLEDGE_FILES if stem in present]
+        files = [
+            CorpusFile(stem, present[stem], file_sha256(present[stem])) for stem in KNOWLEDGE_FILES if stem in present
+        ]
         if not files:
-            raise MedevalDataError(f"{local}: none of the knowledge files ({', '.join(KNOWLEDGE_FILES)}) is here. {KNOWLEDGE_SOURCE.how_to_get}")
+            raise MedevalDataError(
+                f"{local}: none of the knowledge files ({', '.join(KNOWLEDGE_FILES)}) is here. {KNOWLEDGE_SOURCE.how_to_get}"
+            )
         return files, str(local)
     revision = setting(metadata, "emsqa_knowledge_revision")
     files = []
@@ -150,11 +158,14 @@ def read_predicted_areas(path: Path, item_ids: Sequence[str]) -> dict[str, list[
                 if line.strip():
                     record = checked_loads(line, path, description, f" (line {number})")
                     if not isinstance(record, dict):
-                        raise MedevalDataError(f"{path}: line {number} of {description} is a "
-                                               f"{type(record).__name__}, not an object. {fix}")
+                        raise MedevalDataError(
+                            f"{path}: line {number} of {description} is a {type(record).__name__}, not an object. {fix}"
+                        )
                     entries.append((record.get("id"), record.get("areas", record.get("category"))))
     except json.JSONDecodeError as exc:
-        raise MedevalDataError(f"{path}: the predicted-areas file is not valid JSON (line {exc.lineno}: {exc.msg}). {fix}") from exc
+        raise MedevalDataError(
+            f"{path}: the predicted-areas file is not valid JSON (line {exc.lineno}: {exc.msg}). {fix}"
+        ) from exc
     if entries is None:
         raise MedevalDataError(f"{path}: the predicted-areas file must be a JSON object or JSON Lines. {fix}")
     known = set(item_ids)
@@ -216,8 +227,10 @@ def documents_block(chunks: Sequence[Mapping[str, Any]], style: str = "pack") ->
 def prompt_style(metadata: Mapping[str, Any]) -> str:
     style = str(setting(metadata, "rag_prompt", "pack") or "pack").strip().lower()
     if style not in PROMPT_STYLES:
-        raise MedevalDataError(f"rag_prompt={style!r} is not one of {', '.join(PROMPT_STYLES)} (pack: the pack's "
-                               "CoT wording, the default; authors: the authors' RAG templates).")
+        raise MedevalDataError(
+            f"rag_prompt={style!r} is not one of {', '.join(PROMPT_STYLES)} (pack: the pack's "
+            "CoT wording, the default; authors: the authors' RAG templates)."
+        )
     return style
 
 
@@ -261,7 +274,7 @@ def _authors_expert_cot(doc: Mapping[str, Any], documents: str) -> str:  # promp
         f"Certification Level: {_authors_list(doc['level'])}\n\nCategory: {category}\n\n"
         f"Question: {doc['question']}\n\nChoices: {_authors_choices(doc)}\n\nRelevant Documents: {documents}\n\n"
         f"Based on the relevant documents, think step by step from the standpoint of {category}, choose the correct "
-        'answer to the following multiple-choice question. Return your final answer as a lowercase letter in strict '
+        "answer to the following multiple-choice question. Return your final answer as a lowercase letter in strict "
         'JSON format, like: ["a"]'
     )
 
@@ -323,8 +336,9 @@ def prompt_tokens(doc: Mapping[str, Any]) -> tuple[int, int] | None:
 # --- scoring -------------------------------------------------------------------------------------
 
 
-def process_results_rag(doc: dict[str, Any], results: Sequence[Any],
-                        generation_kwargs: Mapping[str, Any] | None = None) -> dict[str, float]:
+def process_results_rag(
+    doc: dict[str, Any], results: Sequence[Any], generation_kwargs: Mapping[str, Any] | None = None
+) -> dict[str, float]:
     """The set metrics plus retrieval diagnostics: ``retrieved_own_area`` (share of the item's chunks
     from its own subject-area files; none retrieved counts 0), ``retrieved_documents`` (chunks shown),
     ``no_documents`` (1 when none were shown) and ``prompt_too_long`` (the prompt and the generation
@@ -338,7 +352,9 @@ def process_results_rag(doc: dict[str, Any], results: Sequence[Any],
     metrics["retrieved_own_area"] = sum(c["source"] in own for c in chunks) / len(chunks) if chunks else 0.0
     metrics["retrieved_documents"] = float(len(chunks))
     metrics["no_documents"] = float(not chunks)
-    counted = prompt_tokens(doc) if doc.get("prompt_tokens") is None else (doc["prompt_tokens"], doc.get("context_limit"))
+    counted = (
+        prompt_tokens(doc) if doc.get("prompt_tokens") is None else (doc["prompt_tokens"], doc.get("context_limit"))
+    )
     budget = (generation_kwargs or {}).get("max_gen_toks", doc.get("rag_max_gen_toks"))
     if counted is not None and counted[1] and budget is not None:
         doc["prompt_tokens"], doc["context_limit"] = counted  # the logged sample shows them
@@ -347,10 +363,16 @@ def process_results_rag(doc: dict[str, Any], results: Sequence[Any],
         counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
         if metrics["prompt_too_long"] and counter is not None and not counter.get("warned"):
             counter["warned"] = True  # once per task: the metric counts them all
-            log.warning("medeval: %s: item %s's prompt (%d tokens) and the generation budget (%d) exceed the model's "
-                        "context (%d); lm-eval cuts the prompt's start. The metric prompt_too_long gives the share; a "
-                        "smaller --gen_kwargs max_gen_toks or rag_k leaves more room (tasks/emsqa/README.md, 'k vs prompt length').",
-                        counter["task"] or "EMSQA RAG", doc["id"], counted[0], int(budget), counted[1])
+            log.warning(
+                "medeval: %s: item %s's prompt (%d tokens) and the generation budget (%d) exceed the model's "
+                "context (%d); lm-eval cuts the prompt's start. The metric prompt_too_long gives the share; a "
+                "smaller --gen_kwargs max_gen_toks or rag_k leaves more room (tasks/emsqa/README.md, 'k vs prompt length').",
+                counter["task"] or "EMSQA RAG",
+                doc["id"],
+                counted[0],
+                int(budget),
+                counted[1],
+            )
     else:
         metrics["prompt_too_long"] = float(not doc.get("fits_context", True))
     return metrics
@@ -401,7 +423,9 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     prompt = getattr(task_config, "doc_to_text", None)
     docs = dataset["test"].to_list()
     task = str(getattr(task_config, "task", "") or "")
-    record = add_retrieval(docs, metadata, max_gen_toks, prompt if callable(prompt) else doc_to_text_rag_expert_cot, task)
+    record = add_retrieval(
+        docs, metadata, max_gen_toks, prompt if callable(prompt) else doc_to_text_rag_expert_cot, task
+    )
     if task_config is not None:
         task_config.metadata = {**(task_config.metadata or {}), "rag": record}
     import datasets
@@ -410,22 +434,33 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     return EmsqaSplits({**dataset, "test": datasets.Dataset.from_list(docs)})
 
 
-def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], sources: Sequence[Sequence[str]] | None,
-                      cache_root: Path) -> dict[str, list[dict[str, Any]]]:
+def _cached_retrieval(
+    index: Any, ids: Sequence[str], questions: Sequence[str], sources: Sequence[Sequence[str]] | None, cache_root: Path
+) -> dict[str, list[dict[str, Any]]]:
     """Retrieve for every item, or read what an identical earlier run retrieved (same chunks, retriever,
     settings, items and areas): lm-eval runs of one task on many models retrieve once."""
     settings = index.settings
     queries = json.dumps([ids, questions, sources], ensure_ascii=False)
-    spec = {"kind": "retrievals", "store": "npz", "chunks": index.version, "retriever": index.retriever.spec,
-            "mode": settings.mode, "k": settings.k, "pool_factor": settings.pool_factor,
-            "queries": hashlib.sha256(queries.encode()).hexdigest()}
+    spec = {
+        "kind": "retrievals",
+        "store": "npz",
+        "chunks": index.version,
+        "retriever": index.retriever.spec,
+        "mode": settings.mode,
+        "k": settings.k,
+        "pool_factor": settings.pool_factor,
+        "queries": hashlib.sha256(queries.encode()).hexdigest(),
+    }
 
     def retrieve(folder: Path) -> None:
         # positions and scores as arrays: read back in a fraction of the time 3,721 JSON lines take
         hits = index.retrieve(questions, sources)
-        np.savez(folder / "retrievals.npz", counts=np.asarray([len(h) for h in hits], dtype=np.int64),
-                 positions=np.asarray([p for h in hits for p, _ in h], dtype=np.int64),
-                 scores=np.asarray([s for h in hits for _, s in h], dtype=np.float64))
+        np.savez(
+            folder / "retrievals.npz",
+            counts=np.asarray([len(h) for h in hits], dtype=np.int64),
+            positions=np.asarray([p for h in hits for p, _ in h], dtype=np.int64),
+            scores=np.asarray([s for h in hits for _, s in h], dtype=np.float64),
+        )
 
     folder, _ = cached_build(cache_root, spec, retrieve)
     stored = np.load(folder / "retrievals.npz")
@@ -434,8 +469,10 @@ def _cached_retrieval(index: Any, ids: Sequence[str], questions: Sequence[str], 
     chunk_ids, chunk_sources = index.chunk_ids, index.chunk_sources
     out, start = {}, 0
     for item_id, end in zip(ids, ends):
-        out[item_id] = [{"id": chunk_ids[p], "source": chunk_sources[p], "score": s}
-                        for p, s in zip(positions[start:end], scores[start:end])]
+        out[item_id] = [
+            {"id": chunk_ids[p], "source": chunk_sources[p], "score": s}
+            for p, s in zip(positions[start:end], scores[start:end])
+        ]
         start = end
     return out
 
@@ -445,17 +482,27 @@ def check_writable_settings(metadata: Mapping[str, Any]) -> Path:
     be written: a one-line error naming the path and the setting, before anything is built."""
     cache_root = Path(setting(metadata, "rag_cache_dir", "") or default_cache_root()).expanduser()
     save_path = setting(metadata, "rag_save_retrievals")
-    for key, folder in (("rag_cache_dir", cache_root), ("rag_save_retrievals", save_path and Path(save_path).expanduser().parent)):
+    for key, folder in (
+        ("rag_cache_dir", cache_root),
+        ("rag_save_retrievals", save_path and Path(save_path).expanduser().parent),
+    ):
         reason = folder is not None and folder != "" and unwritable_reason(folder)
         if reason:
             shown = cache_root if key == "rag_cache_dir" else save_path
-            raise MedevalDataError(f"{key}: {shown} cannot be written ({reason}). Set {key} (--metadata or "
-                                   f"MEDEVAL_{key.upper()}) to a path in a folder you can write to.")
+            raise MedevalDataError(
+                f"{key}: {shown} cannot be written ({reason}). Set {key} (--metadata or "
+                f"MEDEVAL_{key.upper()}) to a path in a folder you can write to."
+            )
     return cache_root
 
 
-def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_gen_toks: int = _DEFAULT_MAX_GEN_TOKS,
-                  prompt: Any = None, task: str = "") -> dict[str, Any]:
+def add_retrieval(
+    docs: list[dict[str, Any]],
+    metadata: Mapping[str, Any],
+    max_gen_toks: int = _DEFAULT_MAX_GEN_TOKS,
+    prompt: Any = None,
+    task: str = "",
+) -> dict[str, Any]:
     """Retrieve for every doc (or read the precomputed retrievals) and store the result in it.
 
     Returns what the results' config records: how the documents were retrieved (``retrievals``: mode, k,
@@ -482,9 +529,13 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
         only = sum(1 for i in ids if areas[i] and all(AREA_FILES[a] in needed for a in areas[i]))
         message = (
             f"{_WHAT} at {origin} lacks {', '.join(f + '.json' for f in missing_files)}: "
-            + (f"{affected} of {len(ids)} items have a subject area whose file is missing; in mode {settings.mode} "
-               f"they get documents only from their other areas' files, and the {only} with no other area get "
-               "none. " if filtered else "global retrieval searches the files present. ")
+            + (
+                f"{affected} of {len(ids)} items have a subject area whose file is missing; in mode {settings.mode} "
+                f"they get documents only from their other areas' files, and the {only} with no other area get "
+                "none. "
+                if filtered
+                else "global retrieval searches the files present. "
+            )
             + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
         )
         if message not in _noticed:  # once per run, not once per RAG task of a group
@@ -494,11 +545,14 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
     cache_root = check_writable_settings(metadata)
     precomputed_path = setting(metadata, "rag_retrievals")
     index = open_index(files, settings, cache_root, _WHAT, _FIX, with_retriever=precomputed_path is None)
-    header = retrieval_header(task, settings, files, index, areas_setting,
-                              [areas[i] for i in ids] if filtered else None)
+    header = retrieval_header(
+        task, settings, files, index, areas_setting, [areas[i] for i in ids] if filtered else None
+    )
     retrieve_started = time.perf_counter()
     if precomputed_path is None:
-        retrieved = _cached_retrieval(index, ids, [doc["question"] for doc in docs], sources if filtered else None, cache_root)
+        retrieved = _cached_retrieval(
+            index, ids, [doc["question"] for doc in docs], sources if filtered else None, cache_root
+        )
     else:
         retrieved = precomputed_retrievals(Path(precomputed_path), header, ids, index)
     retrieve_seconds = time.perf_counter() - retrieve_started
@@ -519,35 +573,58 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
             continue
         doc["rag_missing"] = ""
         stored = [index.chunks[index.position_of[c["id"]]] for c in chunks]
-        doc["rag_chunks"] = [{"id": c["id"], "source": c.get("source", chunk.source),
-                              "score": float(c["score"])} for c, chunk in zip(chunks, stored)]
+        doc["rag_chunks"] = [
+            {"id": c["id"], "source": c.get("source", chunk.source), "score": float(c["score"])}
+            for c, chunk in zip(chunks, stored)
+        ]
         doc["rag_context"] = documents_block([{"title": c.title, "text": c.text} for c in stored], style)
         expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
         doc["rag_system"] = authors_system_message(doc, expert) if style == "authors" else ""
 
     save_path = setting(metadata, "rag_save_retrievals")
     if save_path:
-        written = save_task_retrievals(Path(save_path), header,
-                                       ((i, d["rag_chunks"]) for i, d in zip(ids, docs) if not d["rag_missing"]))
-        log.info("medeval: wrote the retrievals of %d items of %s to %s (reuse with rag_retrievals)", len(docs),
-                 task or "the task", written)
+        written = save_task_retrievals(
+            Path(save_path), header, ((i, d["rag_chunks"]) for i, d in zip(ids, docs) if not d["rag_missing"])
+        )
+        log.info(
+            "medeval: wrote the retrievals of %d items of %s to %s (reuse with rag_retrievals)",
+            len(docs),
+            task or "the task",
+            written,
+        )
 
     with_entry = [d for d in docs if not d["rag_missing"]]
     counts = [len(d["rag_chunks"]) for d in with_entry]
     none = sum(1 for n in counts if n == 0)
     shown_record = {
-        "mode": settings.mode, "k": settings.k, "prompt": style, "items": len(with_entry),
-        "documents_per_item": {"mean": round(sum(counts) / len(counts), 3) if counts else 0.0,
-                               "min": min(counts, default=0), "max": max(counts, default=0)},
+        "mode": settings.mode,
+        "k": settings.k,
+        "prompt": style,
+        "items": len(with_entry),
+        "documents_per_item": {
+            "mean": round(sum(counts) / len(counts), 3) if counts else 0.0,
+            "min": min(counts, default=0),
+            "max": max(counts, default=0),
+        },
         "no_documents": {"items": none, "share": round(none / len(with_entry), 4) if with_entry else 0.0},
     }
     if none:
-        log.warning("medeval: %s: %d of %d items (%.1f%%) got no documents (mode %s, k %d); the metric no_documents "
-                    "is their share", task or "EMSQA RAG", none, len(with_entry), 100 * none / len(with_entry),
-                    settings.mode, settings.k)
+        log.warning(
+            "medeval: %s: %d of %d items (%.1f%%) got no documents (mode %s, k %d); the metric no_documents "
+            "is their share",
+            task or "EMSQA RAG",
+            none,
+            len(with_entry),
+            100 * none / len(with_entry),
+            settings.mode,
+            settings.k,
+        )
     record = {
-        "chunks_version": index.version, "corpus_version": header["knowledge"], "settings": settings.record(),
-        "areas": areas_setting, "retrievals": {k: v for k, v in header.items() if k != "chunks_version"},
+        "chunks_version": index.version,
+        "corpus_version": header["knowledge"],
+        "settings": settings.record(),
+        "areas": areas_setting,
+        "retrievals": {k: v for k, v in header.items() if k != "chunks_version"},
         "shown": shown_record,
         "knowledge": origin,
         "files": {f.source: f.sha256 for f in files},
@@ -556,17 +633,32 @@ def add_retrieval(docs: list[dict[str, Any]], metadata: Mapping[str, Any], max_g
         "retrievals_saved_to": str(save_path) if save_path else None,
         "index_from_cache": not index.built,
         "prompt_length": "counted when each item is scored (prompt_too_long)",
-        "seconds": {"index": round(index.seconds, 3), "retrieval": round(retrieve_seconds, 3),
-                    "total": round(time.perf_counter() - started, 3)},
+        "seconds": {
+            "index": round(index.seconds, 3),
+            "retrieval": round(retrieve_seconds, 3),
+            "total": round(time.perf_counter() - started, 3),
+        },
     }
-    _COUNTERS[counter_key] = {"task": task, "metadata": dict(metadata), "max_gen_toks": int(max_gen_toks),
-                              "cache_root": cache_root, "prompt": prompt or doc_to_text_rag_expert_cot, "fit": None,
-                              "record": record}
+    _COUNTERS[counter_key] = {
+        "task": task,
+        "metadata": dict(metadata),
+        "max_gen_toks": int(max_gen_toks),
+        "cache_root": cache_root,
+        "prompt": prompt or doc_to_text_rag_expert_cot,
+        "fit": None,
+        "record": record,
+    }
     return record
 
 
-def retrieval_header(task: str, settings: RetrievalSettings, files: Sequence[CorpusFile], index: Any,
-                     areas_setting: str, areas: Sequence[Sequence[str]] | None) -> dict[str, Any]:
+def retrieval_header(
+    task: str,
+    settings: RetrievalSettings,
+    files: Sequence[CorpusFile],
+    index: Any,
+    areas_setting: str,
+    areas: Sequence[Sequence[str]] | None,
+) -> dict[str, Any]:
     """How the task's documents are retrieved: what a retrievals file must match to be given back."""
     retriever = index.retriever if index.retriever is not None else settings.make_retriever()
     if areas is None:
@@ -574,12 +666,24 @@ def retrieval_header(task: str, settings: RetrievalSettings, files: Sequence[Cor
     else:
         digest = hashlib.sha256(json.dumps([list(a) for a in areas]).encode()).hexdigest()[:16]
         areas_used = f"{'gold' if areas_setting == 'gold' else 'predicted'} (items' areas sha256 {digest})"
-    mode = settings.mode if settings.mode != "retrieve_then_filter" else f"{settings.mode} (pool {settings.pool_factor}k)"
-    return {"task": task, "mode": mode, "k": settings.k, "areas": areas_used, "retriever": retriever.spec,
-            "knowledge": corpus_version(files), "chunking": settings.chunking(), "chunks_version": index.version}
+    mode = (
+        settings.mode if settings.mode != "retrieve_then_filter" else f"{settings.mode} (pool {settings.pool_factor}k)"
+    )
+    return {
+        "task": task,
+        "mode": mode,
+        "k": settings.k,
+        "areas": areas_used,
+        "retriever": retriever.spec,
+        "knowledge": corpus_version(files),
+        "chunking": settings.chunking(),
+        "chunks_version": index.version,
+    }
 
 
-def precomputed_retrievals(path: Path, header: Mapping[str, Any], ids: Sequence[str], index: Any) -> dict[str, list[dict[str, Any]]]:
+def precomputed_retrievals(
+    path: Path, header: Mapping[str, Any], ids: Sequence[str], index: Any
+) -> dict[str, list[dict[str, Any]]]:
     """The task's retrievals from a file of a previous run: its own section, else one made the same way;
     refused with the first difference when none was (another mode, k, areas, retriever, knowledge, chunking)."""
     sections = read_sections(path)
@@ -604,8 +708,10 @@ def precomputed_retrievals(path: Path, header: Mapping[str, Any], ids: Sequence[
         )
     for item_id, chunks in chosen.items.items():
         if len(chunks) > header["k"]:
-            raise MedevalDataError(f"{path}: item {item_id!r} has {len(chunks)} chunks, more than k {header['k']}: the "
-                                   "file was changed after it was written. Save it again (rag_save_retrievals).")
+            raise MedevalDataError(
+                f"{path}: item {item_id!r} has {len(chunks)} chunks, more than k {header['k']}: the "
+                "file was changed after it was written. Save it again (rag_save_retrievals)."
+            )
         for chunk in chunks:
             if chunk["id"] not in index.position_of:
                 raise MedevalDataError(

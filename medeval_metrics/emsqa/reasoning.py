@@ -16,5 +16,5 @@ def strip_reasoning(text: str) -> str:
         last_close = None
         for last_close in _THINK_CLOSE.finditer(text):
             pass
-        text = text[last_close.end():] if last_close else text
+        text = text[last_close.end() :] if last_close else text
     return _THINK_BLOCK.sub(" ", text)

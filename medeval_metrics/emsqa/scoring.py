@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from medeval_metrics.emsqa.extract import extract_answer, is_invalid_letter_answer
 
@@ -46,7 +47,10 @@ def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, fl
     if isinstance(predicted, str):  # an unfiltered raw response (e.g. a user-added filter ensemble)
         predicted = extract_answer(predicted, doc["letters"], doc.get("options"), doc.get("question"))
     # the opt-in extraction fallback's readings (emsqa.fallback.ModelRead), counted so a reader sees how many
-    return {**score(predicted, doc["gold"], doc["letters"]), "extracted_by_model": float(getattr(predicted, "by_model", False))}
+    return {
+        **score(predicted, doc["gold"], doc["letters"]),
+        "extracted_by_model": float(getattr(predicted, "by_model", False)),
+    }
 
 
 def process_results_mc(doc: dict[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:

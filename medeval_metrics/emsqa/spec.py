@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa import data
@@ -45,18 +46,32 @@ def check_knowledge(metadata: Mapping[str, Any]) -> None:
 
 SPEC = BenchmarkSpec(
     name="emsqa",
-    paper=("Ge et al. 2025, Expert-Guided Prompting and Retrieval-Augmented Generation for Emergency Medical "
-           "Service Question Answering (AAAI 2026), arXiv:2511.10900"),
+    paper=(
+        "Ge et al. 2025, Expert-Guided Prompting and Retrieval-Augmented Generation for Emergency Medical "
+        "Service Question Answering (AAAI 2026), arXiv:2511.10900"
+    ),
     licence="MIT (dataset card of Xueren/EMS-MCQA); private set: the user's own licence",
     citation_key="ge2026emsqa",
     listing_position=1,
     sources=(
-        Source(PUBLIC_SOURCE, files=("test_open.json", "val_open.json"),
-               upstream="https://github.com/UVA-DSA/EMSQA (data/final/)", check=check_public),
-        Source(PRIVATE_SOURCE, files=("the user's private file in the public schema",),
-               upstream="not released; users bring their copy", check=check_private),
-        Source(KNOWLEDGE_SOURCE, files=tuple(f"{stem}.json" for stem in KNOWLEDGE_FILES),
-               upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)", check=check_knowledge),
+        Source(
+            PUBLIC_SOURCE,
+            files=("test_open.json", "val_open.json"),
+            upstream="https://github.com/UVA-DSA/EMSQA (data/final/)",
+            check=check_public,
+        ),
+        Source(
+            PRIVATE_SOURCE,
+            files=("the user's private file in the public schema",),
+            upstream="not released; users bring their copy",
+            check=check_private,
+        ),
+        Source(
+            KNOWLEDGE_SOURCE,
+            files=tuple(f"{stem}.json" for stem in KNOWLEDGE_FILES),
+            upstream="https://github.com/UVA-DSA/EMSQA (knowledge/)",
+            check=check_knowledge,
+        ),
     ),
     options=("emsqa_revision", "emsqa_allow_duplicates", "emsqa_extraction_model", *RAG_OPTIONS),
     flag_options=("emsqa_allow_duplicates",),
@@ -66,16 +81,26 @@ SPEC = BenchmarkSpec(
         *(Task(f"emsqa_public{v}", PUBLIC, samples=PUBLIC_SAMPLES) for v in ("", "_cot", "_expert_cot", "_mc")),
         *(Task(f"emsqa_private{v}", PRIVATE) for v in ("", "_cot", "_expert_cot", "_mc")),
         # retrieval from the knowledge base (the paper's Table 4 settings)
-        *(Task(f"emsqa_{split}_{variant}", source, samples=samples, also_reads=(KNOWLEDGE,))
-          for split, source, samples in (("public", PUBLIC, PUBLIC_SAMPLES), ("private", PRIVATE, None))
-          for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")),
+        *(
+            Task(f"emsqa_{split}_{variant}", source, samples=samples, also_reads=(KNOWLEDGE,))
+            for split, source, samples in (("public", PUBLIC, PUBLIC_SAMPLES), ("private", PRIVATE, None))
+            for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")
+        ),
     ),
     groups={
         "emsqa_public_variants": ("emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_mc"),
         "emsqa": ("emsqa_public_variants", "emsqa_private_variants"),
-        "emsqa_private_variants": ("emsqa_private", "emsqa_private_cot", "emsqa_private_expert_cot", "emsqa_private_mc"),
-        "emsqa_rag": tuple(f"emsqa_{split}_{variant}" for split in ("public", "private")
-                           for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")),
+        "emsqa_private_variants": (
+            "emsqa_private",
+            "emsqa_private_cot",
+            "emsqa_private_expert_cot",
+            "emsqa_private_mc",
+        ),
+        "emsqa_rag": tuple(
+            f"emsqa_{split}_{variant}"
+            for split in ("public", "private")
+            for variant in ("rag", "rag_expert_cot", "expertrag_ftr", "expertrag_rtf")
+        ),
     },
     breakdowns={
         "emsqa": BreakdownSpec(
@@ -91,17 +116,22 @@ SPEC = BenchmarkSpec(
             "acc": MetricInfo("Exact set-match accuracy", "accuracy"),
             "f1": MetricInfo("Set F1 (per item, averaged)", "f1"),
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
-            "invalid_letter": MetricInfo("Answers naming only non-option letters", "invalid_letter_rate",
-                                         in_model_index=False),
-            "extracted_by_model": MetricInfo("Answers read by the opt-in extraction model", "extracted_by_model_rate",
-                                             in_model_index=False),
-            "retrieved_own_area": MetricInfo("Retrieved chunks from the item's own subject areas", "retrieved_own_area",
-                                             in_model_index=False),
-            "retrieved_documents": MetricInfo("Documents retrieved per item", "retrieved_documents",
-                                              in_model_index=False, scale=(0.0, 32.0)),
+            "invalid_letter": MetricInfo(
+                "Answers naming only non-option letters", "invalid_letter_rate", in_model_index=False
+            ),
+            "extracted_by_model": MetricInfo(
+                "Answers read by the opt-in extraction model", "extracted_by_model_rate", in_model_index=False
+            ),
+            "retrieved_own_area": MetricInfo(
+                "Retrieved chunks from the item's own subject areas", "retrieved_own_area", in_model_index=False
+            ),
+            "retrieved_documents": MetricInfo(
+                "Documents retrieved per item", "retrieved_documents", in_model_index=False, scale=(0.0, 32.0)
+            ),
             "no_documents": MetricInfo("Items shown no retrieved document", "no_documents_rate", in_model_index=False),
-            "prompt_too_long": MetricInfo("Prompts longer than the model's context", "prompt_too_long_rate",
-                                          in_model_index=False),
+            "prompt_too_long": MetricInfo(
+                "Prompts longer than the model's context", "prompt_too_long_rate", in_model_index=False
+            ),
         },
     ),
 )

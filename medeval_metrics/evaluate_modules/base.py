@@ -6,7 +6,8 @@ in their namespace is their own: ``evaluate.load`` takes the first one it finds.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import datasets
 import evaluate
@@ -14,7 +15,10 @@ import evaluate
 from medeval_metrics.stats import mean_and_stderr
 
 LETTER_SETS = datasets.Features(
-    {"predictions": datasets.Sequence(datasets.Value("string")), "references": datasets.Sequence(datasets.Value("string"))}
+    {
+        "predictions": datasets.Sequence(datasets.Value("string")),
+        "references": datasets.Sequence(datasets.Value("string")),
+    }
 )
 
 
@@ -45,18 +49,20 @@ class PerItemMeanMetric(evaluate.Metric):
         return reference
 
     def add_batch(self, *, predictions: Any = None, references: Any = None, **columns: Any) -> None:
-        """Add a batch of inputs (``evaluate`` appends the module's inputs description here).
-"""
+        """Add a batch of inputs (``evaluate`` appends the module's inputs description here)."""
         if references is not None:
             references = self._unquoted(lambda: [self.encode_reference(r) for r in references])
-        self._unquoted(lambda: super(PerItemMeanMetric, self).add_batch(predictions=predictions, references=references, **columns))
+        self._unquoted(
+            lambda: super(PerItemMeanMetric, self).add_batch(predictions=predictions, references=references, **columns)
+        )
 
     def add(self, *, prediction: Any = None, reference: Any = None, **columns: Any) -> None:
-        """Add one item's inputs (``evaluate`` appends the module's inputs description here).
-"""
+        """Add one item's inputs (``evaluate`` appends the module's inputs description here)."""
         if reference is not None:
             reference = self._unquoted(lambda: self.encode_reference(reference))
-        self._unquoted(lambda: super(PerItemMeanMetric, self).add(prediction=prediction, reference=reference, **columns))
+        self._unquoted(
+            lambda: super(PerItemMeanMetric, self).add(prediction=prediction, reference=reference, **columns)
+        )
 
     def _unquoted(self, call: Callable[[], Any]) -> Any:
         try:
@@ -92,4 +98,6 @@ class PerItemMeanMetric(evaluate.Metric):
 
 def letter_set_metric(scorer: Callable[[Any, Any], float]) -> Callable[[Any, Any], float]:
     """Per-item scorer on letter lists, case-insensitive as the tasks' answer extraction."""
-    return staticmethod(lambda prediction, reference: scorer([p.lower() for p in prediction or []], [r.lower() for r in reference]))
+    return staticmethod(
+        lambda prediction, reference: scorer([p.lower() for p in prediction or []], [r.lower() for r in reference])
+    )

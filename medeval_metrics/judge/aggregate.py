@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from medeval_metrics.stats import with_stderr
 
@@ -67,6 +68,7 @@ def item_metrics(
     out: dict[str, Any] = {"judge_unscored_rate": 1.0 - len(scored) / len(judge_names)}
     for name in judge_names:
         out[SUCCESS_PREFIX + name] = 1.0 if (verdicts.get(name) or {}).get("scores") else 0.0
+
     def score(name: str, dim: str) -> int | None:
         scores = (verdicts.get(name) or {}).get("scores")
         return scores[dim] if scores else None
@@ -77,7 +79,9 @@ def item_metrics(
     if scored:
         for dim in dimensions:
             out[f"judge_{dim}"] = sum(v["scores"][dim] for v in scored) / len(scored)
-        out["judge_panel_score"] = sum(v["scores"][d] for v in scored for d in dimensions) / (len(scored) * len(dimensions))
+        out["judge_panel_score"] = sum(v["scores"][d] for v in scored for d in dimensions) / (
+            len(scored) * len(dimensions)
+        )
         out["judge_reward"] = sum(
             sum(v["scores"][d] / scale_max for d in dimensions) / len(dimensions) for v in scored
         ) / len(scored)
@@ -99,9 +103,11 @@ def item_metrics(
 def structured_verdicts(verdicts: Mapping[str, Mapping[str, Any]], judge_names: Sequence[str]) -> dict[str, Any]:
     """The per-item ``judge_verdicts`` field (logged with the samples as JSON, read by the report)."""
     return {
-        name: {"scores": (verdicts.get(name) or {}).get("scores"),
-               "unscored_reason": (verdicts.get(name) or {}).get("unscored_reason"),
-               "id_echoed": (verdicts.get(name) or {}).get("id_echoed")}
+        name: {
+            "scores": (verdicts.get(name) or {}).get("scores"),
+            "unscored_reason": (verdicts.get(name) or {}).get("unscored_reason"),
+            "id_echoed": (verdicts.get(name) or {}).get("id_echoed"),
+        }
         for name in judge_names
     }
 

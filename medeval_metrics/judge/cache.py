@@ -17,8 +17,9 @@ import random
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 BUSY_TIMEOUT_S = 60.0  # how long a write waits for another process's lock before it fails (then retried)
 
@@ -73,7 +74,7 @@ class VerdictCache:
         out: dict[str, dict[str, Any]] = {}
         conn = self._connect()
         for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
+            chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for key, value in conn.execute(f"SELECT key, value FROM verdicts WHERE key IN ({marks})", chunk):
                 out[key] = json.loads(value)

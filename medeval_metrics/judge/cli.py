@@ -25,8 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from medeval_metrics.data import MedevalDataError
 from medeval_metrics.command_line import parse_metadata
+from medeval_metrics.data import MedevalDataError
 
 
 def _judged_spec(task: str) -> dict[str, str] | None:
@@ -34,8 +34,15 @@ def _judged_spec(task: str) -> dict[str, str] | None:
     from medeval_metrics import registry
 
     judging = registry.judging_for(task)
-    return None if judging is None else {"module": judging.module, "question_field": judging.question_field,
-                                         "reference_field": judging.reference_field}
+    return (
+        None
+        if judging is None
+        else {
+            "module": judging.module,
+            "question_field": judging.question_field,
+            "reference_field": judging.reference_field,
+        }
+    )
 
 
 def _judged_benchmarks() -> tuple[str, ...]:
@@ -85,7 +92,9 @@ def _newest_results(folder: Path) -> Path | None:
     return max(files, key=lambda p: p.stat().st_mtime) if files else None
 
 
-def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unscored: bool = False) -> list[dict[str, Any]]:
+def judge_output(
+    output_dir: Path, panel: Any, progress: bool = True, retry_unscored: bool = False
+) -> list[dict[str, Any]]:
     """Judge every judged task found under ``output_dir``; returns what was written, per task."""
     from medeval_metrics.breakdown import find_sample_files, read_samples
     from medeval_metrics.judge.aggregate import summarise
@@ -93,7 +102,9 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
     from medeval_metrics.judge.runner import panel_summary
 
     if panel is None:
-        raise MedevalDataError("medeval judge: no judge panel: give --judges FILE, --judge-model MODEL, or set MEDEVAL_JUDGES.")
+        raise MedevalDataError(
+            "medeval judge: no judge panel: give --judges FILE, --judge-model MODEL, or set MEDEVAL_JUDGES."
+        )
 
     written = []
     found = {t: p for t, p in find_sample_files(output_dir).items() if _judged_spec(t)}
@@ -120,8 +131,16 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         filter_name = ordered[0].get("filter", "none")
         docs = [s["doc"] for s in ordered]
         answers = [str(s["resps"][0][0]) for s in ordered]
-        records = judge_answers(answers, docs, module.RUBRIC, spec["question_field"], spec["reference_field"],
-                                panel=panel, progress=progress, retry_unscored=retry_unscored)
+        records = judge_answers(
+            answers,
+            docs,
+            module.RUBRIC,
+            spec["question_field"],
+            spec["reference_field"],
+            panel=panel,
+            progress=progress,
+            retry_unscored=retry_unscored,
+        )
         per_item = [module.process_results(doc, [record]) for doc, record in zip(docs, records)]
         summary = summarise(per_item)
         judges_summary = panel_summary([r["verdicts"] for r in records], panel.judge_names)
@@ -146,15 +165,26 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
 
         with atomic_open(verdicts_path) as handle:
             for sample, record, metrics in zip(ordered, records, per_item):
-                handle.write(json.dumps(finite_or_na({
-                    "doc_id": sample["doc_id"],
-                    "question_type": sample["doc"].get("question_type"),
-                    "verdicts": record["verdicts"],
-                    "metrics": metrics,
-                }), ensure_ascii=False, allow_nan=False) + "\n")
+                handle.write(
+                    json.dumps(
+                        finite_or_na(
+                            {
+                                "doc_id": sample["doc_id"],
+                                "question_type": sample["doc"].get("question_type"),
+                                "verdicts": record["verdicts"],
+                                "metrics": metrics,
+                            }
+                        ),
+                        ensure_ascii=False,
+                        allow_nan=False,
+                    )
+                    + "\n"
+                )
 
         results_path = _newest_results(folder)
-        results: dict[str, Any] = json.loads(results_path.read_text(encoding="utf-8")) if results_path else {"results": {}}
+        results: dict[str, Any] = (
+            json.loads(results_path.read_text(encoding="utf-8")) if results_path else {"results": {}}
+        )
         task_results = results.setdefault("results", {}).setdefault(task, {"alias": task})
         # this panel's judge metrics replace the run's own, all of them: no old judge_success_<name> left beside
         for key in [k for k in task_results if k.startswith("judge_") and k.endswith(f",{filter_name}")]:
@@ -185,10 +215,19 @@ def judge_output(output_dir: Path, panel: Any, progress: bool = True, retry_unsc
         if not kept:
             text = json.dumps(finite_or_na(results), indent=2, ensure_ascii=False, default=str, allow_nan=False)
             atomic_write_text(out_path, text)
-        written.append({"task": task, "filter": filter_name, "summary": summary, "verdicts": verdicts_path,
-                        "results": out_path, "kept_existing": kept, "per_judge": judges_summary,
-                        "items_scored": items_scored,
-                        "breakdown": breakdown_markdown(task, breakdown) if breakdown else ""})
+        written.append(
+            {
+                "task": task,
+                "filter": filter_name,
+                "summary": summary,
+                "verdicts": verdicts_path,
+                "results": out_path,
+                "kept_existing": kept,
+                "per_judge": judges_summary,
+                "items_scored": items_scored,
+                "breakdown": breakdown_markdown(task, breakdown) if breakdown else "",
+            }
+        )
     return written
 
 
@@ -203,14 +242,28 @@ def _table(task: str, summary: dict[str, Any]) -> str:
 def add_judge_flags(parser: argparse.ArgumentParser) -> None:
     """The panel flags ``medeval judge`` and ``medeval run`` share (MedARC-style lists, by position)."""
     parser.add_argument("--judges", help="judges file (JSON/YAML) or inline JSON; default: $MEDEVAL_JUDGES")
-    parser.add_argument("--judge-model", action="append", default=[], metavar="MODEL",
-                        help="a judge model; repeat for a panel (a --judges file then only supplies settings)")
-    parser.add_argument("--judge-base-url", action="append", default=[], metavar="URL",
-                        help="the judge's OpenAI-compatible base URL; once for all, or once per --judge-model")
-    parser.add_argument("--judge-api-key-env", action="append", default=[], metavar="VAR",
-                        help="NAME of the variable holding the judge's key; once for all, or once per --judge-model")
-    parser.add_argument("--allow-unscored", action="store_true",
-                        help="exit 0 even if a judge scored nothing")
+    parser.add_argument(
+        "--judge-model",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="a judge model; repeat for a panel (a --judges file then only supplies settings)",
+    )
+    parser.add_argument(
+        "--judge-base-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="the judge's OpenAI-compatible base URL; once for all, or once per --judge-model",
+    )
+    parser.add_argument(
+        "--judge-api-key-env",
+        action="append",
+        default=[],
+        metavar="VAR",
+        help="NAME of the variable holding the judge's key; once for all, or once per --judge-model",
+    )
+    parser.add_argument("--allow-unscored", action="store_true", help="exit 0 even if a judge scored nothing")
 
 
 def panel_from_args(args: argparse.Namespace) -> Any:
@@ -219,17 +272,24 @@ def panel_from_args(args: argparse.Namespace) -> Any:
 
     base = load_panel(args.judges) if args.judges else None
     if args.judge_model:
-        return panel_from_flags(args.judge_model, args.judge_base_url, args.judge_api_key_env, base=base or load_panel())
+        return panel_from_flags(
+            args.judge_model, args.judge_base_url, args.judge_api_key_env, base=base or load_panel()
+        )
     if args.judge_base_url or args.judge_api_key_env:
-        raise MedevalDataError("--judge-base-url/--judge-api-key-env need --judge-model (one per judge, or one for all).")
+        raise MedevalDataError(
+            "--judge-base-url/--judge-api-key-env need --judge-model (one per judge, or one for all)."
+        )
     return base if base is not None else load_panel()
 
 
 def unscored_exit_code(per_judge: dict[str, dict[str, Any]], allow_unscored: bool = False) -> tuple[int, str | None]:
     """(exit code, one-line reason): 3 when any judge scored nothing, unless ``allow_unscored``.
     ``per_judge`` is ``runner.panel_summary`` output (also in ``medeval_judge.<task>.per_judge``)."""
-    dead = [f"{name} ({s.get('top_reason') or 'no verdicts'})" for name, s in per_judge.items()
-            if s.get("scored", 0) == 0 and s.get("unscored", 0) > 0]
+    dead = [
+        f"{name} ({s.get('top_reason') or 'no verdicts'})"
+        for name, s in per_judge.items()
+        if s.get("scored", 0) == 0 and s.get("unscored", 0) > 0
+    ]
     if not dead or allow_unscored:
         return 0, None
     return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
@@ -252,28 +312,39 @@ def rewrite_run_argv(argv: list[str]) -> tuple[list[str], bool]:
             try:
                 metadata = json.loads(value)
             except ValueError as exc:
-                raise MedevalDataError("--metadata must be a JSON object when judge flags are given, e.g. "
-                                       "--metadata '{\"my_key\": \"value\"}'.") from exc
-            rest = rest[:index] + rest[index + (1 if "=" in token else 2):]
+                raise MedevalDataError(
+                    "--metadata must be a JSON object when judge flags are given, e.g. "
+                    '--metadata \'{"my_key": "value"}\'.'
+                ) from exc
+            rest = rest[:index] + rest[index + (1 if "=" in token else 2) :]
             break
     metadata["medeval_judges"] = json.loads(panel.to_json())
     return [*rest, "--metadata", json.dumps(metadata)], args.allow_unscored
 
 
-def run_unscored_exit_code(results: dict[str, Any], allow_unscored: bool = False,
-                           argv: list[str] | None = None) -> tuple[int, str | None]:
+def run_unscored_exit_code(
+    results: dict[str, Any], allow_unscored: bool = False, argv: list[str] | None = None
+) -> tuple[int, str | None]:
     """For ``medeval run`` after lm-eval returns: (3, reason) when a judge scored no item of a judged task
     (its ``judge_success_<judge>`` is 0), unless ``allow_unscored``; else (0, None). With the run's
     ``argv`` (as the user gave it) the reason ends with how to re-judge without generating again."""
-    dead = sorted({f"{key.split(',')[0][len('judge_success_'):]} ({task})"
-                   for task, metrics in (results.get("results") or {}).items() if _judged_spec(task)
-                   for key, value in metrics.items()
-                   if key.startswith("judge_success_") and "_stderr" not in key and value == 0})
+    dead = sorted(
+        {
+            f"{key.split(',')[0][len('judge_success_') :]} ({task})"
+            for task, metrics in (results.get("results") or {}).items()
+            if _judged_spec(task)
+            for key, value in metrics.items()
+            if key.startswith("judge_success_") and "_stderr" not in key and value == 0
+        }
+    )
     if not dead or allow_unscored:
         return 0, None
     if argv is None:
         return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
-    return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, then {rejudge_hint(argv)} (or pass --allow-unscored)."
+    return (
+        3,
+        f"judge(s) scored nothing: {', '.join(dead)}. Fix them, then {rejudge_hint(argv)} (or pass --allow-unscored).",
+    )
 
 
 _PANEL_FLAGS = ("--judges", "--judge-model", "--judge-base-url", "--judge-api-key-env")
@@ -295,8 +366,10 @@ def rejudge_hint(argv: list[str]) -> str:
 
     out = (values("--output_path") or values("-o") or [None])[-1]
     if out is None or not ({"--log_samples", "-s"} & set(argv)):
-        return ("run again with --output_path DIR --log_samples, so that `medeval judge DIR` can re-judge the "
-                "answers without generating them")
+        return (
+            "run again with --output_path DIR --log_samples, so that `medeval judge DIR` can re-judge the "
+            "answers without generating them"
+        )
     flags = [f"{flag} {shlex.quote(value)}" for flag in _PANEL_FLAGS for value in values(flag)]
     if not flags:
         try:
@@ -319,8 +392,10 @@ def _cmd(args: argparse.Namespace) -> int:
 
     panel = panel_from_args(args)
     if panel is None:
-        print("medeval judge: error: no judge panel: give --judges FILE, --judge-model MODEL, or set MEDEVAL_JUDGES.",
-              file=sys.stderr)
+        print(
+            "medeval judge: error: no judge panel: give --judges FILE, --judge-model MODEL, or set MEDEVAL_JUDGES.",
+            file=sys.stderr,
+        )
         return 2
     if args.concurrency:
         panel = replace(panel, concurrency=args.concurrency)
@@ -336,7 +411,9 @@ def _cmd(args: argparse.Namespace) -> int:
         if problems:
             return 2
     code = 0
-    for entry in judge_output(Path(args.output_dir), panel, progress=not args.quiet, retry_unscored=args.retry_unscored):
+    for entry in judge_output(
+        Path(args.output_dir), panel, progress=not args.quiet, retry_unscored=args.retry_unscored
+    ):
         print(_table(entry["task"], entry["summary"]))
         if entry["breakdown"] and args.breakdown:
             print("\n" + entry["breakdown"])
@@ -344,8 +421,10 @@ def _cmd(args: argparse.Namespace) -> int:
         for line in summary_lines(entry["per_judge"]):
             print(line)
         if entry["kept_existing"]:
-            print(f"\nkept the results on file: they scored more items than this run ({entry['items_scored']}); "
-                  f"verdicts of this run: {entry['verdicts']}")
+            print(
+                f"\nkept the results on file: they scored more items than this run ({entry['items_scored']}); "
+                f"verdicts of this run: {entry['verdicts']}"
+            )
         else:
             print(f"\nwritten: {entry['verdicts']} and {entry['results']}")
         task_code, reason = unscored_exit_code(entry["per_judge"], args.allow_unscored)
@@ -364,8 +443,11 @@ def _cache_failure_exit_code(code: int, prog: str) -> int:
 
     failures, runner.cache_failures[:] = list(runner.cache_failures), []
     if failures and code == 0:
-        print(f"{prog}: warning: the judge cache was not fully updated ({'; '.join(failures)}); the results are "
-              "written and hold every verdict.", file=sys.stderr)
+        print(
+            f"{prog}: warning: the judge cache was not fully updated ({'; '.join(failures)}); the results are "
+            "written and hold every verdict.",
+            file=sys.stderr,
+        )
         return runner.CACHE_FAILED_EXIT
     return code
 
@@ -378,6 +460,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--concurrency", type=int, help="override the panel's concurrency")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--breakdown", action="store_true", help="also print the per-category breakdown tables")
-    p.add_argument("--skip-judge-check", action="store_true",
-                   help="do not send each judge one test request before judging")
+    p.add_argument(
+        "--skip-judge-check", action="store_true", help="do not send each judge one test request before judging"
+    )
     p.set_defaults(func=_cmd)

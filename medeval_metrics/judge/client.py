@@ -10,7 +10,8 @@ called in batches through ``generate_until``.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.judge.config import JudgeConfig, PanelConfig, judge_device
@@ -76,7 +77,9 @@ class JudgeClient:
         is_api = isinstance(cls, type) and issubclass(cls, TemplateAPI)
         headers = judge_headers(c)
         if headers and not is_api:
-            raise MedevalDataError(f"judge {c.name}: api_key_env/header_env only apply to API backends, not {c.backend}.")
+            raise MedevalDataError(
+                f"judge {c.name}: api_key_env/header_env only apply to API backends, not {c.backend}."
+            )
         if is_api:
             if c.base_url:
                 args["base_url"] = c.base_url
@@ -107,7 +110,11 @@ class JudgeClient:
             return "\n\n".join(f"{m['role'].upper()}: {m['content']}" for m in messages) + "\n\nASSISTANT:"
 
     def _gen_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"max_gen_toks": self.config.max_tokens, "until": [], "temperature": self.config.temperature}
+        kwargs: dict[str, Any] = {
+            "max_gen_toks": self.config.max_tokens,
+            "until": [],
+            "temperature": self.config.temperature,
+        }
         if self.config.temperature == 0:
             kwargs["do_sample"] = False
         return kwargs

@@ -33,9 +33,10 @@ import json
 import os
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.settings import JUDGES
@@ -50,7 +51,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 SECRET_MESSAGE = (
     "would put a secret in the judges config. Put the key in an environment variable and name it with "
-    "\"api_key_env\": \"MY_JUDGE_KEY\" (or, for a header such as x-api-key, with \"header_env\", which maps each "
+    '"api_key_env": "MY_JUDGE_KEY" (or, for a header such as x-api-key, with "header_env", which maps each '
     "header name to a variable name, e.g. x-api-key to MY_VAR)."
 )  # worded so that the redaction of console output leaves the example readable
 # lm-eval backends that send HTTP requests to a URL the judge must be given
@@ -86,8 +87,10 @@ def device_problem(judge: JudgeConfig, cuda_available: Any = None) -> str | None
         cuda_available = torch.cuda.is_available
     if cuda_available():
         return None
-    return (f"judge {judge.name}: model_args device {device!r}, but torch sees no CUDA GPU on this machine; "
-            "set \"device\": \"cpu\" in its model_args (or leave device out: the CPU is used when there is no GPU).")
+    return (
+        f"judge {judge.name}: model_args device {device!r}, but torch sees no CUDA GPU on this machine; "
+        'set "device": "cpu" in its model_args (or leave device out: the CPU is used when there is no GPU).'
+    )
 
 
 @dataclass(frozen=True)
@@ -115,8 +118,12 @@ class JudgeConfig:
 
     def describe(self) -> dict[str, Any]:
         """What the results say about this judge: identity and the *names* of its key variables."""
-        return {"name": self.name, **self.identity(), "api_key_env": self.api_key_env,
-                "header_env": dict(sorted(self.header_env.items()))}
+        return {
+            "name": self.name,
+            **self.identity(),
+            "api_key_env": self.api_key_env,
+            "header_env": dict(sorted(self.header_env.items())),
+        }
 
 
 @dataclass(frozen=True)
@@ -144,22 +151,49 @@ class PanelConfig:
 
     def settings(self) -> dict[str, Any]:
         """The settings that shape verdicts, for the results and for deciding when to re-ask."""
-        return {"max_retries": self.max_retries, "max_reasks": self.max_reasks, "timeout": self.timeout,
-                "require_answer_id": self.require_answer_id, "rubric": self.rubric}
+        return {
+            "max_retries": self.max_retries,
+            "max_reasks": self.max_reasks,
+            "timeout": self.timeout,
+            "require_answer_id": self.require_answer_id,
+            "rubric": self.rubric,
+        }
 
     def to_json(self) -> str:
         """The panel as inline JSON (no keys exist in it to leak), e.g. to pass it on to a filter."""
-        return json.dumps({
-            "judges": [{k: v for k, v in (("name", j.name), ("backend", j.backend), ("model", j.model),
-                                           ("base_url", j.base_url), ("api_key_env", j.api_key_env),
-                                           ("temperature", j.temperature), ("max_tokens", j.max_tokens),
-                                           ("model_args", j.model_args), ("header_env", j.header_env)) if v not in (None, {})}
-                       for j in self.judges],
-            "concurrency": self.concurrency, "max_retries": self.max_retries, "max_reasks": self.max_reasks,
-            "timeout": self.timeout, "backoff_base": self.backoff_base, "backoff_max": self.backoff_max,
-            "cache": self.cache, "rubric": self.rubric, "require_answer_id": self.require_answer_id,
-            "fail_fast": self.fail_fast,
-        }, sort_keys=True)
+        return json.dumps(
+            {
+                "judges": [
+                    {
+                        k: v
+                        for k, v in (
+                            ("name", j.name),
+                            ("backend", j.backend),
+                            ("model", j.model),
+                            ("base_url", j.base_url),
+                            ("api_key_env", j.api_key_env),
+                            ("temperature", j.temperature),
+                            ("max_tokens", j.max_tokens),
+                            ("model_args", j.model_args),
+                            ("header_env", j.header_env),
+                        )
+                        if v not in (None, {})
+                    }
+                    for j in self.judges
+                ],
+                "concurrency": self.concurrency,
+                "max_retries": self.max_retries,
+                "max_reasks": self.max_reasks,
+                "timeout": self.timeout,
+                "backoff_base": self.backoff_base,
+                "backoff_max": self.backoff_max,
+                "cache": self.cache,
+                "rubric": self.rubric,
+                "require_answer_id": self.require_answer_id,
+                "fail_fast": self.fail_fast,
+            },
+            sort_keys=True,
+        )
 
 
 def _secret_problems(value: Any, where: str) -> list[str]:
@@ -176,8 +210,25 @@ def _secret_problems(value: Any, where: str) -> list[str]:
 # what a key pasted where a variable NAME belongs looks like: a vendor's key prefix, a name longer than
 # any variable's, or mixed case with digits (variable names are UPPER_CASE or lower_case); prefixes are
 # matched as vendors write them (lower case), so HF_TOKEN stays a name
-_KEY_PREFIXES = ("sk-", "sk_", "hf_", "ghp_", "gho_", "ghs_", "github_pat_", "glpat-", "xox", "AKIA", "AIza", "pk_",
-                 "rk_", "gsk_", "pplx-", "nvapi-", "r8_")
+_KEY_PREFIXES = (
+    "sk-",
+    "sk_",
+    "hf_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "github_pat_",
+    "glpat-",
+    "xox",
+    "AKIA",
+    "AIza",
+    "pk_",
+    "rk_",
+    "gsk_",
+    "pplx-",
+    "nvapi-",
+    "r8_",
+)
 
 
 def looks_like_a_key(value: str) -> bool:
@@ -189,8 +240,10 @@ def looks_like_a_key(value: str) -> bool:
 def _env_name_problem(value: Any, where: str) -> str | None:
     if not isinstance(value, str) or not _ENV_NAME.match(value) or looks_like_a_key(value):
         # never echo the value: it is often the key itself, pasted in the wrong place
-        return (f"{where} must be the NAME of an environment variable (letters, digits, '_'), e.g. \"MY_JUDGE_KEY\"; "
-                "the value given is not one (not shown, in case it is a key).")
+        return (
+            f"{where} must be the NAME of an environment variable (letters, digits, '_'), e.g. \"MY_JUDGE_KEY\"; "
+            "the value given is not one (not shown, in case it is a key)."
+        )
     return None
 
 
@@ -229,7 +282,7 @@ def _judge_problems(raw: Any, index: int, where: str, problems: list[str]) -> Ju
         )
     for needed in ("backend", "model"):
         if not raw.get(needed):
-            problems.append(f"{where}: judge {index} needs \"{needed}\" (e.g. \"local-chat-completions\").")
+            problems.append(f'{where}: judge {index} needs "{needed}" (e.g. "local-chat-completions").')
     name = str(raw.get("name") or f"judge{index + 1}")
     if not _NAME.match(name):
         problems.append(f"{where}: judge name {name!r} must be 1-40 letters, digits, '_', '.', '-'.")
@@ -262,14 +315,30 @@ def _judge_problems(raw: Any, index: int, where: str, problems: list[str]) -> Ju
             problems.append(f"{where}: judge {name}: {problem}")
         return None
     return JudgeConfig(
-        name=name, backend=str(raw["backend"]), model=str(raw["model"]), base_url=raw.get("base_url"),
-        api_key_env=api_key_env, temperature=float(temperature), max_tokens=max_tokens, model_args=model_args,
+        name=name,
+        backend=str(raw["backend"]),
+        model=str(raw["model"]),
+        base_url=raw.get("base_url"),
+        api_key_env=api_key_env,
+        temperature=float(temperature),
+        max_tokens=max_tokens,
+        model_args=model_args,
         header_env=dict(header_env),
     )
 
 
-_SETTINGS = {"concurrency", "max_retries", "max_reasks", "timeout", "backoff_base", "backoff_max", "cache",
-             "rubric", "require_answer_id", "fail_fast"}
+_SETTINGS = {
+    "concurrency",
+    "max_retries",
+    "max_reasks",
+    "timeout",
+    "backoff_base",
+    "backoff_max",
+    "cache",
+    "rubric",
+    "require_answer_id",
+    "fail_fast",
+}
 
 
 def _is_number(value: Any) -> bool:
@@ -304,8 +373,11 @@ _SETTING_RULES: dict[str, tuple[Any, str]] = {
 
 
 def _setting_problems(settings: dict[str, Any]) -> list[str]:
-    problems = [f"panel setting {key!r} must be {what} (got {_shown(settings[key])})."
-                for key, (ok, what) in _SETTING_RULES.items() if key in settings and not ok(settings[key])]
+    problems = [
+        f"panel setting {key!r} must be {what} (got {_shown(settings[key])})."
+        for key, (ok, what) in _SETTING_RULES.items()
+        if key in settings and not ok(settings[key])
+    ]
     backoff_base, backoff_max = settings.get("backoff_base", 1.0), settings.get("backoff_max", 30.0)
     if not problems and backoff_base > backoff_max:
         problems.append(f"panel setting 'backoff_base' ({backoff_base}) must not exceed 'backoff_max' ({backoff_max}).")
@@ -318,7 +390,7 @@ def panel_from_obj(obj: Any, where: str) -> PanelConfig:
     if isinstance(obj, list):
         obj = {"judges": obj}
     if not isinstance(obj, dict) or not isinstance(obj.get("judges"), list) or not obj["judges"]:
-        raise MedevalDataError(f"{where}: expected {{\"judges\": [...]}} or a list of judges, with at least one judge.")
+        raise MedevalDataError(f'{where}: expected {{"judges": [...]}} or a list of judges, with at least one judge.')
     problems: list[str] = []
     judges = tuple(j for j in (_judge_from(raw, i, where, problems) for i, raw in enumerate(obj["judges"])) if j)
     names = [j.name for j in judges]
@@ -341,8 +413,14 @@ def panel_from_obj(obj: Any, where: str) -> PanelConfig:
                 validate_panel(panel, where=where)
             except MedevalDataError as exc:
                 problems += [line.strip() for line in str(exc).removeprefix(f"{where}: ").splitlines() if line.strip()]
-        raise MedevalDataError(f"{where}: " + ("\n  ".join([""] + [p.removeprefix(f"{where}: ") for p in problems])
-                                               if len(problems) > 1 else problems[0].removeprefix(f"{where}: ")))
+        raise MedevalDataError(
+            f"{where}: "
+            + (
+                "\n  ".join([""] + [p.removeprefix(f"{where}: ") for p in problems])
+                if len(problems) > 1
+                else problems[0].removeprefix(f"{where}: ")
+            )
+        )
     return panel
 
 
@@ -368,7 +446,9 @@ def load_panel(value: str | None = None, where: str = "judges config") -> PanelC
                 mark = getattr(exc, "problem_mark", None)
                 at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
                 problem = " ".join(str(getattr(exc, "problem", None) or "").split()) or type(exc).__name__
-                raise MedevalDataError(f"{where}: not valid YAML{at}: {problem}. Fix the file, or give the panel as JSON.") from exc
+                raise MedevalDataError(
+                    f"{where}: not valid YAML{at}: {problem}. Fix the file, or give the panel as JSON."
+                ) from exc
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -385,8 +465,11 @@ def panel_from_metadata(metadata: dict[str, Any]) -> PanelConfig | None:
 
 
 def panel_from_flags(
-    models: Sequence[str], base_urls: Sequence[str] = (), key_envs: Sequence[str] = (),
-    backend: str | None = None, base: PanelConfig | None = None,
+    models: Sequence[str],
+    base_urls: Sequence[str] = (),
+    key_envs: Sequence[str] = (),
+    backend: str | None = None,
+    base: PanelConfig | None = None,
 ) -> PanelConfig:
     """A panel from MedARC-style list flags: ``--judge-model A --judge-model B``, with
     ``--judge-base-url`` and ``--judge-api-key-env`` matched by position; one value is broadcast to all.
@@ -410,13 +493,19 @@ def panel_from_flags(
         return values
 
     judges = []
-    for index, (model, url, key_env) in enumerate(zip(models, spread(base_urls, "--judge-base-url"),
-                                                      spread(key_envs, "--judge-api-key-env"))):
+    for index, (model, url, key_env) in enumerate(
+        zip(models, spread(base_urls, "--judge-base-url"), spread(key_envs, "--judge-api-key-env"))
+    ):
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", model)[-40:] or f"judge{index + 1}"
-        entry: dict[str, Any] = {"name": name, "model": model,
-                                 "backend": backend or ("local-chat-completions" if url else "openai-chat-completions")}
+        entry: dict[str, Any] = {
+            "name": name,
+            "model": model,
+            "backend": backend or ("local-chat-completions" if url else "openai-chat-completions"),
+        }
         if url:
-            entry["base_url"] = url if url.rstrip("/").endswith("completions") else url.rstrip("/") + "/chat/completions"
+            entry["base_url"] = (
+                url if url.rstrip("/").endswith("completions") else url.rstrip("/") + "/chat/completions"
+            )
         if key_env:
             entry["api_key_env"] = key_env
         judges.append(entry)
@@ -452,14 +541,14 @@ def _cache_problem(path_text: str) -> str | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        return f"cache folder {path.parent} cannot be created ({type(exc).__name__}); choose another \"cache\" path."
+        return f'cache folder {path.parent} cannot be created ({type(exc).__name__}); choose another "cache" path.'
     if not os.access(path.parent, os.W_OK):
-        return f"cache folder {path.parent} is not writable; choose another \"cache\" path."
+        return f'cache folder {path.parent} is not writable; choose another "cache" path.'
     if path.exists():
         if path.stat().st_size and path.read_bytes()[:16] != b"SQLite format 3\x00":
-            return f"cache {path} exists and is not a SQLite file; remove it or choose another \"cache\" path."
+            return f'cache {path} exists and is not a SQLite file; remove it or choose another "cache" path.'
         if not os.access(path, os.W_OK):
-            return f"cache {path} is not writable; choose another \"cache\" path."
+            return f'cache {path} is not writable; choose another "cache" path.'
         try:
             with sqlite3.connect(path) as conn:
                 conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
@@ -468,8 +557,9 @@ def _cache_problem(path_text: str) -> str | None:
     return None
 
 
-def validate_panel(panel: PanelConfig, where: str = "judge panel", environ: Any = None,
-                   check_backends: bool = True) -> None:
+def validate_panel(
+    panel: PanelConfig, where: str = "judge panel", environ: Any = None, check_backends: bool = True
+) -> None:
     """Check the whole panel before any generation; raise one MedevalDataError listing every problem.
 
     Checks: backend names (with a suggestion), ``base_url`` where the backend needs one, each key
@@ -487,12 +577,16 @@ def validate_panel(panel: PanelConfig, where: str = "judge panel", environ: Any 
         if device:
             problems.append(device)
         if judge.backend in NEEDS_BASE_URL and not judge.base_url:
-            problems.append(f"judge {judge.name}: backend {judge.backend} needs \"base_url\" (e.g. "
-                            "\"http://127.0.0.1:8000/v1/chat/completions\").")
+            problems.append(
+                f'judge {judge.name}: backend {judge.backend} needs "base_url" (e.g. '
+                '"http://127.0.0.1:8000/v1/chat/completions").'
+            )
         for variable in [judge.api_key_env, *judge.header_env.values()]:
             if variable and not environ.get(variable):
-                problems.append(f"judge {judge.name}: the environment variable {variable} is not set. Export it "
-                                "before the run; keys never go into the judges config or --metadata.")
+                problems.append(
+                    f"judge {judge.name}: the environment variable {variable} is not set. Export it "
+                    "before the run; keys never go into the judges config or --metadata."
+                )
     if panel.cache:
         cache = _cache_problem(panel.cache)
         if cache:
@@ -516,4 +610,3 @@ def panel_for_task(metadata: dict[str, Any], where: str = "judge panel") -> Pane
     if panel is not None:
         validate_panel(panel, where=where)
     return panel
-

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from lm_eval.api.filter import Filter
 
@@ -32,7 +33,7 @@ from medeval_metrics.judge.rubric import Rubric, load_rubric
 log = logging.getLogger("medeval.judge")
 NO_JUDGE_MESSAGE = (
     "medeval: no judge panel configured: judge scores were NOT computed; only the reference-overlap metrics are "
-    "reported. Give a panel with --metadata '{\"medeval_judges\": \"judges.yaml\"}' (a judges file or inline "
+    'reported. Give a panel with --metadata \'{"medeval_judges": "judges.yaml"}\' (a judges file or inline '
     "JSON) or the environment variable MEDEVAL_JUDGES"
 )
 
@@ -43,8 +44,14 @@ def rubric_for(task_rubric: Rubric, panel: PanelConfig | None) -> Rubric:
 
 
 def judge_answers(
-    answers: list[str], docs: list[dict[str, Any]], rubric: Rubric, question_field: str, reference_field: str,
-    panel: PanelConfig | None, progress: bool = True, retry_unscored: bool = False,
+    answers: list[str],
+    docs: list[dict[str, Any]],
+    rubric: Rubric,
+    question_field: str,
+    reference_field: str,
+    panel: PanelConfig | None,
+    progress: bool = True,
+    retry_unscored: bool = False,
 ) -> list[dict[str, Any]]:
     """Per doc ``{"answer", "verdicts" ({judge: verdict} or None), "judges", "rubric"}``; used by the filter and the CLI."""
     from medeval_metrics.judge.runner import JudgeItem, PanelRunner, panel_summary, summary_lines
@@ -53,20 +60,36 @@ def judge_answers(
         log.warning(NO_JUDGE_MESSAGE)
         return [{"answer": a, "verdicts": None, "judges": None, "rubric": None} for a in answers]
     rubric = rubric_for(rubric, panel)
-    items = [JudgeItem(str(d.get(question_field, "")), str(d.get(reference_field, "")), a) for a, d in zip(answers, docs)]
+    items = [
+        JudgeItem(str(d.get(question_field, "")), str(d.get(reference_field, "")), a) for a, d in zip(answers, docs)
+    ]
     verdicts = PanelRunner(panel, rubric, retry_unscored=retry_unscored).judge(items, progress=progress)
     summary = panel_summary(verdicts, panel.judge_names)
     for (name, stats), line in zip(summary.items(), summary_lines(summary)):
         # seen in a default lm-eval run when something went unscored, quiet otherwise
         log.log(logging.WARNING if stats["unscored"] else logging.INFO, line)
-    described = {"name": rubric.name, "version": rubric.version, "hash": rubric.content_hash(),
-                 "dimensions": list(rubric.dimensions), "scale": [rubric.scale_min, rubric.scale_max]}
-    return [{"answer": a, "verdicts": v, "judges": panel.judge_names, "rubric": described} for a, v in zip(answers, verdicts)]
+    described = {
+        "name": rubric.name,
+        "version": rubric.version,
+        "hash": rubric.content_hash(),
+        "dimensions": list(rubric.dimensions),
+        "scale": [rubric.scale_min, rubric.scale_max],
+    }
+    return [
+        {"answer": a, "verdicts": v, "judges": panel.judge_names, "rubric": described}
+        for a, v in zip(answers, verdicts)
+    ]
 
 
 class JudgeFilter(Filter):
-    def __init__(self, rubric: str | Rubric, question_field: str = "question", reference_field: str = "answer",
-                 panel: str | dict | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        rubric: str | Rubric,
+        question_field: str = "question",
+        reference_field: str = "answer",
+        panel: str | dict | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.rubric = load_rubric(rubric)
         self.question_field, self.reference_field = question_field, reference_field
@@ -86,5 +109,6 @@ class JudgeFilter(Filter):
         resps, docs = list(resps), list(docs)
         # the first response per doc: judging repeats would multiply the bill
         answers = [str(r[0]) if r else "" for r in resps]
-        return judge_answers(answers, docs, self.rubric, self.question_field, self.reference_field,
-                             panel=self.panel_for(docs))
+        return judge_answers(
+            answers, docs, self.rubric, self.question_field, self.reference_field, panel=self.panel_for(docs)
+        )

@@ -18,9 +18,9 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from medeval_metrics.command_line import parse_metadata
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.judge.config import JudgeConfig, PanelConfig
-from medeval_metrics.command_line import parse_metadata
 
 SKIP_FLAG = "--skip-judge-check"
 CHECK_TIMEOUT = 8.0  # seconds per judge, all judges in parallel: a dead panel fails in under 10 s
@@ -102,7 +102,7 @@ def panel_problems(panel: PanelConfig) -> list[str]:
             clients[judge.name] = JudgeClient(replace(judge, max_tokens=_CHECK_MAX_TOKENS), checking)
         except MedevalDataError as exc:
             problems.append(str(exc))
-        except Exception as exc:  # noqa: BLE001 - a backend that cannot be built is this judge's problem line
+        except Exception as exc:
             problems.append(
                 f"judge {judge.name}: its lm-eval backend {judge.backend!r} could not be built ({type(exc).__name__})"
             )

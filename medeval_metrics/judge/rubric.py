@@ -57,19 +57,27 @@ class Rubric:
 
     def content_hash(self) -> str:
         """A hash of everything that shapes the prompt or the reading of a verdict."""
-        blob = _canonical({
-            "name": self.name, "version": self.version, "dimensions": list(self.dimensions.items()),
-            "instruction": self.task_instruction, "scale": [self.scale_min, self.scale_max],
-            "user_template": self.user_template, "system_template": self.system_template,
-        })
+        blob = _canonical(
+            {
+                "name": self.name,
+                "version": self.version,
+                "dimensions": list(self.dimensions.items()),
+                "instruction": self.task_instruction,
+                "scale": [self.scale_min, self.scale_max],
+                "user_template": self.user_template,
+                "system_template": self.system_template,
+            }
+        )
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
     def example(self) -> dict[str, Any]:
         """The reply shape shown to the judge: placeholders, so an echo of it is never a verdict."""
         return {
             "answer_id": "<the 12 characters after ANSWER- on the fence>",
-            **{name: {"score": f"<integer {self.scale_min}-{self.scale_max}>", "reason": "<one short sentence>"}
-               for name in self.dimensions},
+            **{
+                name: {"score": f"<integer {self.scale_min}-{self.scale_max}>", "reason": "<one short sentence>"}
+                for name in self.dimensions
+            },
         }
 
     def _render(self, template: str, values: dict[str, str]) -> str:
@@ -96,10 +104,7 @@ class Rubric:
             "Reply with one JSON object and nothing else, in this shape (replace each <...> with your "
             "value; scores are numbers):\n" + json.dumps(self.example())
         )
-        user = (
-            f"Question:\n{question}\n\nReference answer:\n{reference}\n\n"
-            f"<<<{fence}>>>\n{answer}\n<<<END-{fence}>>>"
-        )
+        user = f"Question:\n{question}\n\nReference answer:\n{reference}\n\n<<<{fence}>>>\n{answer}\n<<<END-{fence}>>>"
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def reask_message(self, error: str) -> dict[str, str]:
@@ -117,8 +122,9 @@ class Rubric:
     def reader(self) -> VerdictReader:
         return verdict_reader(tuple(self.dimensions), self.scale_min, self.scale_max)
 
-    def parse(self, reply: str | None, answer: str, shown: ShownObjects | None = None,
-              require_answer_id: bool = False) -> ParsedVerdict:
+    def parse(
+        self, reply: str | None, answer: str, shown: ShownObjects | None = None, require_answer_id: bool = False
+    ) -> ParsedVerdict:
         """The judge's verdict in ``reply``, or the reason there is none (``VerdictReader.parse``)."""
         return self.reader.parse(reply, answer, shown, require_answer_id=require_answer_id)
 
@@ -135,10 +141,10 @@ def rubric_from_obj(obj: Any, where: str) -> Rubric:
         raise MedevalDataError(f"{where}: unknown rubric field(s) {unknown}; allowed: {sorted(_RUBRIC_FIELDS)}.")
     for needed in ("name", "version", "instruction", "dimensions"):
         if not obj.get(needed):
-            raise MedevalDataError(f"{where}: the rubric needs \"{needed}\".")
+            raise MedevalDataError(f'{where}: the rubric needs "{needed}".')
     dims = obj["dimensions"]
     if not isinstance(dims, dict) or not dims:
-        raise MedevalDataError(f"{where}: \"dimensions\" must map each dimension name to what it measures.")
+        raise MedevalDataError(f'{where}: "dimensions" must map each dimension name to what it measures.')
     for dim, what in dims.items():
         if not isinstance(dim, str) or not _DIMENSION_NAME.match(dim):
             raise MedevalDataError(
@@ -148,7 +154,7 @@ def rubric_from_obj(obj: Any, where: str) -> Rubric:
             raise MedevalDataError(f"{where}: dimension {dim} needs a description (what it measures).")
     scale = obj.get("scale") or {}
     if not isinstance(scale, dict) or set(scale) - {"min", "max"}:
-        raise MedevalDataError(f"{where}: \"scale\" is {{min: 1, max: 5}}.")
+        raise MedevalDataError(f'{where}: "scale" is {{min: 1, max: 5}}.')
     low, high = scale.get("min", 1), scale.get("max", 5)
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low >= high:
         raise MedevalDataError(f"{where}: scale min and max must be integers with min < max (got {low}, {high}).")
@@ -166,9 +172,14 @@ def rubric_from_obj(obj: Any, where: str) -> Rubric:
                 "the question, the reference answer and the answer."
             )
     return Rubric(
-        name=str(obj["name"]), version=str(obj["version"]), dimensions={str(k): str(v).strip() for k, v in dims.items()},
-        task_instruction=str(obj["instruction"]).strip(), scale_min=low, scale_max=high,
-        user_template=user, system_template=system,
+        name=str(obj["name"]),
+        version=str(obj["version"]),
+        dimensions={str(k): str(v).strip() for k, v in dims.items()},
+        task_instruction=str(obj["instruction"]).strip(),
+        scale_min=low,
+        scale_max=high,
+        user_template=user,
+        system_template=system,
     )
 
 
@@ -185,7 +196,7 @@ def load_rubric_file(path: str | Path) -> Rubric:
     return rubric_from_obj(obj, str(path))
 
 
-def load_rubric(spec: "str | Path | Rubric") -> Rubric:
+def load_rubric(spec: str | Path | Rubric) -> Rubric:
     """A rubric from a ``Rubric``, a YAML file path, or a dotted ``module.ATTRIBUTE`` path."""
     if isinstance(spec, Rubric):
         return spec
@@ -198,7 +209,11 @@ def load_rubric(spec: "str | Path | Rubric") -> Rubric:
     try:
         rubric = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise MedevalDataError(f"rubric {text!r}: neither a rubric YAML file nor an importable module.ATTRIBUTE.") from exc
+        raise MedevalDataError(
+            f"rubric {text!r}: neither a rubric YAML file nor an importable module.ATTRIBUTE."
+        ) from exc
     if not isinstance(rubric, Rubric):
-        raise MedevalDataError(f"rubric {text!r} is a {type(rubric).__name__}, not a medeval_metrics.judge.rubric.Rubric")
+        raise MedevalDataError(
+            f"rubric {text!r} is a {type(rubric).__name__}, not a medeval_metrics.judge.rubric.Rubric"
+        )
     return rubric

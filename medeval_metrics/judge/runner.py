@@ -25,16 +25,17 @@ import sqlite3
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from medeval_metrics.judge.cache import VerdictCache, cache_key
 from medeval_metrics.judge.client import JudgeClient, TransportFailure
 from medeval_metrics.judge.config import JudgeConfig, PanelConfig
 from medeval_metrics.judge.rubric import Rubric
-from medeval_metrics.judge.verdict import ShownObjects
 from medeval_metrics.judge.transport import AsyncJudgeTransport
+from medeval_metrics.judge.verdict import ShownObjects
 from medeval_metrics.lm_eval_compat import install_redaction
 
 log = logging.getLogger("medeval.judge")
@@ -111,7 +112,11 @@ class PanelRunner:
         self._rng = random.Random(0)
         self._rng_lock = threading.Lock()
         self._health = {j.name: _JudgeHealth() for j in panel.judges}
-        self.rubric_key = {"name": rubric.name, "hash": rubric.content_hash(), "require_answer_id": panel.require_answer_id}
+        self.rubric_key = {
+            "name": rubric.name,
+            "hash": rubric.content_hash(),
+            "require_answer_id": panel.require_answer_id,
+        }
 
     def _build_clients(self, panel: PanelConfig) -> dict[str, JudgeClient]:
         """Each judge's backend. A judge whose model cannot be loaded (out of memory, a missing folder) is
@@ -126,7 +131,7 @@ class PanelRunner:
                 clients[judge.name] = JudgeClient(judge, panel)
             except MedevalDataError:
                 raise  # a configuration problem, which the pre-run checks report first
-            except Exception as exc:  # noqa: BLE001  any loader failure: one line, the answers kept
+            except Exception as exc:
                 reason = redact_text(f"judge model could not be loaded ({type(exc).__name__}: {exc})")[:300]
                 log.error("judge %s: %s; its items are unscored.", judge.name, reason)
                 self.load_failures[judge.name] = reason
@@ -134,11 +139,21 @@ class PanelRunner:
 
     # ------------------------------------------------------------------ verdict records
     def _verdict(self, job: _Job, **fields: Any) -> dict[str, Any]:
-        record = {"judge": job.judge.name, "rubric": self.rubric.name, "rubric_version": self.rubric.version,
-                  "rubric_hash": self.rubric_key["hash"], "scores": None, "reasons": {}, "id_echoed": None,
-                  "unscored_reason": None, "unscored_kind": None, "requests": job.requests,
-                  "reply": (job.reply or "")[:_REPLY_KEEP] if job.reply is not None else None, "cached": False,
-                  "settings": {"max_retries": self.panel.max_retries, "max_reasks": self.panel.max_reasks}}
+        record = {
+            "judge": job.judge.name,
+            "rubric": self.rubric.name,
+            "rubric_version": self.rubric.version,
+            "rubric_hash": self.rubric_key["hash"],
+            "scores": None,
+            "reasons": {},
+            "id_echoed": None,
+            "unscored_reason": None,
+            "unscored_kind": None,
+            "requests": job.requests,
+            "reply": (job.reply or "")[:_REPLY_KEEP] if job.reply is not None else None,
+            "cached": False,
+            "settings": {"max_retries": self.panel.max_retries, "max_reasks": self.panel.max_reasks},
+        }
         record.update(fields)
         return record
 
@@ -152,8 +167,14 @@ class PanelRunner:
             return hit
         parsed = self.rubric.parse(reply, job.item.answer, job.shown, require_answer_id=self.panel.require_answer_id)
         if parsed.ok:
-            return {**hit, "scores": parsed.scores, "reasons": parsed.reasons, "id_echoed": parsed.id_echoed,
-                    "unscored_reason": None, "unscored_kind": None}
+            return {
+                **hit,
+                "scores": parsed.scores,
+                "reasons": parsed.reasons,
+                "id_echoed": parsed.id_echoed,
+                "unscored_reason": None,
+                "unscored_kind": None,
+            }
         return None if hit.get("scores") else hit
 
     def _reusable(self, hit: dict[str, Any]) -> bool:
@@ -176,11 +197,17 @@ class PanelRunner:
             return False
         if job.reasks < self.panel.max_reasks:
             job.reasks += 1
-            job.conversation = [*job.conversation, {"role": "assistant", "content": outcome or ""},
-                                self.rubric.reask_message(parsed.error or "unusable")]
+            job.conversation = [
+                *job.conversation,
+                {"role": "assistant", "content": outcome or ""},
+                self.rubric.reask_message(parsed.error or "unusable"),
+            ]
             return True
-        job.verdict = self._verdict(job, unscored_kind="unusable",
-                                    unscored_reason=f"unusable verdict after {job.reasks + 1} ask(s): {parsed.error}")
+        job.verdict = self._verdict(
+            job,
+            unscored_kind="unusable",
+            unscored_reason=f"unusable verdict after {job.reasks + 1} ask(s): {parsed.error}",
+        )
         return False
 
     # ------------------------------------------------------------------ API driver
@@ -201,8 +228,12 @@ class PanelRunner:
             limit = self.panel.fail_fast
             if limit and failed and health.answered == 0 and health.failed >= limit and health.stopped is None:
                 health.stopped = f"judge stopped: its first {health.failed} requests all failed"
-                log.error("judge %s: its first %d requests all failed in transport; stopping it (check its base_url, "
-                          "key and whether it is up). Its remaining items are unscored.", judge, health.failed)
+                log.error(
+                    "judge %s: its first %d requests all failed in transport; stopping it (check its base_url, "
+                    "key and whether it is up). Its remaining items are unscored.",
+                    judge,
+                    health.failed,
+                )
 
     async def _pause(self, seconds: float) -> None:
         if self.sleep is time.sleep:
@@ -273,8 +304,10 @@ class PanelRunner:
                 job.requests += 1
             try:
                 replies: list[Any] = client.generate_batch([job.conversation for job in open_jobs])
-            except Exception as exc:  # noqa: BLE001 - a failed batch leaves its items unscored, with the reason
-                replies = [TransportFailure(f"generation failed ({type(exc).__name__})", retryable=False)] * len(open_jobs)
+            except Exception as exc:
+                replies = [TransportFailure(f"generation failed ({type(exc).__name__})", retryable=False)] * len(
+                    open_jobs
+                )
             open_jobs = [job for job, reply in zip(open_jobs, replies) if self._advance(job, reply)]
 
     # ------------------------------------------------------------------ the panel
@@ -314,7 +347,9 @@ class PanelRunner:
                 last_flush[0] = time.monotonic()
             if not verdict.get("scores"):
                 unscored[short_reason(verdict)] += 1
-                bar.set_postfix_str("unscored: " + ", ".join(f"{n} {r}" for r, n in unscored.most_common(3)), refresh=False)
+                bar.set_postfix_str(
+                    "unscored: " + ", ".join(f"{n} {r}" for r, n in unscored.most_common(3)), refresh=False
+                )
             bar.update(1)
 
         not_loaded = [job for job in to_ask if job.judge.name in self.load_failures]
@@ -326,8 +361,9 @@ class PanelRunner:
                 batch_jobs.setdefault(job.judge.name, []).append(job)
         try:
             for job in not_loaded:
-                job.verdict = self._verdict(job, unscored_reason=self.load_failures[job.judge.name],
-                                            unscored_kind="transport")  # asked again next run
+                job.verdict = self._verdict(
+                    job, unscored_reason=self.load_failures[job.judge.name], unscored_kind="transport"
+                )  # asked again next run
                 finish(job)
             if api_jobs:
                 run_coroutine(self._run_api_jobs(api_jobs, finish))
@@ -343,7 +379,7 @@ class PanelRunner:
         return results
 
     @staticmethod
-    def _flush(writer: "CacheWriter | None", pending: list[tuple[str, dict[str, Any]]]) -> None:
+    def _flush(writer: CacheWriter | None, pending: list[tuple[str, dict[str, Any]]]) -> None:
         if writer is not None and pending:
             writer.put_many(list(pending))
         pending.clear()
@@ -402,12 +438,18 @@ class CacheWriter:
             self._reason = f"{type(exc).__name__}: {exc}"[:120]
         failure = f"{self.cache.path}: {len(self._unwritten)} verdicts not stored ({self._reason})"
         cache_failures.append(failure)
-        log.warning("judge cache %s: %d verdicts could not be stored (%s); they are in this run's results, "
-                    "but a later run asks the judges for them again.", self.cache.path, len(self._unwritten),
-                    self._reason)
+        log.warning(
+            "judge cache %s: %d verdicts could not be stored (%s); they are in this run's results, "
+            "but a later run asks the judges for them again.",
+            self.cache.path,
+            len(self._unwritten),
+            self._reason,
+        )
 
 
-def panel_summary(verdicts: Sequence[dict[str, dict[str, Any]]], judge_names: Sequence[str]) -> dict[str, dict[str, Any]]:
+def panel_summary(
+    verdicts: Sequence[dict[str, dict[str, Any]]], judge_names: Sequence[str]
+) -> dict[str, dict[str, Any]]:
     """Per judge: scored, unscored, the commonest unscored reason, and how often it echoed the answer id."""
     out: dict[str, dict[str, Any]] = {}
     for name in judge_names:
@@ -416,7 +458,8 @@ def panel_summary(verdicts: Sequence[dict[str, dict[str, Any]]], judge_names: Se
         reasons = Counter(short_reason(v) for v in mine if not v.get("scores"))
         echoed = [bool(v.get("id_echoed")) for v in scored if v.get("id_echoed") is not None]
         out[name] = {
-            "scored": len(scored), "unscored": len(mine) - len(scored),
+            "scored": len(scored),
+            "unscored": len(mine) - len(scored),
             "top_reason": reasons.most_common(1)[0][0] if reasons else None,
             "reasons": dict(reasons.most_common()),
             "id_echo_rate": (sum(echoed) / len(echoed)) if echoed else None,

@@ -29,7 +29,6 @@ from typing import Any
 from medeval_metrics.http_safety import JUDGE_REPLY_LIMIT, read_capped_async
 from medeval_metrics.judge.client import RETRYABLE_STATUS, JudgeClient, TransportFailure, _retry_after_seconds
 
-
 # What the judges' API replies say they used, per judge, for this process (requests answered, tokens from the
 # "usage" fields): ``medeval run`` records each task's share in its results (lm_eval_compat.task_timings).
 USAGE: dict[str, Counter] = defaultdict(Counter)
@@ -74,10 +73,15 @@ def _ssl_for(url: str, verify: bool) -> Any:
         if not os.path.exists(bundle):
             from medeval_metrics.data import MedevalDataError
 
-            raise MedevalDataError(f"{variable} names {bundle}, which does not exist: point it at a CA bundle "
-                                   f"file or folder, or unset it to use certifi's.")
-    return ssl.create_default_context(cafile=bundle) if os.path.isfile(bundle) else \
-        ssl.create_default_context(capath=bundle)
+            raise MedevalDataError(
+                f"{variable} names {bundle}, which does not exist: point it at a CA bundle "
+                f"file or folder, or unset it to use certifi's."
+            )
+    return (
+        ssl.create_default_context(cafile=bundle)
+        if os.path.isfile(bundle)
+        else ssl.create_default_context(capath=bundle)
+    )
 
 
 def classify_async(exc: BaseException) -> TransportFailure:
@@ -135,12 +139,15 @@ class AsyncJudgeTransport:
             if not any(name.lower() == "content-type" for name in headers):
                 headers["Content-Type"] = "application/json"  # as requests' json= adds it
             route = self._routes[name] = _Route(
-                url=lm.base_url, headers=headers, ssl=_ssl_for(lm.base_url, bool(lm.verify_certificate)),
-                proxy=_proxy_for(lm.base_url), timeout=aiohttp.ClientTimeout(total=lm.timeout),
+                url=lm.base_url,
+                headers=headers,
+                ssl=_ssl_for(lm.base_url, bool(lm.verify_certificate)),
+                proxy=_proxy_for(lm.base_url),
+                timeout=aiohttp.ClientTimeout(total=lm.timeout),
             )
         return route
 
-    async def __aenter__(self) -> "AsyncJudgeTransport":
+    async def __aenter__(self) -> AsyncJudgeTransport:
         import aiohttp
 
         for name, client in self.clients.items():
@@ -149,11 +156,16 @@ class AsyncJudgeTransport:
         # the pool holds at most one connection per request in flight, kept alive between requests
         connector = aiohttp.TCPConnector(limit=self.pool_size, limit_per_host=0, keepalive_timeout=30)
         # auto_decompress off: replies are unpacked by the capped reader (http_safety), never past the cap
-        self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                              trust_env=False, raise_for_status=False, auto_decompress=False)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,
+            raise_for_status=False,
+            auto_decompress=False,
+        )
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self._session.close()
 
     async def request(self, judge: str, messages: list[dict[str, str]]) -> str | None:
@@ -163,20 +175,30 @@ class AsyncJudgeTransport:
         try:
             context, payload = client.api_payload(messages)
             body = json.dumps(payload, allow_nan=False).encode("utf-8")  # what requests' json= sends
-            async with self._session.post(route.url, data=body, headers=route.headers, ssl=route.ssl,
-                                          proxy=route.proxy, timeout=route.timeout, allow_redirects=False) as response:
+            async with self._session.post(
+                route.url,
+                data=body,
+                headers=route.headers,
+                ssl=route.ssl,
+                proxy=route.proxy,
+                timeout=route.timeout,
+                allow_redirects=False,
+            ) as response:
                 status = response.status
                 # read in full (the connection goes back to the pool), at most JUDGE_REPLY_LIMIT bytes
                 data = await read_capped_async(response, JUDGE_REPLY_LIMIT, "judge's reply")
                 retry_after = response.headers.get("Retry-After")
             if status >= 300:
-                raise TransportFailure(f"HTTP {status}", retryable=status in RETRYABLE_STATUS,
-                                       retry_after=_retry_after_seconds(retry_after))
+                raise TransportFailure(
+                    f"HTTP {status}",
+                    retryable=status in RETRYABLE_STATUS,
+                    retry_after=_retry_after_seconds(retry_after),
+                )
             outputs = json.loads(data)
             count_usage(judge, outputs)
             replies = client.lm.parse_generations(outputs=outputs, contexts=[context])
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a classified, retryable-or-not reason
+        except Exception as exc:
             raise classify_async(exc) from None
         return replies[0] if replies else None

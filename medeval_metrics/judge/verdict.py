@@ -52,9 +52,7 @@ _REASON_KEY = re.compile(r"^(.+)_(?:" + "|".join(_REASON_FIELDS) + r")$")  # "ac
 _REASON_BLOCKS = ("reasons", "explanations", "rationales", "rationale", "justifications", "comments", "reasoning")
 # "4/5", "4 out of 5": a score with the scale's maximum written after it
 # "4 - Good", "4/5 - Good" (a number, a dash, a word: "3 - 4" is a range) or "<4>"
-_LABELLED = re.compile(
-    r"^(?:([+-]?\d+)(?:\s*/\s*(\d+))?\s*[-\u2013\u2014]\s*[A-Za-z][^\d]{0,40}|<\s*([+-]?\d+)\s*>)$"
-)
+_LABELLED = re.compile(r"^(?:([+-]?\d+)(?:\s*/\s*(\d+))?\s*[-\u2013\u2014]\s*[A-Za-z][^\d]{0,40}|<\s*([+-]?\d+)\s*>)$")
 _FRACTION = re.compile(r"^([+-]?\d+(?:\.0*)?)\s*(?:/|out\s+of)\s*(\d+)$", re.IGNORECASE)
 # Python-literal objects ({'accuracy': 4}, a trailing comma): a few of the last starts, each a bounded scan
 _LITERAL_START = re.compile(r"\{\s*['\"]")

@@ -20,8 +20,20 @@ from typing import Any
 
 # Re-exported lazily: the spec (read by `medeval list`) imports `data` only, and `scoring` pulls in lm-eval.
 _EXPORTS = {
-    **dict.fromkeys(("COLUMNS", "HUB_SPLIT", "REQUIRED", "SHEET", "SOURCE", "load_medicationqa", "load_rows",
-                     "normalise_rows", "read_local"), "data"),
+    **dict.fromkeys(
+        (
+            "COLUMNS",
+            "HUB_SPLIT",
+            "REQUIRED",
+            "SHEET",
+            "SOURCE",
+            "load_medicationqa",
+            "load_rows",
+            "normalise_rows",
+            "read_local",
+        ),
+        "data",
+    ),
     "RUBRIC": "judging",
     **dict.fromkeys(("INSTRUCTION", "doc_to_text"), "prompts"),
     **dict.fromkeys(("bleu", "process_results", "rouge_l"), "scoring"),

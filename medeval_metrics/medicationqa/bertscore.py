@@ -48,9 +48,13 @@ def _load(model: str):
 def _embed(text: str, model: str):
     """Unit-length token embeddings, and which tokens are words (not [CLS]/[SEP])."""
     tokenizer, encoder, layer, torch = _load(model)
-    encoded = tokenizer(text.strip(), return_tensors="pt", truncation=True,
-                        max_length=min(getattr(tokenizer, "model_max_length", 512), 512),
-                        return_special_tokens_mask=True)
+    encoded = tokenizer(
+        text.strip(),
+        return_tensors="pt",
+        truncation=True,
+        max_length=min(getattr(tokenizer, "model_max_length", 512), 512),
+        return_special_tokens_mask=True,
+    )
     words = ~encoded.pop("special_tokens_mask")[0].bool()
     with torch.no_grad():
         hidden = encoder(**encoded, output_hidden_states=True).hidden_states[layer][0]

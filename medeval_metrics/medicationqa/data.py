@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from medeval_metrics.data import (
     DataSource,
@@ -63,7 +64,7 @@ def _map_columns(columns: Sequence[str], origin: str, place: Callable[[int], str
         if len(positions) > 1:
             listed = " and ".join(f"{name!r} ({place(index)})" for index, name in positions)
             raise MedevalDataError(
-                f"{origin}: columns {listed} both hold the {COLUMNS[field][0]!r} field, so it is ambiguous which "
+                f"{origin}: columns {listed} both hold the {names[0]!r} field, so it is ambiguous which "
                 "to use. Keep one of them (rename or delete the other)."
             )
         mapping[field] = positions[0][1] if positions else None
@@ -127,7 +128,13 @@ def _is_data_header(header: Sequence[str]) -> bool:
 
 
 def _read_xlsx(path: Path) -> list[dict[str, str]]:
-    refuse_wrong_file_kind(path, "the MedicationQA workbook", {"xlsx", "zip", "binary", "empty"}, SHOULD_BE, (".xlsx", ".json", ".jsonl", ".csv"))
+    refuse_wrong_file_kind(
+        path,
+        "the MedicationQA workbook",
+        {"xlsx", "zip", "binary", "empty"},
+        SHOULD_BE,
+        (".xlsx", ".json", ".jsonl", ".csv"),
+    )
     try:
         import openpyxl
         from openpyxl.utils import get_column_letter
@@ -143,8 +150,11 @@ def _read_xlsx(path: Path) -> list[dict[str, str]]:
         # The data sheet is the one whose header row has the columns, wherever the sheet is.
         sheets = []
         for sheet in workbook.worksheets:
-            numbered = [(n, r) for n, r in enumerate(sheet.iter_rows(min_row=1, values_only=True), start=1)
-                        if any(c not in (None, "") for c in r)]
+            numbered = [
+                (n, r)
+                for n, r in enumerate(sheet.iter_rows(min_row=1, values_only=True), start=1)
+                if any(c not in (None, "") for c in r)
+            ]
             # the header: the first row with the columns (title rows may sit above it), else the first row
             start = next((i for i, (_, r) in enumerate(numbered[:10]) if _is_data_header([_cell(c) for c in r])), 0)
             numbered = numbered[start:]
@@ -172,13 +182,18 @@ def _read_xlsx(path: Path) -> list[dict[str, str]]:
     if not rows:
         raise MedevalDataError(f"{origin}: no MedicationQA rows below the header. {SOURCE.how_to_get}")
     return normalise_rows(
-        rows, origin, [f"row {n}" for n, _ in numbered[1:]], header,
+        rows,
+        origin,
+        [f"row {n}" for n, _ in numbered[1:]],
+        header,
         lambda index: f"column {get_column_letter(index + 1)}",
     )
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
-    refuse_wrong_file_kind(path, "the MedicationQA CSV export", {"csv", "text", "empty"}, SHOULD_BE, (".xlsx", ".json", ".jsonl", ".csv"))
+    refuse_wrong_file_kind(
+        path, "the MedicationQA CSV export", {"csv", "text", "empty"}, SHOULD_BE, (".xlsx", ".json", ".jsonl", ".csv")
+    )
     try:
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.reader(handle)
@@ -190,7 +205,7 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
                     if header is None:
                         header = [c.strip() for c in cells]
                     else:
-                        if any(c.strip() for c in cells[len(header):]):
+                        if any(c.strip() for c in cells[len(header) :]):
                             raise MedevalDataError(
                                 f"{path}: line {first_line} has {len(cells)} cells but the header has {len(header)}: "
                                 "a comma inside an unquoted cell would cut the text short. Quote cells that hold "
@@ -265,5 +280,3 @@ def load_medicationqa(**metadata: Any):
     if bertscore_model:
         rows = [{**row, bertscore.DOC_FIELD: bertscore_model} for row in rows]
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
-
-

@@ -10,8 +10,5 @@ INSTRUCTION = (
 )
 
 
-
 def doc_to_text(doc: dict[str, Any]) -> str:
     return f"{INSTRUCTION}\n\nQuestion: {doc['question']}\nAnswer:"
-
-

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from medeval_metrics.medicationqa.data import SOURCE, load_rows
 from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, Judging, MetricInfo, Reporting, Source, Task, doc_field
@@ -14,24 +15,42 @@ def check_source(metadata: Mapping[str, Any]) -> None:
     """The 690 rows read and validate as the task will read them (`medeval run`'s pre-flight)."""
     load_rows(dict(metadata))
 
+
 SPEC = BenchmarkSpec(
     name="medicationqa",
-    paper=("Ben Abacha et al. 2019, Bridging the Gap Between Consumers' Medication Questions and Trusted Answers "
-           "(MedInfo 2019)"),
-    licence=("not stated in the authors' repository (abachaa/Medication_QA_MedInfo2019) or on the Hub card; "
-             "answers quote MedlinePlus, DailyMed and other web sites"),
+    paper=(
+        "Ben Abacha et al. 2019, Bridging the Gap Between Consumers' Medication Questions and Trusted Answers "
+        "(MedInfo 2019)"
+    ),
+    licence=(
+        "not stated in the authors' repository (abachaa/Medication_QA_MedInfo2019) or on the Hub card; "
+        "answers quote MedlinePlus, DailyMed and other web sites"
+    ),
     citation_key="BenAbacha:MEDINFO19",
     listing_position=2,
     sources=(
-        Source(SOURCE, files=("MedInfo2019-QA-Medications.xlsx",),
-               upstream="https://github.com/abachaa/Medication_QA_MedInfo2019", hub_split="train", check=check_source),  # the Hub copy holds all 690 rows as "train"; all of them are the test set
+        Source(
+            SOURCE,
+            files=("MedInfo2019-QA-Medications.xlsx",),
+            upstream="https://github.com/abachaa/Medication_QA_MedInfo2019",
+            hub_split="train",
+            check=check_source,
+        ),  # the Hub copy holds all 690 rows as "train"; all of them are the test set
     ),
     options=("medicationqa_bertscore_model",),  # opt-in BERTScore (medicationqa.bertscore.METADATA_KEY)
     tasks=(Task("medicationqa", SOURCE.key, samples=690),),
     breakdowns={
         "medicationqa": BreakdownSpec(
-            metrics=("rougeL", "bleu", "judge_panel_score", "judge_reward", "judge_accuracy", "judge_completeness",
-                     "judge_clarity", "judge_unscored_rate"),
+            metrics=(
+                "rougeL",
+                "bleu",
+                "judge_panel_score",
+                "judge_reward",
+                "judge_accuracy",
+                "judge_completeness",
+                "judge_clarity",
+                "judge_unscored_rate",
+            ),
             dimensions={"question_type": doc_field("question_type")},
         ),
     },
@@ -42,15 +61,18 @@ SPEC = BenchmarkSpec(
         metrics={
             "judge_panel_score": MetricInfo("LLM-judge panel score (1-5)", "llm_judge_panel_score", scale=JUDGE_SCALE),
             "judge_accuracy": MetricInfo("LLM-judge accuracy (1-5)", "llm_judge_accuracy", scale=JUDGE_SCALE),
-            "judge_completeness": MetricInfo("LLM-judge completeness (1-5)", "llm_judge_completeness", scale=JUDGE_SCALE),
+            "judge_completeness": MetricInfo(
+                "LLM-judge completeness (1-5)", "llm_judge_completeness", scale=JUDGE_SCALE
+            ),
             "judge_clarity": MetricInfo("LLM-judge clarity (1-5)", "llm_judge_clarity", scale=JUDGE_SCALE),
             "judge_reward": MetricInfo("LLM-judge reward (0-1)", "llm_judge_reward"),
             "rougeL": MetricInfo("ROUGE-L", "rouge"),
             "bleu": MetricInfo("BLEU (0-100)", "bleu", scale=(0.0, 100.0)),
             "judge_computed": MetricInfo("Items judged", "judge_computed", in_model_index=False),
             "judge_unscored_rate": MetricInfo("Unscored judge verdicts", "judge_unscored_rate", in_model_index=False),
-            "judge_agreement": MetricInfo("Judge agreement (Krippendorff's alpha)", "krippendorff_alpha",
-                                          in_model_index=False, scale=(-1.0, 1.0)),
+            "judge_agreement": MetricInfo(
+                "Judge agreement (Krippendorff's alpha)", "krippendorff_alpha", in_model_index=False, scale=(-1.0, 1.0)
+            ),
         },
     ),
     # RUBRIC and process_results live in the package; the task YAML's JudgeFilter names the same rubric and fields.

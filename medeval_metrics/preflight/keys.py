@@ -14,7 +14,6 @@ from typing import Any
 
 from medeval_metrics import registry
 from medeval_metrics.data import MedevalDataError, flag_setting
-from medeval_metrics.settings import FULL_TASK_INDEX, PACK_KEYS, env_var, removed_problems
 from medeval_metrics.preflight.argv import ALLOW_UNKNOWN_METADATA
 from medeval_metrics.preflight.catalogue import (
     JUDGES_KEY,
@@ -22,6 +21,7 @@ from medeval_metrics.preflight.catalogue import (
     pack_key_prefixes,
     task_set_keys,
 )
+from medeval_metrics.settings import FULL_TASK_INDEX, PACK_KEYS, env_var, removed_problems
 
 CLOSE_KEY_CUTOFF = 0.85  # a key this close to a known one (``ems_public_path``) is a typo, whatever its prefix
 FULL_INDEX_ENV = FULL_TASK_INDEX.name  # index lm-eval's own tasks even for a pack-only run

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
 from medeval_metrics.settings import is_true
 
 # lm-eval 0.4.13's backends that take ``pretrained=`` as a folder or a Hub id

@@ -28,7 +28,8 @@ import sys
 import threading
 import traceback
 import warnings
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from medeval_metrics.redact.text import redact_text, register_secret, secrets_in_model_args, withhold_request_echoes
 

@@ -27,7 +27,8 @@ import json
 import os
 import re
 import threading
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from medeval_metrics.settings import SECRET_ENV_VARS
 
@@ -76,7 +77,12 @@ _SEP = r"['\"]?\s*[:=]\s*['\"]?"
 _PATTERNS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     # Authorization: Bearer KEY / 'Authorization': 'Basic KEY' / authorization=KEY
     (
-        re.compile(r"(?i)\b((?:proxy-)?authorization" + _SEP + r")(?:((?:bearer|basic|token|bot)\s+))?(?!(?:bearer|basic|token|bot)\s)" + _VALUE),
+        re.compile(
+            r"(?i)\b((?:proxy-)?authorization"
+            + _SEP
+            + r")(?:((?:bearer|basic|token|bot)\s+))?(?!(?:bearer|basic|token|bot)\s)"
+            + _VALUE
+        ),
         r"\1\2" + REDACTED,
         False,
     ),
@@ -94,7 +100,11 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     ),
     # OPENAI_API_KEY=..., HF_TOKEN: ... (environment-style names, upper case only, so that
     # "pad_token": "<|endoftext|>" in a results JSON is left alone).
-    (re.compile(r"\b([A-Z][A-Z0-9_]*(?:_API_KEY|_TOKEN|_KEY|_SECRET))(" + _SEP + r")" + _VALUE), r"\1\2" + REDACTED, False),
+    (
+        re.compile(r"\b([A-Z][A-Z0-9_]*(?:_API_KEY|_TOKEN|_KEY|_SECRET))(" + _SEP + r")" + _VALUE),
+        r"\1\2" + REDACTED,
+        False,
+    ),
     # user:password@ in a URL (https://user:secret@host/v1)
     (re.compile(r"(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+(?=@)"), REDACTED, False),
     # Well-known key formats, wherever they appear.
@@ -127,10 +137,19 @@ _SECRET_KEY_NAME = re.compile(
 )
 # Dict keys holding HTTP headers: every value in them is treated as a secret, except these names.
 _HEADER_DICT_KEYS = frozenset({"header", "headers", "default_headers", "extra_headers"})
-_HARMLESS_HEADERS = frozenset({
-    "accept", "accept-encoding", "accept-language", "cache-control", "connection", "content-type",
-    "user-agent", "anthropic-version", "openai-beta",
-})
+_HARMLESS_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "cache-control",
+        "connection",
+        "content-type",
+        "user-agent",
+        "anthropic-version",
+        "openai-beta",
+    }
+)
 
 _registered_secrets: set[str] = set()
 _lock = threading.Lock()
@@ -257,7 +276,9 @@ def redact_obj(obj: Any, *, patterns: bool = True) -> Any:
                 out[clean_key] = REDACTED
             elif isinstance(key, str) and key.lower() in _HEADER_DICT_KEYS and isinstance(value, dict):
                 out[clean_key] = {
-                    name: REDACTED if isinstance(v, str) and v and any(_header_values({name: v})) else redact_obj(v, patterns=patterns)
+                    name: REDACTED
+                    if isinstance(v, str) and v and any(_header_values({name: v}))
+                    else redact_obj(v, patterns=patterns)
                     for name, v in value.items()
                 }
             else:
@@ -342,10 +363,10 @@ def secrets_in_model_args(argv: Sequence[str]) -> list[str]:
 # from amodel_call, "API request failed with error message: BODY. Retrying..." from model_call),
 # and "Exception:REPR, OUTPUTS, retrying." when a reply could not be used.
 _BODY_LOGS = (
-    re.compile(r"(Response text: )(.*?)(\. Retrying\.\.\.\s*)\Z", re.S),
-    re.compile(r"(API request failed with error message: )(.*?)(\. Retrying\.\.\.\s*)\Z", re.S),
+    re.compile(r"(Response text: )(.*?)(\. Retrying\.\.\.\s*)\Z", re.DOTALL),
+    re.compile(r"(API request failed with error message: )(.*?)(\. Retrying\.\.\.\s*)\Z", re.DOTALL),
 )
-_EXCEPTION_WITH_OUTPUTS = re.compile(r"\AException:(\w+)(.*), retrying\.\s*\Z", re.S)
+_EXCEPTION_WITH_OUTPUTS = re.compile(r"\AException:(\w+)(.*), retrying\.\s*\Z", re.DOTALL)
 # A body that quotes the request: the JSON keys of a chat/completions request (or FastAPI's "input").
 _QUOTES_REQUEST = re.compile(r"""["'](?:messages|prompt|input|content)["']\s*:""")
 

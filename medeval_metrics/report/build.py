@@ -114,9 +114,16 @@ def _remove_stale_files(out: _Output, previous: list[str], previous_written_at: 
     for name in sorted(set(previous) - set(out.written) - {MANIFEST}):
         path = out.folder / name
         try:
-            inside = path.resolve().is_relative_to(root) and not Path(name).is_absolute() and ".." not in Path(name).parts
-            if (not inside or not name.endswith(REPORT_FILE_SUFFIXES) or path.is_symlink() or not path.is_file()
-                    or path.stat().st_mtime > previous_written_at):  # changed after that report: someone's edit
+            inside = (
+                path.resolve().is_relative_to(root) and not Path(name).is_absolute() and ".." not in Path(name).parts
+            )
+            if (
+                not inside
+                or not name.endswith(REPORT_FILE_SUFFIXES)
+                or path.is_symlink()
+                or not path.is_file()
+                or path.stat().st_mtime > previous_written_at
+            ):  # changed after that report: someone's edit
                 continue
             path.unlink()
         except OSError:
@@ -158,8 +165,10 @@ def build_report(
     runs = _load_runs(folders, load_notes)
     out = _open_output(Path(output))
     previous_files, previous_written_at = _previous_files(out.folder)
-    source = {"source_name": source_name or model_card.DEFAULT_SOURCE_NAME,
-              "source_url": source_url or model_card.DEFAULT_SOURCE_URL}
+    source = {
+        "source_name": source_name or model_card.DEFAULT_SOURCE_NAME,
+        "source_url": source_url or model_card.DEFAULT_SOURCE_URL,
+    }
 
     models: dict[str, list] = {}
     for run in runs:
@@ -196,13 +205,22 @@ def build_report(
     out.write("card_section.md", card_section)
     removed = _remove_stale_files(out, previous_files, previous_written_at)
     if removed:
-        notes.append(f"{out.folder}: removed {len(removed)} files the previous report there wrote and this one "
-                     f"does not (listed in its {MANIFEST}), e.g. {removed[0]}")
+        notes.append(
+            f"{out.folder}: removed {len(removed)} files the previous report there wrote and this one "
+            f"does not (listed in its {MANIFEST}), e.g. {removed[0]}"
+        )
     report = {
         "medeval_metrics_version": __version__,
-        "runs": [{"label": run.label, "model": card_model_name(run.model_name), "results_file": str(run.results_path),
-                  "samples_files": {t: str(p) for t, p in run.sample_paths.items()},
-                  "scores": [row.__dict__ for row in tables.score_rows(run)]} for run in runs],
+        "runs": [
+            {
+                "label": run.label,
+                "model": card_model_name(run.model_name),
+                "results_file": str(run.results_path),
+                "samples_files": {t: str(p) for t, p in run.sample_paths.items()},
+                "scores": [row.__dict__ for row in tables.score_rows(run)],
+            }
+            for run in runs
+        ],
         "model_index_files": index_files,
         "figures": figure_files,
         "written": sorted(out.written),
@@ -215,8 +233,9 @@ def build_report(
     _write_manifest(out.folder, report)
     if update_card is not None:
         report["card_created"] = not Path(update_card).exists()
-        report["card_updated"] = _update_card(Path(update_card), names[card_model], publishable[card_model],
-                                              card_section, source)
+        report["card_updated"] = _update_card(
+            Path(update_card), names[card_model], publishable[card_model], card_section, source
+        )
         _write_manifest(out.folder, report)
     return report
 
@@ -250,19 +269,24 @@ def _card_names(models: dict[str, list], card_model: str, model_name: str | None
     return {m: (model_name if model_name and m == card_model else card_model_name(m)) for m in models}
 
 
-def _write_model_indexes(out: _Output, models: dict[str, list], publishable: dict[str, list],
-                         source: dict[str, str], names: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def _write_model_indexes(
+    out: _Output, models: dict[str, list], publishable: dict[str, list], source: dict[str, str], names: dict[str, str]
+) -> tuple[dict[str, str], list[str]]:
     """One model-index per model; runs with --limit stay out of card metadata unless asked for."""
     from medeval_metrics.report import model_card
 
     index_files, notes = {}, []
     for raw_name, model_runs in publishable.items():
         if not model_runs:
-            notes.append(f"{names[raw_name]}: no model-index written: every run used --limit (partial test sets); "
-                         "pass --include-partial-runs to publish them anyway")
+            notes.append(
+                f"{names[raw_name]}: no model-index written: every run used --limit (partial test sets); "
+                "pass --include-partial-runs to publish them anyway"
+            )
             continue
         name = "model_index.yaml" if len(models) == 1 else f"model_index_{_slug(names[raw_name])}.yaml"
-        out.write(name, model_card.model_index_yaml(names[raw_name], model_card.runs_eval_results(model_runs, **source)))
+        out.write(
+            name, model_card.model_index_yaml(names[raw_name], model_card.runs_eval_results(model_runs, **source))
+        )
         index_files[names[raw_name]] = name
     return index_files, notes
 
@@ -279,8 +303,11 @@ def scored_samples(run, task: str) -> list[dict[str, Any]]:
     for sample in samples:
         by_doc.setdefault(int(sample["doc_id"]), sample)
     filter_name = by_doc[min(by_doc)].get("filter", "none")
-    return [{"doc": sample["doc"], "filter": filter_name, **metrics[doc_id]}
-            for doc_id, sample in sorted(by_doc.items()) if doc_id in metrics]
+    return [
+        {"doc": sample["doc"], "filter": filter_name, **metrics[doc_id]}
+        for doc_id, sample in sorted(by_doc.items())
+        if doc_id in metrics
+    ]
 
 
 def run_breakdowns(run) -> dict[str, Any]:
@@ -327,8 +354,10 @@ def _write_judges(out: _Output, judge_collected: dict[str, dict[str, Any]]) -> N
 
     if not judge_collected:
         return
-    summaries = {label: {task: judges.scores_by_judge_and_dimension(c) for task, c in per_task.items()}
-                 for label, per_task in judge_collected.items()}
+    summaries = {
+        label: {task: judges.scores_by_judge_and_dimension(c) for task, c in per_task.items()}
+        for label, per_task in judge_collected.items()
+    }
     out.write("judges.json", json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     md = []
     for label, per_task in summaries.items():
@@ -353,7 +382,9 @@ def _only_filter(breakdown: dict[str, Any]) -> tuple[str, ...]:
     return tuple(breakdown) if len(breakdown) == 1 else ()
 
 
-def _write_figures(out: _Output, runs: list, all_breakdowns: dict[str, Any], judge_collected: dict[str, Any]) -> list[str]:
+def _write_figures(
+    out: _Output, runs: list, all_breakdowns: dict[str, Any], judge_collected: dict[str, Any]
+) -> list[str]:
     """Per-category figures of each breakdown (its primary metric), judge score distributions, comparisons."""
     from medeval_metrics.report import figures as fig
     from medeval_metrics.report.metric_info import metric_info
@@ -372,7 +403,9 @@ def _write_figures(out: _Output, runs: list, all_breakdowns: dict[str, Any], jud
                 suffix = "" if filter_name in ("none", *_only_filter(breakdown)) else f"__{_slug(filter_name)}"
                 name = folder / f"{task}__{_slug(dimension)}{suffix}.png"
                 title = f"{info.label} by {fig.human(dimension)}{note}: {task}, {run.label}"
-                fig.category_scores_figure(out.folder / name, title, info.label, values, info.scale, dimension=dimension)
+                fig.category_scores_figure(
+                    out.folder / name, title, info.label, values, info.scale, dimension=dimension
+                )
                 figure_files.append(name.as_posix())
         for task, collected in judge_collected.get(run.label, {}).items():
             name = folder / f"{task}__judge_scores.png"
@@ -396,13 +429,19 @@ def _comparison_figures(runs, output: Path, fig) -> list[str]:
             if row.metric != tables.task_primary_metric(row.task)[1]:
                 continue
             per_figure.setdefault((row.benchmark, row.metric), {}).setdefault(row.task, {})[run.label] = {
-                "value": row.value, "stderr": row.stderr, "n": row.samples,
+                "value": row.value,
+                "stderr": row.stderr,
+                "n": row.samples,
             }
     names = []
     for (benchmark, metric), series in sorted(per_figure.items()):
         info = metric_info(benchmark, metric)
         primary = tables.primary_metric(benchmark, [])
-        name = f"comparison__{_slug(benchmark)}.png" if metric == primary else f"comparison__{_slug(benchmark)}__{_slug(metric)}.png"
+        name = (
+            f"comparison__{_slug(benchmark)}.png"
+            if metric == primary
+            else f"comparison__{_slug(benchmark)}__{_slug(metric)}.png"
+        )
         display = reporting_for(benchmark).display_name or benchmark
         fig.comparison_figure(output / name, f"{info.label}: {display}, run by run", info.label, series, info.scale)
         names.append(name)
@@ -425,13 +464,18 @@ def _card_model(models: dict[str, list], chosen: str | None) -> str:
 
 
 def _card_section(sections: dict[str, str], card_runs: list) -> str:
-    return "\n".join(
-        ["## Medical QA evaluation (medeval)", "", INTRO, ""]
-        + [sections[run.label].replace("### ", "#### ", 1) + "\n" for run in card_runs]
-    ).rstrip() + "\n"
+    return (
+        "\n".join(
+            ["## Medical QA evaluation (medeval)", "", INTRO, ""]
+            + [sections[run.label].replace("### ", "#### ", 1) + "\n" for run in card_runs]
+        ).rstrip()
+        + "\n"
+    )
 
 
-def _update_card(card: Path, card_model: str, publishable_runs: list, card_section: str, source: dict[str, str]) -> bool:
+def _update_card(
+    card: Path, card_model: str, publishable_runs: list, card_section: str, source: dict[str, str]
+) -> bool:
     from medeval_metrics.data import MedevalDataError
     from medeval_metrics.report import model_card
 
@@ -440,4 +484,6 @@ def _update_card(card: Path, card_model: str, publishable_runs: list, card_secti
             f"{card_model}: every run used --limit, so its scores cover part of the test sets; the card was "
             "not changed. Run on the full sets, or pass --include-partial-runs to publish partial scores."
         )
-    return model_card.update_card(card, card_model, model_card.runs_eval_results(publishable_runs, **source), card_section)
+    return model_card.update_card(
+        card, card_model, model_card.runs_eval_results(publishable_runs, **source), card_section
+    )

@@ -70,7 +70,9 @@ def fit_title(fig, text: str, fontsize: int = TITLE_SIZE):
     while chars > 10:
         lines = textwrap.wrap(text, chars, break_long_words=True, break_on_hyphens=False) or [text]
         if len(lines) > TITLE_LINES:
-            lines = lines[: TITLE_LINES - 1] + [textwrap.shorten(" ".join(lines[TITLE_LINES - 1:]), chars, placeholder="...")]
+            lines = lines[: TITLE_LINES - 1] + [
+                textwrap.shorten(" ".join(lines[TITLE_LINES - 1 :]), chars, placeholder="...")
+            ]
         title.set_text("\n".join(lines))
         if title.get_window_extent(renderer).width <= width_px:
             break
@@ -121,7 +123,9 @@ def fit_left_margin(fig, ax, labels: list[str], suffixes: list[str] | None = Non
     width_px = fig.get_figwidth() * fig.dpi
     chars = LABEL_CHARS
     while True:
-        ax.set_yticklabels([wrap_label(label, chars, suffix) for label, suffix in zip(labels, suffixes or [""] * len(labels))])
+        ax.set_yticklabels(
+            [wrap_label(label, chars, suffix) for label, suffix in zip(labels, suffixes or [""] * len(labels))]
+        )
         widest = max((t.get_window_extent(renderer).width for t in ax.get_yticklabels()), default=0.0)
         ylabel = ax.yaxis.label.get_window_extent(renderer).width if ax.get_ylabel() else 0.0
         needed = (widest + ylabel + 2 * pad_px) / width_px
@@ -138,23 +142,45 @@ def _bars_with_labels(ax, positions, values, stderrs, scale, height, color="#4C7
     with_ci = [(p, v, _interval(v, s, *scale)) for p, v, s in zip(positions, values, stderrs)]
     with_ci = [(p, v, ci) for p, v, ci in with_ci if ci is not None]
     if with_ci:
-        ax.errorbar([v for _, v, _ in with_ci], [p for p, _, _ in with_ci],
-                    xerr=[[ci[0] for *_, ci in with_ci], [ci[1] for *_, ci in with_ci]],
-                    fmt="none", ecolor="black", elinewidth=1, capsize=3)
+        ax.errorbar(
+            [v for _, v, _ in with_ci],
+            [p for p, _, _ in with_ci],
+            xerr=[[ci[0] for *_, ci in with_ci], [ci[1] for *_, ci in with_ci]],
+            fmt="none",
+            ecolor="black",
+            elinewidth=1,
+            capsize=3,
+        )
     span = scale[1] - scale[0]
     for position, value in zip(positions, values):
-        ax.plot([value, value], [position - height * 0.45, position + height * 0.45], color=color, linewidth=4,
-                solid_capstyle="butt")
+        ax.plot(
+            [value, value],
+            [position - height * 0.45, position + height * 0.45],
+            color=color,
+            linewidth=4,
+            solid_capstyle="butt",
+        )
     for position, value, stderr in zip(positions, values, stderrs):
         inside = value + 0.16 * span > scale[1]
         x = value - 0.012 * span if inside else value + 0.012 * span
-        ax.text(x, position, _value_label(value, scale) + ("" if stderr is not None else " (no CI)"),
-                va="center", ha="right" if inside else "left", fontsize=7, color="black",
-                bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+        ax.text(
+            x,
+            position,
+            _value_label(value, scale) + ("" if stderr is not None else " (no CI)"),
+            va="center",
+            ha="right" if inside else "left",
+            fontsize=7,
+            color="black",
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
+        )
 
 
 def category_scores_figure(
-    path: Path, title: str, metric_label: str, categories: dict[str, dict[str, float]], scale: tuple[float, float] = (0.0, 1.0),
+    path: Path,
+    title: str,
+    metric_label: str,
+    categories: dict[str, dict[str, float]],
+    scale: tuple[float, float] = (0.0, 1.0),
     dimension: str | None = None,
 ) -> Path:
     """Horizontal bars of ``categories[name] = {value, stderr, n}`` with 95% normal CIs (clipped to the
@@ -164,8 +190,9 @@ def category_scores_figure(
     width, height = figure_size(len(names))
     fig, ax = plt.subplots(figsize=(width / DPI, height / DPI), dpi=DPI)
     positions = list(range(len(names)))[::-1]
-    _bars_with_labels(ax, positions, [categories[n]["value"] for n in names], [categories[n].get("stderr") for n in names],
-                      scale, 0.8)
+    _bars_with_labels(
+        ax, positions, [categories[n]["value"] for n in names], [categories[n].get("stderr") for n in names], scale, 0.8
+    )
     ax.set_yticks(positions)
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlim(*scale)
@@ -214,7 +241,10 @@ def judge_distribution_figure(path: Path, title: str, collected: dict[str, dict[
 
 
 def comparison_figure(
-    path: Path, title: str, metric_label: str, series: dict[str, dict[str, dict[str, float]]],
+    path: Path,
+    title: str,
+    metric_label: str,
+    series: dict[str, dict[str, dict[str, float]]],
     scale: tuple[float, float] = (0.0, 1.0),
 ) -> Path:
     """Grouped horizontal bars: ``series[task][run label] = {value, stderr, n}``, 95% CIs."""
@@ -244,8 +274,9 @@ def comparison_figure(
     ax.set_ylabel("task", fontsize=8)
     # the legend sits below the x axis label, in the space figure_size reserved for it
     fig.legend(fontsize=8, loc="lower center", ncol=1, frameon=False)
-    fig.subplots_adjust(right=0.97, bottom=(BASE_IN * 0.45 + legend_in) / (height / DPI),
-                        top=1 - BASE_IN * 0.3 / (height / DPI))
+    fig.subplots_adjust(
+        right=0.97, bottom=(BASE_IN * 0.45 + legend_in) / (height / DPI), top=1 - BASE_IN * 0.3 / (height / DPI)
+    )
     fit_left_margin(fig, ax, tasks)
     fit_title(fig, title)
     return _save(fig, path)

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import ast
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from medeval_metrics.stats import mean_and_stderr
 
@@ -46,8 +47,9 @@ def _from_filter_record(sample: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(first, dict) or not isinstance(first.get("verdicts"), dict):
         return None
     verdicts = first["verdicts"]
-    dimensions = sorted({d for v in verdicts.values() if isinstance(v, dict) and isinstance(v.get("scores"), dict)
-                         for d in v["scores"]})
+    dimensions = sorted(
+        {d for v in verdicts.values() if isinstance(v, dict) and isinstance(v.get("scores"), dict) for d in v["scores"]}
+    )
     out = {}
     for judge, verdict in verdicts.items():
         scores = verdict.get("scores") if isinstance(verdict, dict) else None
@@ -66,10 +68,13 @@ def _from_structured(verdicts: Any) -> dict[str, Any] | None:
             return None
     if not isinstance(verdicts, dict):
         return None
-    dimensions = sorted({d for v in verdicts.values() if isinstance(v, dict) and isinstance(v.get("scores"), dict)
-                         for d in v["scores"]})
-    return {judge: {d: ((v.get("scores") or {}) if isinstance(v, dict) else {}).get(d) for d in dimensions}
-            for judge, v in verdicts.items()}
+    dimensions = sorted(
+        {d for v in verdicts.values() if isinstance(v, dict) and isinstance(v.get("scores"), dict) for d in v["scores"]}
+    )
+    return {
+        judge: {d: ((v.get("scores") or {}) if isinstance(v, dict) else {}).get(d) for d in dimensions}
+        for judge, v in verdicts.items()
+    }
 
 
 def judge_scores_of(sample: dict[str, Any]) -> dict[str, dict[str, float | None]] | None:
@@ -107,7 +112,9 @@ def collect_judge_scores(samples: Iterable[dict[str, Any]]) -> dict[str, dict[st
     return collected
 
 
-def scores_by_judge_and_dimension(collected: dict[str, dict[str, list[float | None]]]) -> dict[str, dict[str, dict[str, float]]]:
+def scores_by_judge_and_dimension(
+    collected: dict[str, dict[str, list[float | None]]],
+) -> dict[str, dict[str, dict[str, float]]]:
     """Per judge and dimension: mean and stderr of the scores given, ``n`` scored, ``missing`` unscored."""
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for judge, dims in collected.items():
@@ -117,7 +124,9 @@ def scores_by_judge_and_dimension(collected: dict[str, dict[str, list[float | No
                 continue
             value, stderr = mean_and_stderr(given)
             summary.setdefault(judge, {})[dimension] = {
-                "value": value, "stderr": stderr, "n": len(given), "missing": len(scores) - len(given)
+                "value": value,
+                "stderr": stderr,
+                "n": len(given),
+                "missing": len(scores) - len(given),
             }
     return summary
-

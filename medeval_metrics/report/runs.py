@@ -112,14 +112,19 @@ class Run:
         settings = {
             "model": f"{config.get('model', '?')} ({', '.join(model_bits) or redact(_no_local_path(self.model_name))})",
             "chat template": (
-                f"applied (sha256 {str(results.get('chat_template_sha') or '')[:12]})" if chat_template else "not applied"
+                f"applied (sha256 {str(results.get('chat_template_sha') or '')[:12]})"
+                if chat_template
+                else "not applied"
             ),
             "few-shot as multi-turn": str(bool(results.get("fewshot_as_multiturn"))),
             "system instruction": (
                 f"{redact(_shorten(system))} (sha256 {str(results.get('system_instruction_sha') or '')[:12]})"
-                if system else "none"
+                if system
+                else "none"
             ),
-            "generation settings (command line)": redact(_format_gen_kwargs(gen_kwargs)) if gen_kwargs else "task defaults",
+            "generation settings (command line)": redact(_format_gen_kwargs(gen_kwargs))
+            if gen_kwargs
+            else "task defaults",
             "limit": _limit_text(config.get("limit"), self.partial),
             "lm-eval version": str(results.get("lm_eval_version", "?")),
             "transformers version": str(results.get("transformers_version", "?")),
@@ -183,18 +188,32 @@ def _settings_key(run: Run) -> str:
     not change scores: batch size, device, the answer cache); where two runs agree on all of this, the
     items they evaluated are compared too (``_items_key``)."""
     results = run.results
-    config = {k: v for k, v in results.get("config", {}).items()
-              if k not in ("batch_size", "batch_sizes", "device", "use_cache")}
-    return json.dumps([str(run.results_path.parent), config, sorted(results.get("results", {})),
-                       results.get("versions"), results.get("n-shot"), results.get("chat_template_sha"),
-                       results.get("system_instruction_sha"), results.get("fewshot_as_multiturn")],
-                      sort_keys=True, default=str)
+    config = {
+        k: v
+        for k, v in results.get("config", {}).items()
+        if k not in ("batch_size", "batch_sizes", "device", "use_cache")
+    }
+    return json.dumps(
+        [
+            str(run.results_path.parent),
+            config,
+            sorted(results.get("results", {})),
+            results.get("versions"),
+            results.get("n-shot"),
+            results.get("chat_template_sha"),
+            results.get("system_instruction_sha"),
+            results.get("fewshot_as_multiturn"),
+        ],
+        sort_keys=True,
+        default=str,
+    )
 
 
 # A server on loopback (the demo's fake judges, a local test server) gets a new port each time it
 # starts: the port is no part of what was evaluated; the scheme, host and path are.
 _LOOPBACK_PORT = re.compile(
-    r"(?i)(\b[a-z][a-z0-9+.-]*://(?:[^/@\s\"'\\]*@)?(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])):\d{1,5}(?!\d)")
+    r"(?i)(\b[a-z][a-z0-9+.-]*://(?:[^/@\s\"'\\]*@)?(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])):\d{1,5}(?!\d)"
+)
 
 
 def without_loopback_ports(text: str) -> str:
@@ -214,8 +233,11 @@ def _items_key(run: Run) -> str:
         digest = hashlib.sha256()
         for sample in run.samples(task):
             doc = json.dumps(sample.get("doc"), sort_keys=True, ensure_ascii=False, default=str)
-            digest.update(json.dumps([without_loopback_ports(doc), sample.get("prompt_hash"),
-                                      sample.get("target_hash")]).encode("utf-8"))
+            digest.update(
+                json.dumps([without_loopback_ports(doc), sample.get("prompt_hash"), sample.get("target_hash")]).encode(
+                    "utf-8"
+                )
+            )
         key[task] = digest.hexdigest()
     return json.dumps(key, sort_keys=True)
 
@@ -234,8 +256,10 @@ def _newest_of_repeats(runs: list[Run], notes: list[str]) -> list[Run]:
     for run in kept:
         dropped = [r for r in runs if r is not run and keys[id(r)] == keys[id(run)]]
         if dropped:
-            notes.append(f"{run.results_path.parent}: {len(dropped) + 1} runs with the same settings; reporting the newest "
-                         f"({run.results_path.name}), not {', '.join(r.results_path.name for r in dropped)}")
+            notes.append(
+                f"{run.results_path.parent}: {len(dropped) + 1} runs with the same settings; reporting the newest "
+                f"({run.results_path.name}), not {', '.join(r.results_path.name for r in dropped)}"
+            )
     return kept
 
 
@@ -257,14 +281,18 @@ def load_runs(folders: list[Path], notes: list[str] | None = None) -> list[Run]:
         else:
             raise MedevalDataError(f"{folder} does not exist. Pass the folder given to lm-eval's --output_path.")
         if not paths and folder.suffix == ".json":
-            raise MedevalDataError(f"{folder}: no {folder.stem}_<date>.json next to it. Pass what was given to lm-eval's --output_path.")
+            raise MedevalDataError(
+                f"{folder}: no {folder.stem}_<date>.json next to it. Pass what was given to lm-eval's --output_path."
+            )
         if not paths:
             raise MedevalDataError(
                 f"{folder}: no results_*.json found. Pass the folder given to lm-eval's --output_path "
                 "(the run must have finished; lm-eval writes results at the end)."
             )
         # a re-judged results file supersedes the run it re-scored
-        superseded = {p.with_name(p.stem.removesuffix(JUDGED_SUFFIX) + ".json") for p in paths if p.stem.endswith(JUDGED_SUFFIX)}
+        superseded = {
+            p.with_name(p.stem.removesuffix(JUDGED_SUFFIX) + ".json") for p in paths if p.stem.endswith(JUDGED_SUFFIX)
+        }
         paths = [p for p in paths if p not in superseded]
         for path in paths:
             try:
@@ -285,8 +313,11 @@ _HUB_CACHE_FOLDER = re.compile(r"^models--([^/]+?)--([^/]+)$")
 
 
 def _is_local_path(model_name: str) -> bool:
-    return model_name.startswith(("/", ".", "~", "\\")) or bool(re.match(r"^[A-Za-z]:[\\/]", model_name)) or (
-        "/" in model_name and not _HUB_ID.match(model_name))
+    return (
+        model_name.startswith(("/", ".", "~", "\\"))
+        or bool(re.match(r"^[A-Za-z]:[\\/]", model_name))
+        or ("/" in model_name and not _HUB_ID.match(model_name))
+    )
 
 
 def card_model_name(model_name: str) -> str:

@@ -9,8 +9,10 @@ from typing import Any
 from medeval_metrics.report.metric_info import metric_info, reporting_for
 from medeval_metrics.report.runs import Run
 
-INTRO = ("Scores from lm-evaluation-harness with the medeval-metrics task pack. "
-         "± is the standard error of the mean; sample counts are items scored.")
+INTRO = (
+    "Scores from lm-evaluation-harness with the medeval-metrics task pack. "
+    "± is the standard error of the mean; sample counts are items scored."
+)
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,11 @@ HELPER_METRICS = {"judge_computed": "share of items the judge panel was asked ab
 
 
 def helper_notes(rows: list[ScoreRow]) -> list[str]:
-    return [f"`{row.task}` {row.metric} = {_fmt(row.value)} ({HELPER_METRICS[row.metric]}; bookkeeping, not a score)"
-            for row in rows if row.metric in HELPER_METRICS]
+    return [
+        f"`{row.task}` {row.metric} = {_fmt(row.value)} ({HELPER_METRICS[row.metric]}; bookkeeping, not a score)"
+        for row in rows
+        if row.metric in HELPER_METRICS
+    ]
 
 
 def results_table(rows: list[ScoreRow]) -> str:
@@ -110,15 +115,23 @@ def run_time_table(run: Run) -> str:
     recorded = (run.results.get("medeval_run") or {}).get("tasks") or {}
     if not recorded:
         return ""
-    lines = ["| Task | Wall time (s) | of which model (s) | of which judging (s) | Judge requests | Judge tokens "
-             "(prompt + completion) |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| Task | Wall time (s) | of which model (s) | of which judging (s) | Judge requests | Judge tokens "
+        "(prompt + completion) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for task, entry in sorted(recorded.items()):
         judge = entry.get("judge") or {}
-        tokens = (f"{judge.get('prompt_tokens', 0):,} + {judge.get('completion_tokens', 0):,}"
-                  if "prompt_tokens" in judge or "completion_tokens" in judge else "–")
-        lines.append(f"| `{task}` | {entry.get('wall_s', 0):.1f} | {entry.get('model_s', 0):.1f} | "
-                     f"{entry.get('filters_s', 0):.1f} | {judge.get('requests', '–') if judge else '–'} | "
-                     f"{tokens if judge else '–'} |")
+        tokens = (
+            f"{judge.get('prompt_tokens', 0):,} + {judge.get('completion_tokens', 0):,}"
+            if "prompt_tokens" in judge or "completion_tokens" in judge
+            else "–"
+        )
+        lines.append(
+            f"| `{task}` | {entry.get('wall_s', 0):.1f} | {entry.get('model_s', 0):.1f} | "
+            f"{entry.get('filters_s', 0):.1f} | {judge.get('requests', '–') if judge else '–'} | "
+            f"{tokens if judge else '–'} |"
+        )
     return "\n".join(lines)
 
 
@@ -144,8 +157,10 @@ def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = 
     left = len({(r.task, r.metric) for r in rows}) - len({(r.task, r.metric) for r in shown})
     notes = [] if card else helper_notes(rows)
     if card and left:
-        notes = [f"{left} bookkeeping and diagnostic metrics (items judged, per-judge success, unparseable rates) "
-                 "are in the report's results.md"]
+        notes = [
+            f"{left} bookkeeping and diagnostic metrics (items judged, per-judge success, unparseable rates) "
+            "are in the report's results.md"
+        ]
     if notes:
         parts += ["Notes: " + "; ".join(notes) + ".", ""]
     timing = "" if card else run_time_table(run)
@@ -196,8 +211,12 @@ def _judge_stderr(cell: dict[str, Any]) -> str:
 def judge_table(task: str, summary: dict[str, dict[str, dict[str, float]]]) -> str:
     """Mean judge score per judge and dimension: ``summary[judge][dimension] = {value, stderr, n}``."""
     dimensions = sorted({d for per_judge in summary.values() for d in per_judge})
-    lines = [f"**{task}**: judge scores (mean ± stderr, n)", "",
-             "| Judge | " + " | ".join(dimensions) + " |", "|---|" + "---:|" * len(dimensions)]
+    lines = [
+        f"**{task}**: judge scores (mean ± stderr, n)",
+        "",
+        "| Judge | " + " | ".join(dimensions) + " |",
+        "|---|" + "---:|" * len(dimensions),
+    ]
     for judge in sorted(summary):
         cells = []
         for dimension in dimensions:

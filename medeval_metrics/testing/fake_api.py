@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from medeval_metrics.testing.loopback import send_json, start_server, stop_server
-from typing import Any, Callable
-
 
 
 class FakeChatServer:
@@ -79,16 +79,21 @@ class FakeChatServer:
             else:
                 choice = {"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}
             payload = json.dumps(
-                {"id": f"fake-{number}", "object": "chat.completion", "model": (body or {}).get("model", "fake"),
-                 "choices": [choice], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                {
+                    "id": f"fake-{number}",
+                    "object": "chat.completion",
+                    "model": (body or {}).get("model", "fake"),
+                    "choices": [choice],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
             ).encode()
             headers = {}
         send_json(handler, status, payload, headers)
 
-    def __enter__(self) -> "FakeChatServer":
+    def __enter__(self) -> FakeChatServer:
         self._httpd = start_server(self._handle, "fake-chat-api")
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         stop_server(self._httpd)
         self._httpd = None

@@ -24,8 +24,9 @@ import hashlib
 import json
 import re
 import threading
+from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any, Callable
+from typing import Any
 
 DIMENSIONS = ("accuracy", "completeness", "clarity")
 _ANSWER_ID = re.compile(r"<<<ANSWER-([0-9a-f]{12})>>>")
@@ -39,13 +40,19 @@ def default_scores(model: str, question: str) -> dict[str, int]:
     }
 
 
-def verdict_json(answer_id: str, scores: dict[str, int], reasons: dict[str, str] | None = None,
-                 style: str = "pack") -> str:
+def verdict_json(
+    answer_id: str, scores: dict[str, int], reasons: dict[str, str] | None = None, style: str = "pack"
+) -> str:
     """``style``: "pack" (answer_id and "reason"), or "helm" (no id, "explanation", as HELM's prompt asks)."""
     if style == "helm":
-        return json.dumps({d: {"score": s, "explanation": (reasons or {}).get(d, f"{d} ok")} for d, s in scores.items()})
+        return json.dumps(
+            {d: {"score": s, "explanation": (reasons or {}).get(d, f"{d} ok")} for d, s in scores.items()}
+        )
     return json.dumps(
-        {"answer_id": answer_id, **{d: {"score": s, "reason": (reasons or {}).get(d, f"{d} ok")} for d, s in scores.items()}}
+        {
+            "answer_id": answer_id,
+            **{d: {"score": s, "reason": (reasons or {}).get(d, f"{d} ok")} for d, s in scores.items()},
+        }
     )
 
 
@@ -68,8 +75,14 @@ class FakeJudgeServer:
     bursts (at 20 ms latency, 2-10% on the benchmark's ratios). ``select()`` only takes descriptors
     below 1024: on in the benchmark's own process (``main``), off in a test process."""
 
-    def __init__(self, latency: float = 0.0, script: dict[tuple[str, str], list[dict[str, Any]]] | None = None,
-                 port: int = 0, style: str = "pack", precise_timers: bool = False) -> None:
+    def __init__(
+        self,
+        latency: float = 0.0,
+        script: dict[tuple[str, str], list[dict[str, Any]]] | None = None,
+        port: int = 0,
+        style: str = "pack",
+        precise_timers: bool = False,
+    ) -> None:
         self.latency, self.style, self.port, self.precise_timers = latency, style, port, precise_timers
         self.script = {k: list(v) for k, v in (script or {}).items()}
         self.lock = threading.Lock()  # the loop thread writes; tests read from theirs
@@ -87,7 +100,7 @@ class FakeJudgeServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1/chat/completions"
 
-    def __enter__(self) -> "FakeJudgeServer":
+    def __enter__(self) -> FakeJudgeServer:
         self._thread = threading.Thread(target=self.serve_forever, name="fake-judge", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -95,7 +108,7 @@ class FakeJudgeServer:
             raise self._error
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._loop is not None and self._stop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
             self._thread.join()
@@ -113,8 +126,9 @@ class FakeJudgeServer:
     async def _serve(self, on_ready: Callable[[str], None] | None) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         try:
-            server = await self._loop.create_server(lambda: _Connection(self), "127.0.0.1", self.port,
-                                                    backlog=1024, reuse_address=True)
+            server = await self._loop.create_server(
+                lambda: _Connection(self), "127.0.0.1", self.port, backlog=1024, reuse_address=True
+            )
         except BaseException as exc:  # a port in use: raised in the thread that entered ``with``
             self._error = exc
             self._ready.set()
@@ -135,7 +149,9 @@ class FakeJudgeServer:
         with self.lock:
             return sum(1 for r in self.requests if model is None or r["model"] == model)
 
-    def _begin(self, headers: dict[str, str], raw: bytes) -> tuple[float, Callable[[], tuple[int, bytes, dict[str, str]]]]:
+    def _begin(
+        self, headers: dict[str, str], raw: bytes
+    ) -> tuple[float, Callable[[], tuple[int, bytes, dict[str, str]]]]:
         """Record one request (in flight until ``_end``); its delay and how to build its reply
         (status, body, extra headers)."""
         try:
@@ -157,26 +173,50 @@ class FakeJudgeServer:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             queue = self.script.get((model, question))
             step = queue.pop(0) if queue else {}
-            self.requests.append({"model": model, "question": question, "authorization": headers.get("authorization"),
-                                  "turns": len(messages), "step": step})
+            self.requests.append(
+                {
+                    "model": model,
+                    "question": question,
+                    "authorization": headers.get("authorization"),
+                    "turns": len(messages),
+                    "step": step,
+                }
+            )
 
         def reply() -> tuple[int, bytes, dict[str, str]]:
             if "status" in step:
-                return step["status"], json.dumps({"error": {"message": "scripted failure"}}).encode(), step.get("headers", {})
+                return (
+                    step["status"],
+                    json.dumps({"error": {"message": "scripted failure"}}).encode(),
+                    step.get("headers", {}),
+                )
             if "raw_body" in step:
                 return 200, step["raw_body"].encode("utf-8"), {}
             if "content" in step:
                 content = step["content"] if step["content"] is None else step["content"].replace("@ID@", answer_id)
             else:
-                content = verdict_json(answer_id, step.get("scores") or default_scores(model, question),
-                                       step.get("reasons"), style=self.style)
-            payload = json.dumps({
-                "id": "fake", "object": "chat.completion", "model": model,
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-                # as an OpenAI-compatible server reports it: the pack records the judges' token use from these
-                "usage": {"prompt_tokens": len(text.split()), "completion_tokens": len(str(content).split()),
-                          "total_tokens": len(text.split()) + len(str(content).split())},
-            })
+                content = verdict_json(
+                    answer_id,
+                    step.get("scores") or default_scores(model, question),
+                    step.get("reasons"),
+                    style=self.style,
+                )
+            payload = json.dumps(
+                {
+                    "id": "fake",
+                    "object": "chat.completion",
+                    "model": model,
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                    ],
+                    # as an OpenAI-compatible server reports it: the pack records the judges' token use from these
+                    "usage": {
+                        "prompt_tokens": len(text.split()),
+                        "completion_tokens": len(str(content).split()),
+                        "total_tokens": len(text.split()) + len(str(content).split()),
+                    },
+                }
+            )
             return 200, payload.encode("utf-8"), {}
 
         return self.latency + float(step.get("delay", 0.0)), reply
@@ -253,8 +293,8 @@ class _Connection(asyncio.Protocol):
             return self._fail(400)
         if len(self.buffer) < head_end + 4 + length:
             return  # the body is still arriving
-        raw = self.buffer[head_end + 4:head_end + 4 + length]
-        self.buffer = self.buffer[head_end + 4 + length:]
+        raw = self.buffer[head_end + 4 : head_end + 4 + length]
+        self.buffer = self.buffer[head_end + 4 + length :]
         self.close_after = headers.get("connection", "").lower() == "close" or request_line[2] == "HTTP/1.0"
         if request_line[0] != "POST":
             self._write(405, b'{"error": {"message": "POST only"}}', {})
@@ -275,8 +315,12 @@ class _Connection(asyncio.Protocol):
     def _write(self, status: int, body: bytes, headers: dict[str, str]) -> None:
         if self.transport is None:
             return
-        head = [f"HTTP/1.1 {status} {_phrase(status)}", "Content-Type: application/json",
-                f"Content-Length: {len(body)}", *(f"{name}: {value}" for name, value in headers.items())]
+        head = [
+            f"HTTP/1.1 {status} {_phrase(status)}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            *(f"{name}: {value}" for name, value in headers.items()),
+        ]
         if self.close_after:
             head.append("Connection: close")
         self.transport.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)

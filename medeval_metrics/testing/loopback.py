@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping
+from typing import Any
 
 # serve_forever checks for shutdown() every poll_interval (0.5 s by default): every ``with`` block
 # would end half a second late, which adds up over the test suite.
@@ -28,7 +29,7 @@ def start_server(on_post: Callable[[BaseHTTPRequestHandler], None], name: str) -
     ``on_post(handler)``. Stop it with ``stop_server``."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:
             on_post(self)
 
         def log_message(self, *args: Any) -> None:  # keep test output quiet

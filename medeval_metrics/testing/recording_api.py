@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from medeval_metrics.testing.loopback import send_json, start_server, stop_server
-from typing import Any, Callable
-
 
 
 class RecordingChatServer:
@@ -67,7 +67,9 @@ class RecordingChatServer:
         if status == 200:
             text = self.reply(body or {})
             payload: dict[str, Any] = {
-                "id": f"rec-{number}", "object": "chat.completion", "model": (body or {}).get("model", "x"),
+                "id": f"rec-{number}",
+                "object": "chat.completion",
+                "model": (body or {}).get("model", "x"),
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             }
@@ -75,10 +77,10 @@ class RecordingChatServer:
             payload = self._error_body(status, body)
         send_json(handler, status, json.dumps(payload).encode())
 
-    def __enter__(self) -> "RecordingChatServer":
+    def __enter__(self) -> RecordingChatServer:
         self._httpd = start_server(self._handle, "recording-chat-api")
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         stop_server(self._httpd)
         self._httpd = None

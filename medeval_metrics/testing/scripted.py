@@ -37,8 +37,13 @@ from medeval_metrics.settings import is_true
 
 @register_model("medeval-scripted")
 class ScriptedLM(LM):
-    def __init__(self, table: str | dict[str, Any] | None = None, data_parallel: bool | str = False,
-                 record: str | None = None, **_: Any) -> None:
+    def __init__(
+        self,
+        table: str | dict[str, Any] | None = None,
+        data_parallel: bool | str = False,
+        record: str | None = None,
+        **_: Any,
+    ) -> None:
         super().__init__()
         if isinstance(table, (str, Path)):
             table = json.loads(Path(table).read_text(encoding="utf-8"))

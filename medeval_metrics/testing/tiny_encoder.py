@@ -19,8 +19,14 @@ _CORPUS = [
 ]
 
 
-def build_tiny_encoder(output_dir: str | Path, vocab_size: int = 300, hidden_size: int = 32, layers: int = 2,
-                       seed: int = 0, max_positions: int = 512) -> Path:
+def build_tiny_encoder(
+    output_dir: str | Path,
+    vocab_size: int = 300,
+    hidden_size: int = 32,
+    layers: int = 2,
+    seed: int = 0,
+    max_positions: int = 512,
+) -> Path:
     """Write a loadable ``AutoModel``/``AutoTokenizer`` BERT folder and return its path."""
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
@@ -32,13 +38,20 @@ def build_tiny_encoder(output_dir: str | Path, vocab_size: int = 300, hidden_siz
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.train_from_iterator(_CORPUS * 4, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special,
-                                                                         show_progress=False))
+    tokenizer.train_from_iterator(
+        _CORPUS * 4, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special, show_progress=False)
+    )
     tokenizer.save(str(output_dir / "tokenizer.json"))
     fast = BertTokenizerFast(tokenizer_file=str(output_dir / "tokenizer.json"), model_max_length=max_positions)
     fast.save_pretrained(output_dir)
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(fast), hidden_size=hidden_size, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=hidden_size * 2, max_position_embeddings=max_positions)
+    config = BertConfig(
+        vocab_size=len(fast),
+        hidden_size=hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=hidden_size * 2,
+        max_position_embeddings=max_positions,
+    )
     BertModel(config).save_pretrained(output_dir)
     return output_dir

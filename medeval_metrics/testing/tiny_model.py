@@ -16,7 +16,7 @@ CHAT_TEMPLATE = (
 _CORPUS = [
     "Question: which of the following is the first step? Answer with a JSON list of letters.",
     'A. airway B. breathing C. circulation D. disability E. exposure F. other ["a"] ["b", "c"]',
-    "The answer is (B). The correct options are A and C. {\"answer\": [\"d\"]}",
+    'The answer is (B). The correct options are A and C. {"answer": ["d"]}',
     "What is the dose of ibuprofen for an adult? Take with food; do not exceed the label dose.",
     "Patient admitted with chest pain. Medications: aspirin 81 mg daily, metoprolol 25 mg twice daily.",
     "MedicationEvent (|medication|) [dosage=x] ConditionEvent (|problem|) OR SymptomEvent (|problem|)",

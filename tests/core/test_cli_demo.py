@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import run_cli
 
 
@@ -24,7 +23,9 @@ def test_the_shipped_samples_load_with_the_pack_loaders():
 @pytest.mark.e2e
 def test_demo_runs_every_benchmark_end_to_end_offline(tmp_path):
     out = tmp_path / "out"
-    proc = run_cli(["demo", "--output", str(out)], cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=900)
+    proc = run_cli(
+        ["demo", "--output", str(out)], cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "cache")}, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not (tmp_path / "cache" / "medeval" / "demo-tiny-lm").exists()  # no model to build any more
     report = out / "report"
@@ -67,8 +68,18 @@ def test_a_second_demo_into_the_same_folder_reuses_its_preparation_and_replaces_
     assert "## Comparison" not in (report / "results.md").read_text()
     assert (report / "my-notes.md").read_text() == "mine"
     # the reviewer's card path: a card that does not exist yet is created
-    proc = run_medeval(["report", str(out / "run"), "--output", str(tmp_path / "r"), "--no-figures",
-                        "--update-card", str(tmp_path / "path" / "to" / "model" / "README.md")], capsys)
+    proc = run_medeval(
+        [
+            "report",
+            str(out / "run"),
+            "--output",
+            str(tmp_path / "r"),
+            "--no-figures",
+            "--update-card",
+            str(tmp_path / "path" / "to" / "model" / "README.md"),
+        ],
+        capsys,
+    )
     assert proc.returncode == 0 and ": created" in proc.stdout, proc.stderr
 
 

@@ -21,8 +21,10 @@ def task_rows(text: str) -> dict[str, str]:
             rows[task] = [[line[:data_at]], [], []]
         rows[task][1].append(line[data_at:metrics_at].strip())
         rows[task][2].append(line[metrics_at:].strip())
-    return {task: " ".join(parts[0]) + " " + " ".join(p for p in parts[1] if p) + " | " + " ".join(p for p in parts[2] if p)
-            for task, parts in rows.items()}
+    return {
+        task: " ".join(parts[0]) + " " + " ".join(p for p in parts[1] if p) + " | " + " ".join(p for p in parts[2] if p)
+        for task, parts in rows.items()
+    }
 
 
 def test_no_name_is_cut_the_columns_wrap_instead():

@@ -7,10 +7,10 @@ import inspect
 import json
 
 import pytest
+from conftest import FIXTURES, clear_medeval_settings
 
 from medeval_metrics import cli, preflight
 from medeval_metrics.data import MedevalDataError
-from conftest import FIXTURES, clear_medeval_settings
 
 LM_EVAL_TASKS = ["hellaswag", "arc_easy", "arc_challenge", "mmlu", "pubmedqa", "medmcqa"]
 
@@ -34,7 +34,7 @@ def checks(*argv):
 @pytest.mark.parametrize(
     "value, expected",
     [
-        ("{'emsqa_public_path': '/data/t.json'}", "--metadata '{\"emsqa_public_path\": \"/data/t.json\"}'"),
+        ("{'emsqa_public_path': '/data/t.json'}", '--metadata \'{"emsqa_public_path": "/data/t.json"}\''),
         ('{"emsqa_public_path": "/data/t.json",}', "not valid JSON"),
         ('{"emsqa_public_path": /data/t.json}', "not valid JSON"),
         ("[1, 2]", "must be a JSON object"),
@@ -49,15 +49,22 @@ def test_bad_metadata_json_is_one_line_showing_the_fix(value, expected):
 def test_metadata_in_both_forms_lm_eval_accepts():
     assert preflight.parse_metadata(["--metadata", '{"emrqa_seed": 3}', "--tasks", "x"]) == {"emrqa_seed": 3}
     assert preflight.parse_metadata(["--metadata", "emrqa_seed=3", "emsqa_revision=main", "--tasks", "x"]) == {
-        "emrqa_seed": 3, "emsqa_revision": "main"}
-    assert preflight.parse_metadata(["--metadata={\"emrqa_seed\": 4}"]) == {"emrqa_seed": 4}
+        "emrqa_seed": 3,
+        "emsqa_revision": "main",
+    }
+    assert preflight.parse_metadata(['--metadata={"emrqa_seed": 4}']) == {"emrqa_seed": 4}
     assert preflight.parse_metadata(["--tasks", "emsqa_public"]) == {}
 
 
 @pytest.mark.parametrize(
     "key, closest",
-    [("emsqa_public_pth", "emsqa_public_path"), ("medicationqa_file", "medicationqa_path"),
-     ("emrqa_data_jsn", "emrqa_data_json"), ("medeval_judge", "medeval_judges"), ("emrqa_samplesize", "emrqa_sample_size")],
+    [
+        ("emsqa_public_pth", "emsqa_public_path"),
+        ("medicationqa_file", "medicationqa_path"),
+        ("emrqa_data_jsn", "emrqa_data_json"),
+        ("medeval_judge", "medeval_judges"),
+        ("emrqa_samplesize", "emrqa_sample_size"),
+    ],
 )
 def test_a_misspelled_pack_key_is_an_error_naming_the_closest_key(key, closest):
     with pytest.raises(MedevalDataError, match=f"Did you mean '{closest}'"):
@@ -71,14 +78,25 @@ def test_keys_no_task_of_the_pack_reads_need_the_explicit_allowance():
     assert info.value.problems == [
         f"--metadata key {key!r} is not one the pack reads, so it would be ignored. If a task of your own (or one "
         "of lm-eval's) reads it, add --allow-unknown-metadata; `medeval run --help` lists the pack's keys."
-        for key in ("tokenizer", "max_seq_lengths")]
+        for key in ("tokenizer", "max_seq_lengths")
+    ]
     assert checks("--metadata", meta, "--allow-unknown-metadata") is None
 
 
 def test_known_keys_cover_every_data_source_and_loader_option():
     keys = preflight.known_metadata_keys()
-    assert {"emsqa_public_path", "emsqa_private_path", "medicationqa_path", "emrqa_data_json", "emrqa_data_ql_csv",
-            "medeval_judges", "emrqa_sample_size", "emrqa_seed", "emrqa_cache_dir", "emsqa_revision"} <= set(keys)
+    assert {
+        "emsqa_public_path",
+        "emsqa_private_path",
+        "medicationqa_path",
+        "emrqa_data_json",
+        "emrqa_data_ql_csv",
+        "medeval_judges",
+        "emrqa_sample_size",
+        "emrqa_seed",
+        "emrqa_cache_dir",
+        "emsqa_revision",
+    } <= set(keys)
 
 
 # ---------------------------------------------------------------- --tasks
@@ -86,8 +104,12 @@ def test_known_keys_cover_every_data_source_and_loader_option():
 
 @pytest.mark.parametrize(
     "name, suggestion",
-    [("emsqa_pubic", "'emsqa_public'"), ("medicatonqa", "'medicationqa'"), ("emrqa_smokng", "'emrqa_smoking'"),
-     ("hellaswg", "'hellaswag'")],
+    [
+        ("emsqa_pubic", "'emsqa_public'"),
+        ("medicatonqa", "'medicationqa'"),
+        ("emrqa_smokng", "'emrqa_smoking'"),
+        ("hellaswg", "'hellaswag'"),
+    ],
 )
 def test_a_mistyped_task_gets_did_you_mean_and_a_pointer_to_medeval_list(name, suggestion):
     with pytest.raises(MedevalDataError) as info:
@@ -112,7 +134,12 @@ def test_lm_eval_tasks_and_paths_pass_and_switch_off_the_pack_only_index(tmp_pat
 
 
 def test_a_group_expands_to_its_tasks():
-    selection = checks("--tasks", "emsqa_public_variants", "--metadata", json.dumps({"emsqa_public_path": str(FIXTURES / "emsqa_synthetic.json")}))
+    selection = checks(
+        "--tasks",
+        "emsqa_public_variants",
+        "--metadata",
+        json.dumps({"emsqa_public_path": str(FIXTURES / "emsqa_synthetic.json")}),
+    )
     assert selection.pack_tasks == ["emsqa_public", "emsqa_public_cot", "emsqa_public_expert_cot", "emsqa_public_mc"]
     assert selection.only_pack
 
@@ -135,7 +162,9 @@ def test_a_group_with_every_task_given_data_passes():
 
 def test_a_missing_data_path_is_reported_before_anything_runs(tmp_path):
     with pytest.raises(MedevalDataError, match="does not exist"):
-        checks("--tasks", "emsqa_private", "--metadata", json.dumps({"emsqa_private_path": str(tmp_path / "nope.json")}))
+        checks(
+            "--tasks", "emsqa_private", "--metadata", json.dumps({"emsqa_private_path": str(tmp_path / "nope.json")})
+        )
 
 
 def test_a_folder_given_as_the_private_file_is_refused(tmp_path):
@@ -151,7 +180,12 @@ def test_bad_records_in_the_data_are_found_before_the_model(tmp_path):
 
 
 def test_good_data_passes(tmp_path):
-    selection = checks("--tasks", "emsqa_private", "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}))
+    selection = checks(
+        "--tasks",
+        "emsqa_private",
+        "--metadata",
+        json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
+    )
     assert selection.pack_tasks == ["emsqa_private"]
 
 
@@ -169,9 +203,14 @@ def test_a_judges_file_that_does_not_exist_is_reported_before_the_model(tmp_path
 
 @pytest.mark.parametrize(
     "judge, message",
-    [({"backend": "local-chat-completion", "base_url": "http://127.0.0.1:9/v1"}, "Did you mean 'local-chat-completions'"),
-     ({"backend": "openai-chat-completion"}, "Did you mean 'openai-chat-completions'"),
-     ({"backend": "local-chat-completions"}, "local-chat-completions needs \"base_url\"")],
+    [
+        (
+            {"backend": "local-chat-completion", "base_url": "http://127.0.0.1:9/v1"},
+            "Did you mean 'local-chat-completions'",
+        ),
+        ({"backend": "openai-chat-completion"}, "Did you mean 'openai-chat-completions'"),
+        ({"backend": "local-chat-completions"}, 'local-chat-completions needs "base_url"'),
+    ],
 )
 def test_a_judge_backend_typo_or_missing_base_url_is_reported_before_the_model(tmp_path, judge, message):
     (tmp_path / "m.csv").write_text("Question,Answer\nWhat is aspirin?,A pain reliever.\n")
@@ -182,7 +221,10 @@ def test_a_judge_backend_typo_or_missing_base_url_is_reported_before_the_model(t
 
 
 def test_a_judge_panel_is_not_checked_for_tasks_without_judges(tmp_path):
-    meta = {"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json"), "medeval_judges": str(tmp_path / "judges.yaml")}
+    meta = {
+        "emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json"),
+        "medeval_judges": str(tmp_path / "judges.yaml"),
+    }
     checks("--tasks", "emsqa_private", "--metadata", json.dumps(meta))
 
 
@@ -201,7 +243,9 @@ def test_medeval_run_stops_on_a_bad_name_before_lm_eval_starts(monkeypatch, caps
     assert err.startswith("medeval: error: --tasks: no task or group named 'emsqa_pubic'") and "\n" not in err
 
 
-@pytest.mark.parametrize("argv, hint", [([], "add `--use_cache PATH`"), (["--use_cache", "/tmp/c"], "/tmp/c* are reused")])
+@pytest.mark.parametrize(
+    "argv, hint", [([], "add `--use_cache PATH`"), (["--use_cache", "/tmp/c"], "/tmp/c* are reused")]
+)
 def test_ctrl_c_ends_with_one_line_on_how_to_resume(monkeypatch, capsys, argv, hint):
     import lm_eval.__main__
 
@@ -209,7 +253,12 @@ def test_ctrl_c_ends_with_one_line_on_how_to_resume(monkeypatch, capsys, argv, h
         raise KeyboardInterrupt
 
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", interrupted)
-    data = ["--tasks", "emsqa_private", "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")})]
+    data = [
+        "--tasks",
+        "emsqa_private",
+        "--metadata",
+        json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
+    ]
     assert cli.main(["run", "--model", "hf", *data, *argv]) == 130
     err = capsys.readouterr().err.strip()
     assert err.startswith("medeval: interrupted.") and hint in err and "Traceback" not in err and "\n" not in err
@@ -236,17 +285,18 @@ def test_the_pack_only_index_is_used_only_when_it_suffices(monkeypatch, argv, en
 
 def test_pack_only_index_holds_the_pack_and_nothing_else():
     """Also notices if lm-eval's TaskManager loses ``include_defaults`` (the patch would then be wrong)."""
+    import lm_eval.tasks.manager
     from lm_eval.tasks import TaskManager
 
     from medeval_metrics import tasks_path
     from medeval_metrics.lm_eval_compat import pack_only_task_index
 
-    import lm_eval.tasks.manager
-
     # the argument the patch sets (the pack's own hook wraps __init__, so read the class's source)
-    assert "include_defaults: bool = True" in inspect.getsource(lm_eval.tasks.manager.TaskManager.__init__
-                                                               if "include_defaults" in inspect.signature(lm_eval.tasks.manager.TaskManager.__init__).parameters
-                                                               else lm_eval.tasks.manager.TaskManager)
+    assert "include_defaults: bool = True" in inspect.getsource(
+        lm_eval.tasks.manager.TaskManager.__init__
+        if "include_defaults" in inspect.signature(lm_eval.tasks.manager.TaskManager.__init__).parameters
+        else lm_eval.tasks.manager.TaskManager
+    )
     before = TaskManager.__init__
     with pack_only_task_index():
         names = set(TaskManager(include_path=tasks_path()).all_tasks)
@@ -257,11 +307,22 @@ def test_pack_only_index_holds_the_pack_and_nothing_else():
 def test_a_misspelled_environment_variable_is_an_error_naming_the_known_one():
     from medeval_metrics.preflight import check_environment_keys
 
-    with pytest.raises(MedevalDataError, match=r"MEDEVAL_EMSQA_PUBLIC_PTH is not a setting .*Did you mean MEDEVAL_EMSQA_PUBLIC_PATH\?"):
+    with pytest.raises(
+        MedevalDataError, match=r"MEDEVAL_EMSQA_PUBLIC_PTH is not a setting .*Did you mean MEDEVAL_EMSQA_PUBLIC_PATH\?"
+    ):
         check_environment_keys({"MEDEVAL_EMSQA_PUBLIC_PTH": "/x"})
     with pytest.raises(MedevalDataError, match=r"MEDEVAL_RAG_KK .*Did you mean MEDEVAL_RAG_K\?"):
         check_environment_keys({"MEDEVAL_RAG_KK": "4"})
     # known settings, the pack's own switches and key variables a judge config names are left alone
-    check_environment_keys({"MEDEVAL_EMSQA_PUBLIC_PATH": "/x", "MEDEVAL_EMRQA_SEED": "1", "MEDEVAL_JUDGES": "{}",
-                            "MEDEVAL_DATA_CHECKSUMS": "off", "MEDEVAL_EMSQA_JUDGE_API_KEY": "k", "MEDEVAL_RAG_K": "8",
-                            "MEDEVAL_EMSQA_ALLOW_DUPLICATES": "1", "PATH": "/bin"})
+    check_environment_keys(
+        {
+            "MEDEVAL_EMSQA_PUBLIC_PATH": "/x",
+            "MEDEVAL_EMRQA_SEED": "1",
+            "MEDEVAL_JUDGES": "{}",
+            "MEDEVAL_DATA_CHECKSUMS": "off",
+            "MEDEVAL_EMSQA_JUDGE_API_KEY": "k",
+            "MEDEVAL_RAG_K": "8",
+            "MEDEVAL_EMSQA_ALLOW_DUPLICATES": "1",
+            "PATH": "/bin",
+        }
+    )

@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, clear_medeval_settings
 
 from medeval_metrics import cli, preflight
 from medeval_metrics.data import MedevalDataError
-from conftest import FIXTURES, clear_medeval_settings
 
 PRIVATE = {"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}
 
@@ -68,12 +68,14 @@ def test_a_use_cache_path_that_cannot_be_written_is_refused(tmp_path):
 
 def test_log_samples_without_output_path_says_to_add_it():
     assert run_checks("--log_samples") == (
-        "--log_samples (and --predict_only) write the samples into the --output_path folder: add --output_path DIR.")
+        "--log_samples (and --predict_only) write the samples into the --output_path folder: add --output_path DIR."
+    )
     assert "add --output_path DIR" in run_checks("--predict_only")
 
 
-@pytest.mark.parametrize("limit, refused", [("0", True), ("-1", True), ("-0.5", True), ("0.1", False), ("20", False),
-                                            ("5000", False)])
+@pytest.mark.parametrize(
+    "limit, refused", [("0", True), ("-1", True), ("-0.5", True), ("0.1", False), ("20", False), ("5000", False)]
+)
 def test_a_limit_of_zero_or_below_is_refused(limit, refused):
     message = run_checks("--limit", limit)
     assert (message is not None) is refused
@@ -81,7 +83,9 @@ def test_a_limit_of_zero_or_below_is_refused(limit, refused):
         assert message.startswith(f"--limit {float(limit):g} selects no items") and "leave --limit out" in message
 
 
-@pytest.mark.parametrize("model, suggestion", [("hff", "'hf'"), ("vlm", "'vllm'"), ("local-chat-completion", "'local-chat-completions'")])
+@pytest.mark.parametrize(
+    "model, suggestion", [("hff", "'hf'"), ("vlm", "'vllm'"), ("local-chat-completion", "'local-chat-completions'")]
+)
 def test_a_mistyped_model_gets_did_you_mean(model, suggestion):
     message = run_checks("--model", model)
     assert message.startswith(f"--model {model!r} is not a model backend lm-eval knows. Did you mean {suggestion}")
@@ -103,7 +107,10 @@ def test_no_tasks_is_one_line_naming_the_flag():
         (["--tasks", "emsqa_public, emsqa_private"], ["--tasks", "emsqa_public,emsqa_private"]),
         (["--tasks", "emsqa_public,", "emsqa_private"], ["--tasks", "emsqa_public,emsqa_private"]),
         (["--tasks", "emsqa_public,emsqa_private,"], ["--tasks", "emsqa_public,emsqa_private"]),
-        (["--tasks=emsqa_public, emsqa_private,", "--limit", "-1"], ["--tasks", "emsqa_public,emsqa_private", "--limit", "-1"]),
+        (
+            ["--tasks=emsqa_public, emsqa_private,", "--limit", "-1"],
+            ["--tasks", "emsqa_public,emsqa_private", "--limit", "-1"],
+        ),
         (["-t", " emsqa_public ", "--model", "hf"], ["--tasks", "emsqa_public", "--model", "hf"]),
         (["--model", "hf", "--tasks", "a,b"], ["--model", "hf", "--tasks", "a,b"]),
         (["--tasks", ","], ["--tasks"]),  # nothing left: lm-eval's parser says it needs a value
@@ -121,8 +128,9 @@ def test_medeval_run_hands_lm_eval_the_normalised_task_list(monkeypatch, capsys)
     seen = []
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: seen.append(list(sys.argv)))
     monkeypatch.setattr(cli, "run_summary", lambda *args: "")
-    code = cli.main(["run", "--model", "hf", "--tasks", "emsqa_private, emsqa_private_cot,",
-                     "--metadata", json.dumps(PRIVATE)])
+    code = cli.main(
+        ["run", "--model", "hf", "--tasks", "emsqa_private, emsqa_private_cot,", "--metadata", json.dumps(PRIVATE)]
+    )
     assert code == 0, capsys.readouterr().err
     assert seen[0][seen[0].index("--tasks") + 1] == "emsqa_private,emsqa_private_cot"
 
@@ -131,8 +139,20 @@ def test_medeval_run_stops_on_an_unwritable_output_path_before_lm_eval_starts(mo
     import lm_eval.__main__
 
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: pytest.fail("lm-eval started"))
-    code = cli.main(["run", "--model", "hf", "--tasks", "emsqa_private", "--metadata", json.dumps(PRIVATE),
-                     "--output_path", str(a_file(tmp_path) / "out"), "--log_samples"])
+    code = cli.main(
+        [
+            "run",
+            "--model",
+            "hf",
+            "--tasks",
+            "emsqa_private",
+            "--metadata",
+            json.dumps(PRIVATE),
+            "--output_path",
+            str(a_file(tmp_path) / "out"),
+            "--log_samples",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("medeval: error: --output_path ") and "\n" not in err
 
@@ -142,30 +162,48 @@ def test_medeval_run_stops_on_an_unwritable_output_path_before_lm_eval_starts(mo
 
 @pytest.mark.parametrize(
     "name, closest",
-    [("MEDEVAL_JUDGE", "MEDEVAL_JUDGES"), ("MEDEVAL_JUDGESS", "MEDEVAL_JUDGES"), ("MEDEVAL_JUDES", "MEDEVAL_JUDGES"),
-     ("MEDEVAL_JUDGE_FILE", "MEDEVAL_JUDGES"), ("MEDEVAL_SECRET_ENV_VAR", "MEDEVAL_SECRET_ENV_VARS"),
-     ("MEDEVAL_DATA_CHECKSUM", "MEDEVAL_DATA_CHECKSUMS"), ("MEDEVAL_DATASET_CACH", "MEDEVAL_DATASET_CACHE"),
-     ("MEDEVAL_MODEL_API_KEY_EN", "MEDEVAL_MODEL_API_KEY_ENV"), ("MEDEVAL_FULL_TASK_INDX", "MEDEVAL_FULL_TASK_INDEX")],
+    [
+        ("MEDEVAL_JUDGE", "MEDEVAL_JUDGES"),
+        ("MEDEVAL_JUDGESS", "MEDEVAL_JUDGES"),
+        ("MEDEVAL_JUDES", "MEDEVAL_JUDGES"),
+        ("MEDEVAL_JUDGE_FILE", "MEDEVAL_JUDGES"),
+        ("MEDEVAL_SECRET_ENV_VAR", "MEDEVAL_SECRET_ENV_VARS"),
+        ("MEDEVAL_DATA_CHECKSUM", "MEDEVAL_DATA_CHECKSUMS"),
+        ("MEDEVAL_DATASET_CACH", "MEDEVAL_DATASET_CACHE"),
+        ("MEDEVAL_MODEL_API_KEY_EN", "MEDEVAL_MODEL_API_KEY_ENV"),
+        ("MEDEVAL_FULL_TASK_INDX", "MEDEVAL_FULL_TASK_INDEX"),
+    ],
 )
 def test_every_misspelled_medeval_variable_is_an_error_naming_the_known_one(name, closest):
     with pytest.raises(MedevalDataError) as info:
         preflight.check_environment_keys({name: "x"})
-    assert str(info.value) == (f"environment variable {name} is not a setting the pack reads. Did you mean {closest}? "
-                               f"Rename or unset it (`unset {name}`).")
+    assert str(info.value) == (
+        f"environment variable {name} is not a setting the pack reads. Did you mean {closest}? "
+        f"Rename or unset it (`unset {name}`)."
+    )
 
 
 def test_every_variable_the_pack_reads_is_known_and_passes():
     """Collected from the code: a new MEDEVAL_* variable must be added to known_environment_variables."""
     package = Path(preflight.__file__).parent.parent
-    in_code = {name for path in package.rglob("*.py")
-               for name in re.findall(r"MEDEVAL_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8"))}
-    examples_of_typos = {"MEDEVAL_EMSQA_PUBLIC_PTH", "MEDEVAL_JUDGE", "MEDEVAL_BENCH"}  # preflight: docstrings, a prefix
+    in_code = {
+        name
+        for path in package.rglob("*.py")
+        for name in re.findall(r"MEDEVAL_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8"))
+    }
+    examples_of_typos = {
+        "MEDEVAL_EMSQA_PUBLIC_PTH",
+        "MEDEVAL_JUDGE",
+        "MEDEVAL_BENCH",
+    }  # preflight: docstrings, a prefix
     known = set(preflight.known_environment_variables())
     secret_names = {n for n in in_code if n.endswith(("_KEY", "_TOKEN", "_SECRET"))}  # a key's variable, not a setting
     assert in_code - examples_of_typos - secret_names <= known
     assert {"MEDEVAL_JUDGES", "MEDEVAL_FULL_TASK_INDEX", "MEDEVAL_MODEL_API_KEY_ENV", "MEDEVAL_DATASET_CACHE"} <= known
-    preflight.check_environment_keys({name: "1" for name in known - {"MEDEVAL_RAG_MODE"}}
-                                     | {"MEDEVAL_BENCH_EMRQA_NOTES": "80", "MEDEVAL_JUDGE_API_KEY": "k"})
+    preflight.check_environment_keys(
+        {name: "1" for name in known - {"MEDEVAL_RAG_MODE"}}
+        | {"MEDEVAL_BENCH_EMRQA_NOTES": "80", "MEDEVAL_JUDGE_API_KEY": "k"}
+    )
 
 
 def test_all_misspelled_variables_are_reported_in_one_error():
@@ -181,11 +219,19 @@ def test_all_misspelled_variables_are_reported_in_one_error():
 
 @pytest.mark.parametrize(
     "key, message",
-    [("EMSQA_PUBLIC_PATH", "--metadata key 'EMSQA_PUBLIC_PATH' is not one the pack reads (keys are lower case). "
-                           "Did you mean 'emsqa_public_path'?"),
-     ("Emsqa_Private_Path", "(keys are lower case). Did you mean 'emsqa_private_path'?"),
-     ("ems_public_path", "--metadata key 'ems_public_path' is not one the pack reads. Did you mean 'emsqa_public_path'?"),
-     ("medicationqa_pat", "Did you mean 'medicationqa_path'?")],
+    [
+        (
+            "EMSQA_PUBLIC_PATH",
+            "--metadata key 'EMSQA_PUBLIC_PATH' is not one the pack reads (keys are lower case). "
+            "Did you mean 'emsqa_public_path'?",
+        ),
+        ("Emsqa_Private_Path", "(keys are lower case). Did you mean 'emsqa_private_path'?"),
+        (
+            "ems_public_path",
+            "--metadata key 'ems_public_path' is not one the pack reads. Did you mean 'emsqa_public_path'?",
+        ),
+        ("medicationqa_pat", "Did you mean 'medicationqa_path'?"),
+    ],
 )
 def test_wrong_case_or_unprefixed_keys_get_did_you_mean(key, message):
     with pytest.raises(MedevalDataError) as info:
@@ -207,31 +253,43 @@ def test_a_one_word_key_is_the_user_s_when_unknown_keys_are_allowed():
 
 
 def test_keys_far_from_the_pack_s_pass_only_when_allowed():
-    preflight.check_metadata_keys({"tokenizer": "gpt2", "max_seq_lengths": [4096], "pretrained": "x"}, allow_unknown=True)
+    preflight.check_metadata_keys(
+        {"tokenizer": "gpt2", "max_seq_lengths": [4096], "pretrained": "x"}, allow_unknown=True
+    )
     with pytest.raises(MedevalDataError, match="add --allow-unknown-metadata"):
         preflight.check_metadata_keys({"pretrained": "x"})
 
 
-@pytest.mark.parametrize("key, meant", [
-    ("private_path", "'emsqa_private_path'"),  # the pack's prefix left out
-    ("public_path", "'emsqa_public_path'"),
-    ("data_json", "'emrqa_data_json'"),
-    ("PrivatePath", "'emsqa_private_path'"),  # case and separators
-    ("emsqa-private-path", "'emsqa_private_path'"),
-    ("path_private_emsqa", "'emsqa_private_path'"),  # word order
-    ("EMSQA.Public.Path", "'emsqa_public_path'"),
-    ("cache_dir", "'emrqa_cache_dir' or 'rag_cache_dir'"),  # two keys end so: both named
-])
+@pytest.mark.parametrize(
+    "key, meant",
+    [
+        ("private_path", "'emsqa_private_path'"),  # the pack's prefix left out
+        ("public_path", "'emsqa_public_path'"),
+        ("data_json", "'emrqa_data_json'"),
+        ("PrivatePath", "'emsqa_private_path'"),  # case and separators
+        ("emsqa-private-path", "'emsqa_private_path'"),
+        ("path_private_emsqa", "'emsqa_private_path'"),  # word order
+        ("EMSQA.Public.Path", "'emsqa_public_path'"),
+        ("cache_dir", "'emrqa_cache_dir' or 'rag_cache_dir'"),  # two keys end so: both named
+    ],
+)
 def test_near_miss_keys_without_the_prefix_or_in_another_form_get_did_you_mean_even_when_unknown_keys_are_allowed(
-        key, meant):
+    key, meant
+):
     for allowed in (False, True):
         with pytest.raises(MedevalDataError) as info:
             preflight.check_metadata_keys({key: "/x"}, allow_unknown=allowed)
         assert f"Did you mean {meant}?" in str(info.value)
 
 
-@pytest.mark.parametrize("mode, task", [("filter_then_retrieve", "emsqa_public_expertrag_ftr"),
-                                        ("retrieve_then_filter", "emsqa_public_expertrag_rtf"), ("global", "emsqa_public_rag")])
+@pytest.mark.parametrize(
+    "mode, task",
+    [
+        ("filter_then_retrieve", "emsqa_public_expertrag_ftr"),
+        ("retrieve_then_filter", "emsqa_public_expertrag_rtf"),
+        ("global", "emsqa_public_rag"),
+    ],
+)
 def test_rag_mode_in_metadata_is_refused_naming_the_task_for_that_mode(mode, task):
     message = run_checks(tasks=("--tasks", "emsqa_public_rag"), metadata={"rag_mode": mode})
     line = next(line for line in message.splitlines() if "rag_mode" in line)
@@ -243,7 +301,9 @@ def test_an_unknown_rag_mode_lists_each_mode_s_tasks_and_the_variable_is_refused
     with pytest.raises(MedevalDataError) as info:
         preflight.check_metadata_keys({"rag_mode": "hybrid"})
     assert "filter_then_retrieve: emsqa_public_expertrag_ftr, emsqa_private_expertrag_ftr" in str(info.value)
-    with pytest.raises(MedevalDataError, match=r"environment variable MEDEVAL_RAG_MODE cannot be set.*`unset MEDEVAL_RAG_MODE`"):
+    with pytest.raises(
+        MedevalDataError, match=r"environment variable MEDEVAL_RAG_MODE cannot be set.*`unset MEDEVAL_RAG_MODE`"
+    ):
         preflight.check_environment_keys({"MEDEVAL_RAG_MODE": "global"})
 
 
@@ -252,14 +312,36 @@ def test_an_unknown_rag_mode_lists_each_mode_s_tasks_and_the_variable_is_refused
 
 @pytest.mark.parametrize(
     "value, expected",
-    [(True, True), ("true", True), ("TRUE", True), ("Yes", True), ("1", True), (1, True), ("on", True),
-     (False, False), ("false", False), ("No", False), ("0", False), (0, False), ("off", False), ("", False),
-     ("ture", None), ("2", None), (2, None), ("y", None), ("enabled", None), ([], None)],
+    [
+        (True, True),
+        ("true", True),
+        ("TRUE", True),
+        ("Yes", True),
+        ("1", True),
+        (1, True),
+        ("on", True),
+        (False, False),
+        ("false", False),
+        ("No", False),
+        ("0", False),
+        (0, False),
+        ("off", False),
+        ("", False),
+        ("ture", None),
+        ("2", None),
+        (2, None),
+        ("y", None),
+        ("enabled", None),
+        ([], None),
+    ],
 )
 def test_on_off_settings_accept_true_false_words_and_refuse_the_rest(value, expected):
     if expected is None:
-        with pytest.raises(MedevalDataError, match=r"^emsqa_allow_duplicates=.* is neither true nor false: give "
-                                                   r"true/false, 1/0 or yes/no \(any case\)\.$"):
+        with pytest.raises(
+            MedevalDataError,
+            match=r"^emsqa_allow_duplicates=.* is neither true nor false: give "
+            r"true/false, 1/0 or yes/no \(any case\)\.$",
+        ):
             preflight.flag_setting(value, "emsqa_allow_duplicates")
     else:
         assert preflight.flag_setting(value, "emsqa_allow_duplicates") is expected
@@ -267,9 +349,11 @@ def test_on_off_settings_accept_true_false_words_and_refuse_the_rest(value, expe
 
 def test_a_mistyped_on_off_setting_stops_the_run_in_metadata_and_environment():
     assert run_checks(metadata={**PRIVATE, "emsqa_allow_duplicates": "ture"}) == (
-        "--metadata emsqa_allow_duplicates='ture' is neither true nor false: give true/false, 1/0 or yes/no (any case).")
+        "--metadata emsqa_allow_duplicates='ture' is neither true nor false: give true/false, 1/0 or yes/no (any case)."
+    )
     assert "MEDEVAL_EMSQA_ALLOW_DUPLICATES='maybe' is neither" in run_checks(
-        environ={"MEDEVAL_EMSQA_ALLOW_DUPLICATES": "maybe"})
+        environ={"MEDEVAL_EMSQA_ALLOW_DUPLICATES": "maybe"}
+    )
     assert "MEDEVAL_FULL_TASK_INDEX='yes please'" in run_checks(environ={"MEDEVAL_FULL_TASK_INDEX": "yes please"})
     assert run_checks(metadata={**PRIVATE, "emsqa_allow_duplicates": "Yes"}) is None
 
@@ -278,9 +362,11 @@ def test_a_mistyped_on_off_setting_stops_the_run_in_metadata_and_environment():
 
 
 def test_a_bad_task_key_variable_and_file_are_reported_together(tmp_path):
-    message = run_checks(tasks=("--tasks", "emsqa_pubic,emsqa_private"),
-                         metadata={"emsqa_private_path": str(tmp_path / "missing.json"), "emsqa_publc_path": "/x"},
-                         environ={"MEDEVAL_JUDGE": "j.yaml"})
+    message = run_checks(
+        tasks=("--tasks", "emsqa_pubic,emsqa_private"),
+        metadata={"emsqa_private_path": str(tmp_path / "missing.json"), "emsqa_publc_path": "/x"},
+        environ={"MEDEVAL_JUDGE": "j.yaml"},
+    )
     lines = message.splitlines()
     assert lines[0] == "4 problems, fix them all before the run:" and len(lines) == 5
     assert "'emsqa_publc_path'" in lines[1] and "MEDEVAL_JUDGE " in lines[2]
@@ -292,17 +378,37 @@ def test_a_judges_file_with_five_faults_reports_all_five_at_once(tmp_path, monke
 
     monkeypatch.delenv("UNSET_JUDGE_KEY_VAR", raising=False)
     judges = tmp_path / "judges.json"
-    judges.write_text(json.dumps({
-        "judges": [{"name": "a", "backend": "openai-chat-completion", "model": "m", "api_key": "sk-live-0123456789abcdef"},
-                   {"name": "b", "backend": "local-chat-completions", "model": "m", "api_key_env": "UNSET_JUDGE_KEY_VAR"}],
-        "cahce": str(tmp_path / "c.sqlite"), "rubric": str(tmp_path / "no_rubric.yaml")}))
+    judges.write_text(
+        json.dumps(
+            {
+                "judges": [
+                    {
+                        "name": "a",
+                        "backend": "openai-chat-completion",
+                        "model": "m",
+                        "api_key": "sk-live-0123456789abcdef",
+                    },
+                    {
+                        "name": "b",
+                        "backend": "local-chat-completions",
+                        "model": "m",
+                        "api_key_env": "UNSET_JUDGE_KEY_VAR",
+                    },
+                ],
+                "cahce": str(tmp_path / "c.sqlite"),
+                "rubric": str(tmp_path / "no_rubric.yaml"),
+            }
+        )
+    )
     with pytest.raises(MedevalDataError) as info:
         load_panel(str(judges))
     message = str(info.value)
     assert message.startswith(f"{judges}: \n")
     assert "judge 0: 'api_key' would put a secret in the judges config" in message
     assert "unknown panel setting(s) ['cahce'] (did you mean 'cache'?)" in message
-    assert "judge a: unknown lm-eval backend 'openai-chat-completion'. Did you mean 'openai-chat-completions'?" in message
+    assert (
+        "judge a: unknown lm-eval backend 'openai-chat-completion'. Did you mean 'openai-chat-completions'?" in message
+    )
     assert 'judge b: backend local-chat-completions needs "base_url"' in message
     assert "judge b: the environment variable UNSET_JUDGE_KEY_VAR is not set" in message
     assert "no_rubric.yaml" in message and "sk-live" not in message
@@ -330,7 +436,7 @@ def test_a_group_error_names_only_the_source_that_is_missing(tmp_path):
         preflight.check_groups_have_data(selection, {"emsqa_knowledge_path": str(kb)})
     message = str(info.value)
     assert "(emsqa_private_path is not set)" in message and "emsqa_knowledge_path" not in message
-    assert "--metadata '{\"emsqa_private_path\": \"/path/to/file\"}'" in message
+    assert '--metadata \'{"emsqa_private_path": "/path/to/file"}\'' in message
 
 
 def test_offline_a_group_error_says_what_the_suggested_tasks_still_need(monkeypatch):
@@ -346,18 +452,21 @@ def test_offline_a_group_error_says_what_the_suggested_tasks_still_need(monkeypa
 
 @pytest.mark.parametrize("key", ["rag_cache_dir", "rag_save_retrievals"])
 def test_an_unwritable_retrieval_folder_is_one_line_naming_the_setting(tmp_path, key):
-    from medeval_metrics.emsqa.rag import add_retrieval
     import sys
 
     from medeval_metrics.emsqa.data import load_docs
+    from medeval_metrics.emsqa.rag import add_retrieval
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "emsqa"))  # also when tests/emsqa is not collected
     from test_emsqa_rag import make_kb
 
     items = json.loads((FIXTURES / "emsqa_synthetic.json").read_text())
     blocked = a_file(tmp_path) / "below"
-    metadata = {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)), "rag_cache_dir": str(tmp_path / "cache"),
-                key: str(blocked)}
+    metadata = {
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        key: str(blocked),
+    }
     with pytest.raises(MedevalDataError) as info:
         add_retrieval(load_docs(FIXTURES / "emsqa_synthetic.json", "the synthetic set"), metadata)
     message = str(info.value)
@@ -376,7 +485,9 @@ def test_medeval_version(capsys):
     with pytest.raises(SystemExit) as info:
         cli.main(["--version"])
     assert info.value.code == 0
-    assert re.fullmatch(rf"medeval-metrics {re.escape(__version__)} \(lm-eval [0-9][^)]*\)", capsys.readouterr().out.strip())
+    assert re.fullmatch(
+        rf"medeval-metrics {re.escape(__version__)} \(lm-eval [0-9][^)]*\)", capsys.readouterr().out.strip()
+    )
 
 
 def test_the_no_panel_line_has_the_prefix_and_says_how_to_give_a_panel(caplog):
@@ -389,7 +500,7 @@ def test_the_no_panel_line_has_the_prefix_and_says_how_to_give_a_panel(caplog):
     assert out[0]["verdicts"] is None
     line = caplog.records[-1].getMessage()
     assert line.startswith("medeval: no judge panel configured")
-    assert "--metadata '{\"medeval_judges\": \"judges.yaml\"}'" in line and "MEDEVAL_JUDGES" in line
+    assert '--metadata \'{"medeval_judges": "judges.yaml"}\'' in line and "MEDEVAL_JUDGES" in line
 
 
 def test_medeval_run_prints_each_problem_on_its_own_error_line(monkeypatch, capsys, tmp_path):
@@ -397,7 +508,9 @@ def test_medeval_run_prints_each_problem_on_its_own_error_line(monkeypatch, caps
 
     monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", lambda: pytest.fail("lm-eval started"))
     monkeypatch.setenv("MEDEVAL_DATASET_CACH", "off")
-    code = cli.main(["run", "--model", "hff", "--tasks", "emsqa_private", "--limit", "0", "--metadata", json.dumps(PRIVATE)])
+    code = cli.main(
+        ["run", "--model", "hff", "--tasks", "emsqa_private", "--limit", "0", "--metadata", json.dumps(PRIVATE)]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and err[0] == "medeval: 3 problems, fix them all before the run:" and len(err) == 4
     assert [line.split(" ", 3)[2] for line in err[1:]] == ["--limit", "--model", "environment"]
@@ -414,12 +527,18 @@ def test_a_misspelled_key_is_reported_as_the_typo_not_as_missing_data():
 def test_unreadable_metadata_is_not_followed_by_data_errors_it_caused():
     only_bad = []
     try:
-        preflight.run_checks(["--tasks", "emsqa_private", "--metadata", "{'emsqa_private_path': 'x'}"],
-                             lm_eval_names=fake_index, environ={}, check_options=True)
+        preflight.run_checks(
+            ["--tasks", "emsqa_private", "--metadata", "{'emsqa_private_path': 'x'}"],
+            lm_eval_names=fake_index,
+            environ={},
+            check_options=True,
+        )
     except MedevalDataError as exc:
         only_bad.append(str(exc))
-    assert only_bad == ["--metadata is not valid JSON (Expecting property name enclosed in double quotes at character 1). "
-                        "JSON needs double quotes: --metadata '{\"emsqa_private_path\": \"x\"}'"]
+    assert only_bad == [
+        "--metadata is not valid JSON (Expecting property name enclosed in double quotes at character 1). "
+        'JSON needs double quotes: --metadata \'{"emsqa_private_path": "x"}\''
+    ]
 
 
 def test_an_argument_lm_eval_s_parser_refuses_is_one_line():
@@ -427,15 +546,22 @@ def test_an_argument_lm_eval_s_parser_refuses_is_one_line():
     assert message.startswith("lm-eval refuses the command line: Invalid JSON") and "\n" not in message
 
 
-@pytest.mark.parametrize("name, environ, refused", [
-    ("MEDEVAL_OPENAI_KEY_2", {}, False),  # a credential a judges file's api_key_env may name
-    ("MEDEVAL_JUDGE_KEY_PROD", {}, False),
-    ("MEDEVAL_MYMODEL_APIKEY", {}, False),
-    ("MEDEVAL_LOCAL_SERVER", {"MEDEVAL_MODEL_API_KEY_ENV": "MEDEVAL_LOCAL_SERVER"}, False),  # named as the model's key
-    ("MEDEVAL_MODEL_API_KEY_EN", {}, True),  # a near-miss of a setting stays a typo, "KEY" or not
-    ("MEDEVAL_JUDGE", {}, True),
-    ("MEDEVAL_DATASET_CACH", {}, True),
-])
+@pytest.mark.parametrize(
+    "name, environ, refused",
+    [
+        ("MEDEVAL_OPENAI_KEY_2", {}, False),  # a credential a judges file's api_key_env may name
+        ("MEDEVAL_JUDGE_KEY_PROD", {}, False),
+        ("MEDEVAL_MYMODEL_APIKEY", {}, False),
+        (
+            "MEDEVAL_LOCAL_SERVER",
+            {"MEDEVAL_MODEL_API_KEY_ENV": "MEDEVAL_LOCAL_SERVER"},
+            False,
+        ),  # named as the model's key
+        ("MEDEVAL_MODEL_API_KEY_EN", {}, True),  # a near-miss of a setting stays a typo, "KEY" or not
+        ("MEDEVAL_JUDGE", {}, True),
+        ("MEDEVAL_DATASET_CACH", {}, True),
+    ],
+)
 def test_credential_variables_are_not_settings_but_near_misses_are_typos(name, environ, refused):
     from medeval_metrics import preflight
 

@@ -11,25 +11,35 @@ import pytest
 from medeval_metrics.context_fit import DEFAULT_LIMIT, ContextFit
 
 
-@pytest.mark.parametrize("config, model_max_length, expected", [
-    (SimpleNamespace(n_positions=1024, max_position_embeddings=4096), None, 1024),  # HFLM's order: n_positions first
-    (SimpleNamespace(max_position_embeddings=4096), None, 4096),
-    (SimpleNamespace(n_ctx=512), None, 512),
-    (SimpleNamespace(), 8192, 8192),  # nothing in the config: the tokenizer's own maximum
-    (SimpleNamespace(), int(1e30), DEFAULT_LIMIT),  # transformers' "no maximum" sentinel
-    (SimpleNamespace(), None, DEFAULT_LIMIT),
-])
+@pytest.mark.parametrize(
+    "config, model_max_length, expected",
+    [
+        (
+            SimpleNamespace(n_positions=1024, max_position_embeddings=4096),
+            None,
+            1024,
+        ),  # HFLM's order: n_positions first
+        (SimpleNamespace(max_position_embeddings=4096), None, 4096),
+        (SimpleNamespace(n_ctx=512), None, 512),
+        (SimpleNamespace(), 8192, 8192),  # nothing in the config: the tokenizer's own maximum
+        (SimpleNamespace(), int(1e30), DEFAULT_LIMIT),  # transformers' "no maximum" sentinel
+        (SimpleNamespace(), None, DEFAULT_LIMIT),
+    ],
+)
 def test_the_model_limit_follows_lm_evals_hf_backend(config, model_max_length, expected):
     fit = ContextFit({}, 16)
     fit.tokenizer = SimpleNamespace(model_max_length=model_max_length)
     assert fit._model_limit(config) == expected
 
 
-@pytest.mark.parametrize("model_args, limit, source", [
-    ({}, 2048, "default; pass max_length in --model_args"),
-    ({"max_length": "300"}, 300, "from model_args"),
-    ({"max_model_len": 4096}, 4096, "from model_args"),  # vLLM's name
-])
+@pytest.mark.parametrize(
+    "model_args, limit, source",
+    [
+        ({}, 2048, "default; pass max_length in --model_args"),
+        ({"max_length": "300"}, 300, "from model_args"),
+        ({"max_model_len": 4096}, 4096, "from model_args"),  # vLLM's name
+    ],
+)
 def test_without_a_tokenizer_the_estimate_says_so(model_args, limit, source):
     fit = ContextFit(model_args, 32)
     assert fit.limit == limit

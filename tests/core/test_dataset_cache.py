@@ -9,13 +9,13 @@ import logging
 import os
 
 import pytest
+from conftest import FIXTURES
 
 from medeval_metrics import checksums, dataset_cache
 from medeval_metrics import data as shared_data
 from medeval_metrics.data import MedevalDataError, validated_dataset
 from medeval_metrics.emsqa import data as emsqa_data
 from medeval_metrics.emsqa import load_public
-from conftest import FIXTURES
 
 RECORDS = json.loads((FIXTURES / "emsqa_synthetic.json").read_text())
 
@@ -93,7 +93,7 @@ def test_bad_data_is_never_cached(tmp_path, cache):
 
 def test_a_change_to_the_validating_code_is_a_new_key(tmp_path, cache):
     path = _folder(tmp_path, RECORDS) / "test_open.json"
-    build = lambda: emsqa_data.load_docs(path, "the set")  # noqa: E731
+    build = lambda: emsqa_data.load_docs(path, "the set")
     code = tmp_path / "validator.py"
     code.write_text("version = 1\n")
     one = validated_dataset(path, {}, build, emsqa_data.doc_schema(), code_files=(code,))

@@ -26,8 +26,9 @@ def body(model="m1", question="q0", turns=1):
 
 def post(server, payload, headers=None, connection=None):
     conn = connection or http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    conn.request("POST", "/v1/chat/completions", body=payload,
-                 headers={"Content-Type": "application/json", **(headers or {})})
+    conn.request(
+        "POST", "/v1/chat/completions", body=payload, headers={"Content-Type": "application/json", **(headers or {})}
+    )
     response = conn.getresponse()
     return response.status, dict(response.getheaders()), response.read(), conn
 
@@ -46,9 +47,12 @@ def test_a_request_is_recorded_and_answered_with_the_default_verdict():
         assert headers["Content-Type"] == "application/json" and int(headers["Content-Length"]) == len(raw)
         verdict = json.loads(json.loads(raw)["choices"][0]["message"]["content"])
         assert verdict["answer_id"] == "0123456789ab"
-        assert {d: verdict[d]["score"] for d in ("accuracy", "completeness", "clarity")} == default_scores("m1", "what dose?")
-        assert server.requests == [{"model": "m1", "question": "what dose?", "authorization": "Bearer k-1",
-                                    "turns": 3, "step": {}}]
+        assert {d: verdict[d]["score"] for d in ("accuracy", "completeness", "clarity")} == default_scores(
+            "m1", "what dose?"
+        )
+        assert server.requests == [
+            {"model": "m1", "question": "what dose?", "authorization": "Bearer k-1", "turns": 3, "step": {}}
+        ]
         assert server.count() == 1 and server.count("m1") == 1 and server.count("m2") == 0
         assert server.in_flight == 0 and server.max_in_flight == 1
 
@@ -72,7 +76,9 @@ def test_one_kept_alive_connection_answers_requests_in_order_also_when_pipelined
         with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
             for question in ("slow", "fast"):
                 data = body(question=question).encode()
-                raw.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+                raw.sendall(
+                    b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data)
+                )
             received = b""
             while received.count(b"HTTP/1.1 200") < 2 or not received.rstrip().endswith(b"}"):
                 received += raw.recv(65536)
@@ -84,8 +90,10 @@ def test_one_kept_alive_connection_answers_requests_in_order_also_when_pipelined
 def test_max_in_flight_counts_concurrent_requests_and_in_flight_returns_to_zero():
     with FakeJudgeServer(latency=0.3) as server:
         statuses = []
-        threads = [threading.Thread(target=lambda i=i: statuses.append(post(server, body(question=f"q{i}"))[0]))
-                   for i in range(6)]
+        threads = [
+            threading.Thread(target=lambda i=i: statuses.append(post(server, body(question=f"q{i}"))[0]))
+            for i in range(6)
+        ]
         for thread in threads:
             thread.start()
         assert wait_until(lambda: server.in_flight == 6)
@@ -96,8 +104,14 @@ def test_max_in_flight_counts_concurrent_requests_and_in_flight_returns_to_zero(
 
 
 def test_scripted_status_headers_raw_bodies_and_content():
-    script = {("m1", "q0"): [{"status": 429, "headers": {"Retry-After": "7"}}, {"raw_body": '{"choi'},
-                             {"content": "id @ID@ only"}, {"content": None}]}
+    script = {
+        ("m1", "q0"): [
+            {"status": 429, "headers": {"Retry-After": "7"}},
+            {"raw_body": '{"choi'},
+            {"content": "id @ID@ only"},
+            {"content": None},
+        ]
+    }
     with FakeJudgeServer(script=script) as server:
         status, headers, raw, conn = post(server, body())
         assert (status, headers["Retry-After"]) == (429, "7") and b"scripted failure" in raw
@@ -109,14 +123,17 @@ def test_scripted_status_headers_raw_bodies_and_content():
         assert [r["step"].get("status") for r in server.requests] == [429, None, None, None, None]
 
 
-@pytest.mark.parametrize("request_bytes, status", [
-    (b"POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nnot json!", 400),
-    (b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]", 400),
-    (b"POST / HTTP/1.1\r\nContent-Length: many\r\n\r\n", 400),
-    (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 411),
-    (b"GET / HTTP/1.1\r\n\r\n", 405),
-    (b"nonsense\r\n\r\n", 400),
-])
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nnot json!", 400),
+        (b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]", 400),
+        (b"POST / HTTP/1.1\r\nContent-Length: many\r\n\r\n", 400),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 411),
+        (b"GET / HTTP/1.1\r\n\r\n", 405),
+        (b"nonsense\r\n\r\n", 400),
+    ],
+)
 def test_bad_requests_get_an_error_status_and_are_not_counted(request_bytes, status):
     with FakeJudgeServer() as server, socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
         raw.sendall(request_bytes)
@@ -165,17 +182,24 @@ def test_shutdown_does_not_wait_for_a_request_still_sleeping_and_frees_the_port(
 
 def test_a_port_in_use_is_an_error_in_the_caller():
     with FakeJudgeServer() as first:
-        with pytest.raises(OSError):
-            with FakeJudgeServer(port=first.port):
-                pass
+        with pytest.raises(OSError), FakeJudgeServer(port=first.port):
+            pass
         assert post(first, body())[0] == 200  # the first server is unharmed
 
 
 def test_concurrency_128_is_reached_with_workers_started_one_loop_pass_apart():
     # a long latency: every worker has started before the first reply, even on a loaded machine
     with FakeJudgeServer(latency=1.5) as server:
-        panel = panel_from_obj({"judges": [{"name": "judge_m", "backend": "local-chat-completions", "model": "m",
-                                            "base_url": server.url}], "cache": None, "concurrency": 128}, "test")
+        panel = panel_from_obj(
+            {
+                "judges": [
+                    {"name": "judge_m", "backend": "local-chat-completions", "model": "m", "base_url": server.url}
+                ],
+                "cache": None,
+                "concurrency": 128,
+            },
+            "test",
+        )
         out = PanelRunner(panel, RUBRIC).judge([JudgeItem(f"q{i}", "ref", f"a{i}") for i in range(128)], progress=False)
         assert server.count() == 128 and server.max_in_flight == 128
     assert [row["judge_m"]["scores"] for row in out] == [default_scores("m", f"q{i}") for i in range(128)]
@@ -186,13 +210,22 @@ def test_standalone_server_process_as_the_benchmark_grid_runs_it():
     import subprocess
     import sys
 
-    process = subprocess.Popen([sys.executable, "-m", "medeval_metrics.testing.fake_judge", "--latency", "0.5"],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "medeval_metrics.testing.fake_judge", "--latency", "0.5"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = process.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1/chat/completions")
-        panel = panel_from_obj({"judges": [{"name": "judge_m", "backend": "local-chat-completions", "model": "m",
-                                            "base_url": url}], "cache": None, "concurrency": 4}, "test")
+        panel = panel_from_obj(
+            {
+                "judges": [{"name": "judge_m", "backend": "local-chat-completions", "model": "m", "base_url": url}],
+                "cache": None,
+                "concurrency": 4,
+            },
+            "test",
+        )
         start = time.perf_counter()
         out = PanelRunner(panel, RUBRIC).judge([JudgeItem(f"q{i}", "ref", f"a{i}") for i in range(4)], progress=False)
         assert 0.5 <= time.perf_counter() - start < 1.5  # four at once: one latency, not four (2 s)
@@ -206,7 +239,7 @@ def test_precise_timers_serve_from_a_select_loop_with_the_same_replies():
     import selectors
 
     with FakeJudgeServer(latency=0.05, precise_timers=True) as precise, FakeJudgeServer(latency=0.05) as default:
-        assert isinstance(precise._loop._selector, selectors.SelectSelector)  # noqa: SLF001 - the option's effect
-        assert not isinstance(default._loop._selector, selectors.SelectSelector)  # noqa: SLF001
+        assert isinstance(precise._loop._selector, selectors.SelectSelector)
+        assert not isinstance(default._loop._selector, selectors.SelectSelector)
         replies = [post(server, body("m2", "q7"))[2] for server in (precise, default)]
         assert replies[0] == replies[1] and precise.count("m2") == 1

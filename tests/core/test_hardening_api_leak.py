@@ -12,9 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import EMSQA_ITEMS, FIXTURES, find_results, run_cli, run_lm_eval_cli
+from conftest import emsqa_gold as _emsqa_gold
 
 from medeval_metrics.testing.fake_api import FakeChatServer
-from conftest import EMSQA_ITEMS, FIXTURES, emsqa_gold as _emsqa_gold, find_results, run_cli, run_lm_eval_cli
 
 ENV_KEY_CANARY = "canary-env-9f8e7d6c5b4a3210"
 ARG_KEY_CANARY = "canary-arg-1a2b3c4d5e6f7788"
@@ -52,11 +53,18 @@ def _answer(messages: list[dict]) -> str:
 def _run(kind: str, tasks: Path, out: Path, cwd: Path) -> tuple[str, list[int], dict]:
     with FakeChatServer(answer=_answer, fail=FAILURES, max_requests=40) as server:
         args = [
-            "--model", "openai-chat-completions",
+            "--model",
+            "openai-chat-completions",
             "--model_args",
             f"model=fake-gpt,base_url={server.chat_url},num_concurrent=2,max_retries=3,auth_token={ARG_KEY_CANARY}",
-            "--include_path", str(tasks), "--tasks", "leak_probe", "--apply_chat_template",
-            "--output_path", str(out), "--log_samples",
+            "--include_path",
+            str(tasks),
+            "--tasks",
+            "leak_probe",
+            "--apply_chat_template",
+            "--output_path",
+            str(out),
+            "--log_samples",
         ]
         env = {"OPENAI_API_KEY": ENV_KEY_CANARY}
         runner = run_lm_eval_cli if kind == "plain" else run_cli
@@ -97,8 +105,6 @@ def test_api_key_never_printed_or_written_through_retried_failures(tmp_path):
     assert sorted(s["filtered_resps"][0] for s in samples["leak_probe"]) == sorted(SERVER_SAYS.values())
 
 
-
-
 @pytest.mark.e2e
 def test_plain_lm_eval_with_a_pack_task_is_protected(tmp_path, monkeypatch):
     """Plain ``lm_eval --include_path <pack>``: building a pack task (its loader) turns redaction on
@@ -117,16 +123,27 @@ def test_plain_lm_eval_with_a_pack_task_is_protected(tmp_path, monkeypatch):
     with FakeChatServer(answer=answer, fail={1: 500, 2: 429}, max_requests=60) as server:
         result = run_lm_eval_cli(
             [
-                "--model", "openai-chat-completions",
+                "--model",
+                "openai-chat-completions",
                 "--model_args",
                 f"model=fake-gpt,base_url={server.chat_url},num_concurrent=2,max_retries=3,api_key={ARG_KEY_CANARY}",
-                "--include_path", tasks_path(), "--tasks", "emsqa_private", "--apply_chat_template",
-                "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
-                "--output_path", str(out), "--log_samples",
+                "--include_path",
+                tasks_path(),
+                "--tasks",
+                "emsqa_private",
+                "--apply_chat_template",
+                "--metadata",
+                json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
+                "--output_path",
+                str(out),
+                "--log_samples",
             ],
             cwd=tmp_path,
-            env={"OPENAI_API_KEY": ENV_KEY_CANARY, "MEDEVAL_SECRET_ENV_VARS": "GATEWAY_CREDENTIAL",
-                 "GATEWAY_CREDENTIAL": "gw-canary-5566778899"},
+            env={
+                "OPENAI_API_KEY": ENV_KEY_CANARY,
+                "MEDEVAL_SECRET_ENV_VARS": "GATEWAY_CREDENTIAL",
+                "GATEWAY_CREDENTIAL": "gw-canary-5566778899",
+            },
             timeout=300,
         )
         statuses = server.statuses
@@ -158,25 +175,62 @@ def test_keys_of_evaluated_api_model_and_judge_leave_no_trace(tmp_path):
     variable whose name no rule recognises, so only the judge's registration protects it)."""
     from medeval_metrics.testing.fake_judge import FakeJudgeServer
 
-    rows = [{"question": f"can i take drug{i} with food", "focus_drug": f"drug{i}", "question_type": "Usage",
-             "answer": f"Drug{i} can be taken with food.", "section_title": "How to use", "url": f"https://example.org/{i}"}
-            for i in range(4)]
+    rows = [
+        {
+            "question": f"can i take drug{i} with food",
+            "focus_drug": f"drug{i}",
+            "question_type": "Usage",
+            "answer": f"Drug{i} can be taken with food.",
+            "section_title": "How to use",
+            "url": f"https://example.org/{i}",
+        }
+        for i in range(4)
+    ]
     data = tmp_path / "medicationqa.json"
     data.write_text(json.dumps(rows))
     judge_canary = "judge-canary-4455667788"
     cache, out = tmp_path / "verdicts.sqlite", tmp_path / "out"
-    judge_script = {("judge-a", rows[0]["question"]): [{"status": 429, "headers": {"Retry-After": "0"}}, {"status": 500}]}
-    with FakeJudgeServer(script=judge_script) as judge, FakeChatServer(answer="Take it with food.", fail=FAILURES) as model:
-        judges = {"judges": [{"name": "a", "backend": "local-chat-completions", "model": "judge-a", "base_url": judge.url,
-                              "api_key_env": "PANEL_CREDENTIAL"}],
-                  "cache": str(cache), "backoff_base": 0.01}
+    judge_script = {
+        ("judge-a", rows[0]["question"]): [{"status": 429, "headers": {"Retry-After": "0"}}, {"status": 500}]
+    }
+    with (
+        FakeJudgeServer(script=judge_script) as judge,
+        FakeChatServer(answer="Take it with food.", fail=FAILURES) as model,
+    ):
+        judges = {
+            "judges": [
+                {
+                    "name": "a",
+                    "backend": "local-chat-completions",
+                    "model": "judge-a",
+                    "base_url": judge.url,
+                    "api_key_env": "PANEL_CREDENTIAL",
+                }
+            ],
+            "cache": str(cache),
+            "backoff_base": 0.01,
+        }
         result = run_cli(
-            ["run", "--tasks", "medicationqa", "--model", "openai-chat-completions",
-             "--model_args", f"model=fake-gpt,base_url={model.chat_url},num_concurrent=2,max_retries=3",
-             "--apply_chat_template", "--output_path", str(out), "--log_samples"],
+            [
+                "run",
+                "--tasks",
+                "medicationqa",
+                "--model",
+                "openai-chat-completions",
+                "--model_args",
+                f"model=fake-gpt,base_url={model.chat_url},num_concurrent=2,max_retries=3",
+                "--apply_chat_template",
+                "--output_path",
+                str(out),
+                "--log_samples",
+            ],
             cwd=tmp_path,
-            env={"OPENAI_API_KEY": ENV_KEY_CANARY, "PANEL_CREDENTIAL": judge_canary, "MEDEVAL_JUDGES": json.dumps(judges),
-                 "MEDEVAL_MEDICATIONQA_PATH": str(data)},
+            env={
+                "OPENAI_API_KEY": ENV_KEY_CANARY,
+                "PANEL_CREDENTIAL": judge_canary,
+                "MEDEVAL_JUDGES": json.dumps(judges),
+                "MEDEVAL_MEDICATIONQA_PATH": str(data),
+            },
             timeout=300,
         )
         model_statuses = model.statuses
@@ -188,8 +242,10 @@ def test_keys_of_evaluated_api_model_and_judge_leave_no_trace(tmp_path):
     assert judge_auth == {f"Bearer {judge_canary}"} and judge_requests == len(rows) + 2 + 1
     results, _ = find_results(out)
     assert results["results"]["medicationqa"]["judge_computed,scored"] == 1.0
-    everything = result.stdout + result.stderr + "\n".join(
-        p.read_bytes().decode("utf-8", "replace") for p in [*out.rglob("*"), cache] if p.is_file()
+    everything = (
+        result.stdout
+        + result.stderr
+        + "\n".join(p.read_bytes().decode("utf-8", "replace") for p in [*out.rglob("*"), cache] if p.is_file())
     )
     assert ENV_KEY_CANARY not in everything and judge_canary not in everything
     assert "[REDACTED:OPENAI_API_KEY]" in everything  # the model's retried failures were logged, redacted
@@ -225,10 +281,22 @@ def test_evaluated_model_gets_only_its_own_key(tmp_path):
     tasks = _write_task(tmp_path)
     with RecordingChatServer(reply=_probe_reply, fail={1: 429}) as server:
         result = run_cli(
-            ["run", "--model", "openai-chat-completions", "--model_args",
-             f"model=fake-gpt,base_url={server.chat_url},num_concurrent=1,max_retries=3",
-             "--include_path", str(tasks), "--tasks", "leak_probe", "--apply_chat_template"],
-            cwd=tmp_path, env={"OPENAI_API_KEY": ENV_KEY_CANARY, **OTHER_VENDOR_KEYS}, timeout=300)
+            [
+                "run",
+                "--model",
+                "openai-chat-completions",
+                "--model_args",
+                f"model=fake-gpt,base_url={server.chat_url},num_concurrent=1,max_retries=3",
+                "--include_path",
+                str(tasks),
+                "--tasks",
+                "leak_probe",
+                "--apply_chat_template",
+            ],
+            cwd=tmp_path,
+            env={"OPENAI_API_KEY": ENV_KEY_CANARY, **OTHER_VENDOR_KEYS},
+            timeout=300,
+        )
         requests = list(server.requests)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(requests) == len(ANSWERS) + 1  # the 429 was retried
@@ -241,13 +309,33 @@ def test_evaluated_model_gets_only_its_own_key(tmp_path):
 
 
 def _header_run(kind: str, tasks: Path, out: Path, cwd: Path, server) -> str:
-    model_args = json.dumps({"model": "fake-gpt", "base_url": server.chat_url, "num_concurrent": 1, "max_retries": 3,
-                             "header": {"X-Gateway-Auth": HEADER_CANARY, "Content-Type": "application/json"}})
-    args = ["--model", "local-chat-completions", "--model_args", model_args, "--include_path", str(tasks),
-            "--tasks", "leak_probe", "--apply_chat_template", "--output_path", str(out), "--log_samples"]
+    model_args = json.dumps(
+        {
+            "model": "fake-gpt",
+            "base_url": server.chat_url,
+            "num_concurrent": 1,
+            "max_retries": 3,
+            "header": {"X-Gateway-Auth": HEADER_CANARY, "Content-Type": "application/json"},
+        }
+    )
+    args = [
+        "--model",
+        "local-chat-completions",
+        "--model_args",
+        model_args,
+        "--include_path",
+        str(tasks),
+        "--tasks",
+        "leak_probe",
+        "--apply_chat_template",
+        "--output_path",
+        str(out),
+        "--log_samples",
+    ]
     runner = run_lm_eval_cli if kind == "plain" else run_cli
-    result = runner(args if kind == "plain" else ["run", *args], cwd=cwd,
-                    env={"OPENAI_API_KEY": ENV_KEY_CANARY}, timeout=300)
+    result = runner(
+        args if kind == "plain" else ["run", *args], cwd=cwd, env={"OPENAI_API_KEY": ENV_KEY_CANARY}, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout + result.stderr
 
@@ -280,7 +368,10 @@ def test_custom_header_key_from_model_args_json_never_printed_or_written(tmp_pat
     for name, text in files.items():
         assert HEADER_CANARY not in text, f"header value written to {name}"
     results, samples = find_results(out)
-    assert results["config"]["model_args"]["header"] == {"X-Gateway-Auth": "[REDACTED]", "Content-Type": "application/json"}
+    assert results["config"]["model_args"]["header"] == {
+        "X-Gateway-Auth": "[REDACTED]",
+        "Content-Type": "application/json",
+    }
     assert results["results"]["leak_probe"]["exact_match,none"] == 1.0
     assert len(samples["leak_probe"]) == len(ANSWERS)
 
@@ -303,8 +394,12 @@ def _planted_emrqa(tmp_path: Path) -> tuple[dict, list[str]]:
             note["context"] += "\n" + line
             planted.append(line)
     info.data_json.write_text(json.dumps(data))
-    metadata = {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(info.data_ql_csv),
-                "emrqa_cache_dir": str(tmp_path / "emrqa-cache"), "emrqa_sample_size": 4}
+    metadata = {
+        "emrqa_data_json": str(info.data_json),
+        "emrqa_data_ql_csv": str(info.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path / "emrqa-cache"),
+        "emrqa_sample_size": 4,
+    }
     return metadata, planted
 
 
@@ -316,14 +411,27 @@ def test_emrqa_note_lines_in_a_422_body_never_reach_the_console(tmp_path):
 
     metadata, planted = _planted_emrqa(tmp_path)
     out = tmp_path / "out"
-    with RecordingChatServer(reply="NON-SMOKER", fail={1: 422, 2: 422, 4: 422, 6: 422},
-                             echo_request_in_errors=True) as server:
+    with RecordingChatServer(
+        reply="NON-SMOKER", fail={1: 422, 2: 422, 4: 422, 6: 422}, echo_request_in_errors=True
+    ) as server:
         result = run_cli(
-            ["run", "--model", "local-chat-completions", "--model_args",
-             f"model=fake-gpt,base_url={server.chat_url},num_concurrent=2,max_retries=5",
-             "--tasks", "emrqa_smoking", "--apply_chat_template", "--metadata", json.dumps(metadata),
-             "--output_path", str(out)],
-            cwd=tmp_path, timeout=600)
+            [
+                "run",
+                "--model",
+                "local-chat-completions",
+                "--model_args",
+                f"model=fake-gpt,base_url={server.chat_url},num_concurrent=2,max_retries=5",
+                "--tasks",
+                "emrqa_smoking",
+                "--apply_chat_template",
+                "--metadata",
+                json.dumps(metadata),
+                "--output_path",
+                str(out),
+            ],
+            cwd=tmp_path,
+            timeout=600,
+        )
         requests = list(server.requests)
     assert result.returncode == 0, result.stderr[-3000:]
     failed = [r for r in requests if r["status"] == 422]
@@ -348,14 +456,30 @@ def test_a_local_model_server_never_gets_the_openai_key(tmp_path):
 
     tasks = _write_task(tmp_path)
     local_key = "canary-local-server-55667788"
-    args = ["run", "--model", "local-chat-completions", "--include_path", str(tasks), "--tasks", "leak_probe",
-            "--apply_chat_template", "--limit", "2"]
+    args = [
+        "run",
+        "--model",
+        "local-chat-completions",
+        "--include_path",
+        str(tasks),
+        "--tasks",
+        "leak_probe",
+        "--apply_chat_template",
+        "--limit",
+        "2",
+    ]
     seen = {}
-    for label, extra in (("unnamed", {}), ("named", {"MEDEVAL_MODEL_API_KEY_ENV": "LOCAL_SERVER_CREDENTIAL",
-                                                      "LOCAL_SERVER_CREDENTIAL": local_key})):
+    for label, extra in (
+        ("unnamed", {}),
+        ("named", {"MEDEVAL_MODEL_API_KEY_ENV": "LOCAL_SERVER_CREDENTIAL", "LOCAL_SERVER_CREDENTIAL": local_key}),
+    ):
         with RecordingChatServer(reply=_probe_reply) as server:
-            result = run_cli([*args, "--model_args", f"model=m,base_url={server.chat_url},num_concurrent=1,tokenizer_backend=none"],
-                             cwd=tmp_path, env={"OPENAI_API_KEY": ENV_KEY_CANARY, **OTHER_VENDOR_KEYS, **extra}, timeout=300)
+            result = run_cli(
+                [*args, "--model_args", f"model=m,base_url={server.chat_url},num_concurrent=1,tokenizer_backend=none"],
+                cwd=tmp_path,
+                env={"OPENAI_API_KEY": ENV_KEY_CANARY, **OTHER_VENDOR_KEYS, **extra},
+                timeout=300,
+            )
             assert result.returncode == 0, result.stderr[-3000:]
             seen[label] = [dict(r["headers"]) for r in server.requests]
             sent = "\n".join(json.dumps(r["headers"]) + r["raw"] for r in server.requests)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -26,8 +26,13 @@ SECRET = "ZEBRA-PATIENT-TEXT"  # planted in every emrQA note: must never reach a
 
 # --------------------------------------------------------------------------- EMSQA
 
-GOOD_ITEM = {"question": "Which drug?", "choices": ["a. aspirin", "b. oxygen"], "answer": "a",
-             "level": ["emt"], "category": ["pharmacology"]}
+GOOD_ITEM = {
+    "question": "Which drug?",
+    "choices": ["a. aspirin", "b. oxygen"],
+    "answer": "a",
+    "level": ["emt"],
+    "category": ["pharmacology"],
+}
 
 
 def _emsqa_records(*changes: dict[str, Any]) -> list[dict[str, Any]]:
@@ -61,12 +66,21 @@ EMSQA_FILE_CASES = {
 
 EMSQA_RECORD_CASES = {
     # name: (changed record appended as record 3, regex naming record 3 and the fix)
-    "misspelled field": ({"answer": None, "anwser": "a"}, r"record 3 .*has no 'answer' field \(it has \[.*'anwser'.*check the field names' spelling"),
+    "misspelled field": (
+        {"answer": None, "anwser": "a"},
+        r"record 3 .*has no 'answer' field \(it has \[.*'anwser'.*check the field names' spelling",
+    ),
     "question is a number": ({"question": 7}, r"record 3: 'question' is a int, not text\. Fix the record"),
     "choices is a string": ({"choices": "a. x, b. y"}, r"record 3 .*'choices' must be a list of at least 2 strings"),
     "level is a number": ({"level": 5}, r"record 3 .*'level' is 5; it must be a string or a list of strings"),
-    "category holds a dict": ({"category": [{"x": 1}]}, r"record 3 .*'category' .* must be a string or a list of strings"),
-    "answer outside the choices": ({"answer": ["a", "d"]}, r"record 3 .*answer \['d'\] is not among the item's choices \['a', 'b'\]\. Fix the answer"),
+    "category holds a dict": (
+        {"category": [{"x": 1}]},
+        r"record 3 .*'category' .* must be a string or a list of strings",
+    ),
+    "answer outside the choices": (
+        {"answer": ["a", "d"]},
+        r"record 3 .*answer \['d'\] is not among the item's choices \['a', 'b'\]\. Fix the answer",
+    ),
     "answer is a number": ({"answer": 0}, r"record 3 .*'answer' must be a letter or a non-empty list of letters"),
 }
 
@@ -100,7 +114,9 @@ def test_emsqa_duplicate_ids_name_both_records(tmp_path, variant):
     records[2]["id"] = "q0"
     path = tmp_path / "test_open.json"
     path.write_text(json.dumps(records), encoding="utf-8")
-    with pytest.raises(MedevalDataError, match=r"records 0 and 2 of .* share the id 'q0'\. Give every record its own id"):
+    with pytest.raises(
+        MedevalDataError, match=r"records 0 and 2 of .* share the id 'q0'\. Give every record its own id"
+    ):
         _load_emsqa(variant, path)
 
 
@@ -152,20 +168,35 @@ MQA_FILE_CASES = {
     (".json", "empty file"): (b"", r"is empty\. Point the pack at the full file"),
     (".csv", "empty file"): (b"", r"no MedicationQA rows\. Download"),
     (".csv", "header only"): (b"Question,Answer\n", r"no MedicationQA rows\. Download"),
-    (".json", "wrong encoding"): ('[{"Question": "\u00bfQu\u00e9?"}]'.encode("latin-1"), r"not UTF-8 text .*Re-save the file as UTF-8"),
-    (".csv", "wrong encoding"): ("Question,Answer\n\u00bfQu\u00e9?,x\n".encode("latin-1"), r"not UTF-8 text .*Re-save the CSV as UTF-8"),
+    (".json", "wrong encoding"): (
+        '[{"Question": "\u00bfQu\u00e9?"}]'.encode("latin-1"),
+        r"not UTF-8 text .*Re-save the file as UTF-8",
+    ),
+    (".csv", "wrong encoding"): (
+        "Question,Answer\n\u00bfQu\u00e9?,x\n".encode("latin-1"),
+        r"not UTF-8 text .*Re-save the CSV as UTF-8",
+    ),
     (".json", "truncated JSON"): (b'[{"Question": "q", "Answer": "a"}, {"Quest', r"not valid JSON .*download it again"),
 }
 
 MQA_ROW_CASES = {
     # case: (header, rows, regex naming the row or column and the fix)
-    "misspelled column": (["Qestion"] + MQA_HEADER[1:], MQA_ROWS, r"column\(s\) \['Question'\] not found \(found \[.*'Qestion'.*The file needs"),
+    "misspelled column": (
+        ["Qestion"] + MQA_HEADER[1:],
+        MQA_ROWS,
+        r"column\(s\) \['Question'\] not found \(found \[.*'Qestion'.*The file needs",
+    ),
     "missing answer column": (MQA_HEADER[:3], [r[:3] for r in MQA_ROWS], r"column\(s\) \['Answer'\] not found"),
     # the second data row: spreadsheet row 3 (header is row 1), CSV line 3, JSON record 1 (from 0)
-    "empty answer": (MQA_HEADER, MQA_ROWS[:1] + [MQA_ROWS[1][:3] + ["  "] + MQA_ROWS[1][4:]],
-                     {".xlsx": r"sheet 'DrugQA': row 3 has an empty 'Answer'.*fix or remove that row",
-                      ".csv": r"csv: line 3 has an empty 'Answer'.*fix or remove that row",
-                      ".json": r"json: record 1 has an empty 'Answer'.*fix or remove that row"}),
+    "empty answer": (
+        MQA_HEADER,
+        MQA_ROWS[:1] + [MQA_ROWS[1][:3] + ["  "] + MQA_ROWS[1][4:]],
+        {
+            ".xlsx": r"sheet 'DrugQA': row 3 has an empty 'Answer'.*fix or remove that row",
+            ".csv": r"csv: line 3 has an empty 'Answer'.*fix or remove that row",
+            ".json": r"json: record 1 has an empty 'Answer'.*fix or remove that row",
+        },
+    ),
 }
 
 
@@ -201,7 +232,9 @@ def test_medicationqa_json_cell_of_the_wrong_type(tmp_path, value, kind):
     records[1]["Question"] = value
     path = tmp_path / "medicationqa.json"
     path.write_text(json.dumps(records), encoding="utf-8")
-    with pytest.raises(MedevalDataError, match=rf"json: record 1: 'Question' is a JSON {kind}, not text\. Export each column"):
+    with pytest.raises(
+        MedevalDataError, match=rf"json: record 1: 'Question' is a JSON {kind}, not text\. Export each column"
+    ):
         mqa.load_rows({"medicationqa_path": str(path)})
 
 
@@ -277,7 +310,9 @@ def test_medicationqa_header_below_title_rows_keeps_spreadsheet_row_numbers(tmp_
         (5, "#N/A", r"sheet 'DrugQA': row 7 has '#N/A' as its 'Answer'"),
     ],
 )
-def test_medicationqa_missing_answers_in_the_real_workbook_name_the_spreadsheet_row(tmp_path, real_workbook_bytes, data_row, value, expected):
+def test_medicationqa_missing_answers_in_the_real_workbook_name_the_spreadsheet_row(
+    tmp_path, real_workbook_bytes, data_row, value, expected
+):
     workbook = _real_workbook(real_workbook_bytes)
     workbook["DrugQA"].cell(row=data_row + 2, column=4).value = value
     path = tmp_path / "edited.xlsx"
@@ -312,10 +347,28 @@ def test_medicationqa_second_answer_column_in_the_real_workbook_is_refused(tmp_p
 
 MQA_AMBIGUOUS_CASES = {
     # case: (header, (xlsx regex, csv regex))
-    "Answer twice": (MQA_HEADER + ["Answer"], (r"'Answer' \(column D\) and 'Answer' \(column G\)", r"'Answer' \(column 4\) and 'Answer' \(column 7\)")),
-    "Answer and answer": (MQA_HEADER + ["answer"], (r"'Answer' \(column D\) and 'answer' \(column G\)", r"'Answer' \(column 4\) and 'answer' \(column 7\)")),
-    "Question and question": (["question"] + MQA_HEADER, (r"'question' \(column A\) and 'Question' \(column B\)", r"'question' \(column 1\) and 'Question' \(column 2\)")),
-    "two focus aliases": (MQA_HEADER + ["Focus"], (r"'Focus \(Drug\)' \(column B\) and 'Focus' \(column G\) both hold the 'Focus \(Drug\)' field", r"'Focus \(Drug\)' \(column 2\) and 'Focus' \(column 7\)")),
+    "Answer twice": (
+        MQA_HEADER + ["Answer"],
+        (r"'Answer' \(column D\) and 'Answer' \(column G\)", r"'Answer' \(column 4\) and 'Answer' \(column 7\)"),
+    ),
+    "Answer and answer": (
+        MQA_HEADER + ["answer"],
+        (r"'Answer' \(column D\) and 'answer' \(column G\)", r"'Answer' \(column 4\) and 'answer' \(column 7\)"),
+    ),
+    "Question and question": (
+        ["question"] + MQA_HEADER,
+        (
+            r"'question' \(column A\) and 'Question' \(column B\)",
+            r"'question' \(column 1\) and 'Question' \(column 2\)",
+        ),
+    ),
+    "two focus aliases": (
+        MQA_HEADER + ["Focus"],
+        (
+            r"'Focus \(Drug\)' \(column B\) and 'Focus' \(column G\) both hold the 'Focus \(Drug\)' field",
+            r"'Focus \(Drug\)' \(column 2\) and 'Focus' \(column 7\)",
+        ),
+    ),
 }
 
 
@@ -332,7 +385,9 @@ def test_medicationqa_ambiguous_columns_are_refused(tmp_path, suffix, case):
 
 def test_medicationqa_json_record_with_answer_twice_is_refused(tmp_path):
     path = tmp_path / "medicationqa.json"
-    path.write_text('[{"Question": "q1", "Answer": "a1"}, {"Question": "q2", "Answer": "a2", "Answer": "b2"}]', encoding="utf-8")
+    path.write_text(
+        '[{"Question": "q1", "Answer": "a1"}, {"Question": "q2", "Answer": "a2", "Answer": "b2"}]', encoding="utf-8"
+    )
     with pytest.raises(MedevalDataError, match=r"json: record 1 of the MedicationQA export has the key 'Answer' twice"):
         mqa.load_rows({"medicationqa_path": str(path)})
 
@@ -341,15 +396,43 @@ def test_medicationqa_json_record_with_answer_twice_is_refused(tmp_path):
     "suffix, content, expected",
     [
         # pandas `df.astype(str).to_csv()` writes NaN as "nan"; Python's str(None) is "None"
-        (".csv", "Question,Answer\nq1,a1\nq2,nan\n", r"csv: line 3 has 'nan' as its 'Answer': that is a missing-value marker .*Fill it in or remove that row"),
+        (
+            ".csv",
+            "Question,Answer\nq1,a1\nq2,nan\n",
+            r"csv: line 3 has 'nan' as its 'Answer': that is a missing-value marker .*Fill it in or remove that row",
+        ),
         (".csv", "Question,Answer\nq1,a1\nNaN,a2\n", r"csv: line 3 has 'NaN' as its 'Question'"),
-        (".csv", "Question,Answer\nq1,\"two\nlines\"\nq2,null\n", r"csv: line 4 has 'null' as its 'Answer'"),  # quoted cell spans lines 2-3
-        (".csv", "\ufeffQuestion,Answer\r\nq1,a1\r\n\r\nq2,<NA>\r\n", r"csv: line 4 has '<NA>' as its 'Answer'"),  # BOM, CRLF, blank line
+        (
+            ".csv",
+            'Question,Answer\nq1,"two\nlines"\nq2,null\n',
+            r"csv: line 4 has 'null' as its 'Answer'",
+        ),  # quoted cell spans lines 2-3
+        (
+            ".csv",
+            "\ufeffQuestion,Answer\r\nq1,a1\r\n\r\nq2,<NA>\r\n",
+            r"csv: line 4 has '<NA>' as its 'Answer'",
+        ),  # BOM, CRLF, blank line
         # an unquoted comma: the answer would be cut at "2 tablets" without a word
-        (".csv", "Question,Answer\nq1,a1\nq2,Take 2 tablets, twice a day\n", r"csv: line 3 has 3 cells but the header has 2: a comma inside an unquoted cell"),
-        (".json", '[{"Question": "q1", "Answer": NaN}]', r"json: record 0 has 'nan' as its 'Answer'"),  # Python's json writes NaN
-        (".json", '[{"Question": "q1", "Answer": "a1"}, {"Question": "q2", "Answer": null}]', r"json: record 1 has an empty 'Answer'"),
-        (".jsonl", '{"Question": "q1", "Answer": "a1"}\n{"Question": "q2", "Answer": "None"}\n', r"jsonl: record 1 has 'None' as its 'Answer'"),
+        (
+            ".csv",
+            "Question,Answer\nq1,a1\nq2,Take 2 tablets, twice a day\n",
+            r"csv: line 3 has 3 cells but the header has 2: a comma inside an unquoted cell",
+        ),
+        (
+            ".json",
+            '[{"Question": "q1", "Answer": NaN}]',
+            r"json: record 0 has 'nan' as its 'Answer'",
+        ),  # Python's json writes NaN
+        (
+            ".json",
+            '[{"Question": "q1", "Answer": "a1"}, {"Question": "q2", "Answer": null}]',
+            r"json: record 1 has an empty 'Answer'",
+        ),
+        (
+            ".jsonl",
+            '{"Question": "q1", "Answer": "a1"}\n{"Question": "q2", "Answer": "None"}\n',
+            r"jsonl: record 1 has 'None' as its 'Answer'",
+        ),
     ],
 )
 def test_medicationqa_export_cells_that_are_not_answers(tmp_path, suffix, content, expected):
@@ -375,25 +458,69 @@ def test_medicationqa_encrypted_workbook_says_so(tmp_path):
 def _ole_container(tmp_path: Path) -> Path:
     """An OLE compound file without encryption streams (what an old .xls starts with)."""
     path = tmp_path / "old.xlsx"
-    path.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 504 + "Workbook".encode("utf-16-le") + b"\x00" * 512)
+    path.write_bytes(
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 504 + "Workbook".encode("utf-16-le") + b"\x00" * 512
+    )
     return path
 
 
 MQA_WRONG_KIND_CASES = {
     # case: (file name, how to make it, regex after "<path>: ")
-    "workbook named .json": ("medicationqa.json", lambda p: _write_mqa(p.with_suffix(".xlsx"), MQA_HEADER, MQA_ROWS).rename(p),
-                             r"the MedicationQA export should be a JSON array of records.*but this file is an Excel workbook \(\.xlsx\)\."),
-    "CSV named .json": ("medicationqa.json", lambda p: p.write_text("Question,Answer\nq,a\n"), r"should be a JSON array .*but this file is CSV text\."),
-    "CSV named .xlsx": ("medicationqa.xlsx", lambda p: p.write_text("Question,Answer\nq,a\n"), r"the MedicationQA workbook should be the MedInfo2019-QA-Medications\.xlsx workbook.*but this file is CSV text\."),
-    "JSON named .csv": ("medicationqa.csv", lambda p: p.write_text('[{"Question": "q", "Answer": "a"}]'), r"the MedicationQA CSV export should be .*but this file is JSON text\."),
-    "old .xls": ("medicationqa.xlsx", lambda p: _ole_container(p.parent).rename(p), r"but this file is an old-format Office file \(\.xls or \.doc\)\. Open it and save it as \.xlsx"),
-    "web page saved": ("medicationqa.xlsx", lambda p: p.write_text("<!DOCTYPE html>\n<html><title>GitHub</title></html>"), r"but this file is an HTML web page"),
-    "Git LFS pointer": ("medicationqa.json", lambda p: p.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:4f13\nsize 163497\n"), r"but this file is a Git LFS pointer .*git lfs pull"),
-    "UTF-16 CSV (Excel's Unicode Text)": ("medicationqa.csv", lambda p: p.write_text("Question\tAnswer\nq\ta\n", encoding="utf-16"),
-                                          r"the MedicationQA CSV export should be .*but this file is UTF-16 text .*Re-save it as UTF-8\."),
-    "UTF-16 JSON": ("medicationqa.json", lambda p: p.write_text('[{"Question": "q", "Answer": "a"}]', encoding="utf-16"), r"but this file is UTF-16 text"),
-    "gzip": ("medicationqa.json", lambda p: p.write_bytes(__import__("gzip").compress(b"[]")), r"but this file is a gzip-compressed file\. Decompress it first"),
-    "Parquet with its own suffix": ("medicationqa.parquet", lambda p: p.write_bytes(b"PAR1\x15\x04" + b"\x00" * 64), r"the MedicationQA data set should be .*but this file is a Parquet file\."),
+    "workbook named .json": (
+        "medicationqa.json",
+        lambda p: _write_mqa(p.with_suffix(".xlsx"), MQA_HEADER, MQA_ROWS).rename(p),
+        r"the MedicationQA export should be a JSON array of records.*but this file is an Excel workbook \(\.xlsx\)\.",
+    ),
+    "CSV named .json": (
+        "medicationqa.json",
+        lambda p: p.write_text("Question,Answer\nq,a\n"),
+        r"should be a JSON array .*but this file is CSV text\.",
+    ),
+    "CSV named .xlsx": (
+        "medicationqa.xlsx",
+        lambda p: p.write_text("Question,Answer\nq,a\n"),
+        r"the MedicationQA workbook should be the MedInfo2019-QA-Medications\.xlsx workbook.*but this file is CSV text\.",
+    ),
+    "JSON named .csv": (
+        "medicationqa.csv",
+        lambda p: p.write_text('[{"Question": "q", "Answer": "a"}]'),
+        r"the MedicationQA CSV export should be .*but this file is JSON text\.",
+    ),
+    "old .xls": (
+        "medicationqa.xlsx",
+        lambda p: _ole_container(p.parent).rename(p),
+        r"but this file is an old-format Office file \(\.xls or \.doc\)\. Open it and save it as \.xlsx",
+    ),
+    "web page saved": (
+        "medicationqa.xlsx",
+        lambda p: p.write_text("<!DOCTYPE html>\n<html><title>GitHub</title></html>"),
+        r"but this file is an HTML web page",
+    ),
+    "Git LFS pointer": (
+        "medicationqa.json",
+        lambda p: p.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:4f13\nsize 163497\n"),
+        r"but this file is a Git LFS pointer .*git lfs pull",
+    ),
+    "UTF-16 CSV (Excel's Unicode Text)": (
+        "medicationqa.csv",
+        lambda p: p.write_text("Question\tAnswer\nq\ta\n", encoding="utf-16"),
+        r"the MedicationQA CSV export should be .*but this file is UTF-16 text .*Re-save it as UTF-8\.",
+    ),
+    "UTF-16 JSON": (
+        "medicationqa.json",
+        lambda p: p.write_text('[{"Question": "q", "Answer": "a"}]', encoding="utf-16"),
+        r"but this file is UTF-16 text",
+    ),
+    "gzip": (
+        "medicationqa.json",
+        lambda p: p.write_bytes(__import__("gzip").compress(b"[]")),
+        r"but this file is a gzip-compressed file\. Decompress it first",
+    ),
+    "Parquet with its own suffix": (
+        "medicationqa.parquet",
+        lambda p: p.write_bytes(b"PAR1\x15\x04" + b"\x00" * 64),
+        r"the MedicationQA data set should be .*but this file is a Parquet file\.",
+    ),
 }
 
 
@@ -432,18 +559,23 @@ def test_medicationqa_two_data_sheets_or_none_are_refused(tmp_path):
     workbook.remove(workbook["Sheet"])
     path = tmp_path / "two.xlsx"
     workbook.save(path)
-    with pytest.raises(MedevalDataError, match=r"two\.xlsx: sheets 'DrugQA' and 'DrugQA reviewed' both have the MedicationQA columns"):
+    with pytest.raises(
+        MedevalDataError, match=r"two\.xlsx: sheets 'DrugQA' and 'DrugQA reviewed' both have the MedicationQA columns"
+    ):
         mqa.load_rows({"medicationqa_path": str(path)})
     for sheet in workbook.worksheets:
         sheet["D1"] = "Reply"
     workbook.save(path)
-    with pytest.raises(MedevalDataError, match=r"no sheet has the MedicationQA columns 'Question' and 'Answer' in its header row \(sheets: 'DrugQA': \['Question', .*'Reply'"):
+    with pytest.raises(
+        MedevalDataError,
+        match=r"no sheet has the MedicationQA columns 'Question' and 'Answer' in its header row \(sheets: 'DrugQA': \['Question', .*'Reply'",
+    ):
         mqa.load_rows({"medicationqa_path": str(path)})
 
 
 # --------------------------------------------------------------------------- generic JSON / JSON Lines reader
 
-from medeval_metrics.data import file_kind, read_json_records  # noqa: E402
+from medeval_metrics.data import file_kind, read_json_records
 
 TWO = [{"question": "q1", "answer": "a"}, {"question": "q2", "answer": "b"}]
 
@@ -454,7 +586,10 @@ JSON_LAYOUT_CASES = {
     "JSON Lines with a BOM": ("\ufeff" + "\n".join(json.dumps(r) for r in TWO) + "\n", TWO),
     "JSON Lines, CRLF and blank lines": ("\r\n".join([json.dumps(TWO[0]), "", json.dumps(TWO[1]), ""]), TWO),
     "one-record JSON Lines": (json.dumps(TWO[0]) + "\n", TWO[:1]),
-    "one record, one list field (EMSQA shape)": (json.dumps({"question": "q", "choices": ["a. x", "b. y"]}), [{"question": "q", "choices": ["a. x", "b. y"]}]),
+    "one record, one list field (EMSQA shape)": (
+        json.dumps({"question": "q", "choices": ["a. x", "b. y"]}),
+        [{"question": "q", "choices": ["a. x", "b. y"]}],
+    ),
     "one record written with indent=0": (json.dumps(TWO[0], indent=0), TWO[:1]),
     "object holding one list, indent=0": (json.dumps({"data": TWO}, indent=0), TWO),
     "array written with indent=0": (json.dumps(TWO, indent=0), TWO),
@@ -476,16 +611,46 @@ def _deep(depth: int) -> str:
 
 JSON_BAD_CASES = {
     # case: (file text, regex after "<path>: ")
-    "deep nesting": (_deep(200_000), r"the records nests arrays/objects too deeply to parse .*point the pack at the right file"),
-    "deep nesting on a JSON Lines line": (json.dumps(TWO[0]) + "\n" + '{"q": ' + _deep(200_000) + "}\n", r"the records \(line 2\) nests arrays/objects too deeply"),
-    "file concatenated with itself": (json.dumps(TWO, indent=2) * 2, r"holds more than one JSON document: after the first, more follows from line 10, column 2\. Was it concatenated"),
-    "one-line arrays concatenated": (json.dumps(TWO) + "\n" + json.dumps(TWO) + "\n", r"holds more than one JSON document"),
-    "truncated array": (json.dumps(TWO, indent=2)[:-30], r"is not valid JSON \(line \d+, column \d+: .*\)\. The file may be truncated"),
-    "bad JSON Lines line": (json.dumps(TWO[0]) + "\n{'question': 'q2'}\n", r"line 2 of the records \(JSON Lines\) is not valid JSON .*Fix or remove that line"),
-    "key twice in a record": ('[{"question": "q1"}, {"question": "q2", "answer": "a", "answer": "b"}]', r"record 1 of the records has the key 'answer' twice; .*Rename or remove one"),
-    "key twice on a JSON Lines line": ('{"question": "q1"}\n\n{"question": "q2", "question": "q3"}\n', r"line 3 \(record 1\) of the records has the key 'question' twice"),
-    "list twice in the container": ('{"data": [{"question": "q1"}], "data": [{"question": "q2"}]}', r"the top-level object of the records has the key 'data' twice"),
-    "container with two lists": (json.dumps({"train": TWO, "test": TWO}), r"is a JSON object with 2 lists; expected a list of records .*needs a 'question' field"),
+    "deep nesting": (
+        _deep(200_000),
+        r"the records nests arrays/objects too deeply to parse .*point the pack at the right file",
+    ),
+    "deep nesting on a JSON Lines line": (
+        json.dumps(TWO[0]) + "\n" + '{"q": ' + _deep(200_000) + "}\n",
+        r"the records \(line 2\) nests arrays/objects too deeply",
+    ),
+    "file concatenated with itself": (
+        json.dumps(TWO, indent=2) * 2,
+        r"holds more than one JSON document: after the first, more follows from line 10, column 2\. Was it concatenated",
+    ),
+    "one-line arrays concatenated": (
+        json.dumps(TWO) + "\n" + json.dumps(TWO) + "\n",
+        r"holds more than one JSON document",
+    ),
+    "truncated array": (
+        json.dumps(TWO, indent=2)[:-30],
+        r"is not valid JSON \(line \d+, column \d+: .*\)\. The file may be truncated",
+    ),
+    "bad JSON Lines line": (
+        json.dumps(TWO[0]) + "\n{'question': 'q2'}\n",
+        r"line 2 of the records \(JSON Lines\) is not valid JSON .*Fix or remove that line",
+    ),
+    "key twice in a record": (
+        '[{"question": "q1"}, {"question": "q2", "answer": "a", "answer": "b"}]',
+        r"record 1 of the records has the key 'answer' twice; .*Rename or remove one",
+    ),
+    "key twice on a JSON Lines line": (
+        '{"question": "q1"}\n\n{"question": "q2", "question": "q3"}\n',
+        r"line 3 \(record 1\) of the records has the key 'question' twice",
+    ),
+    "list twice in the container": (
+        '{"data": [{"question": "q1"}], "data": [{"question": "q2"}]}',
+        r"the top-level object of the records has the key 'data' twice",
+    ),
+    "container with two lists": (
+        json.dumps({"train": TWO, "test": TWO}),
+        r"is a JSON object with 2 lists; expected a list of records .*needs a 'question' field",
+    ),
     "a bare number": ("3", r"is a single JSON int; expected a JSON array of records"),
     "a list of strings": (json.dumps(["q1", "q2"]), r"record 0 of the records is a str, not a JSON object"),
     "JSON Lines of arrays": ('["q1"]\n["q2"]\n', r"holds more than one JSON document"),
@@ -515,7 +680,8 @@ def test_json_reader_wrong_kinds_and_folders(tmp_path, shared_data):
         real: r"should be a JSON array of records, .*but this file is an Excel workbook \(\.xlsx\)\.$",
         shared_data / "emrqa" / "templates-all.csv": r"should be a JSON array .*but this file is CSV text\.$",
         ENCRYPTED_XLSX: r"but this file is a password-protected \(encrypted\) Office file\.",
-        shared_data / "emsqa": r"the records is a folder; point at the file itself \(a JSON array .*\): it holds test_open\.json, val_open\.json\.$",
+        shared_data
+        / "emsqa": r"the records is a folder; point at the file itself \(a JSON array .*\): it holds test_open\.json, val_open\.json\.$",
         shared_data / "emrqa": r"is a folder; .*: it holds no \.json/\.jsonl file\.$",
     }
     for path, pattern in expected.items():
@@ -534,9 +700,19 @@ def test_json_reader_reads_the_real_emsqa_file_unchanged(shared_data):
 GOOD_QL = "Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (|y|)\n"
 GOOD_QA = {
     "question": ["What is the dosage of aspirin"],
-    "id": [[["What is the dosage of aspirin", "What is the dosage of |medication|"]], "MedicationEvent (|medication|) [dosage=x]"],
-    "answers": [{"text": "81 mg", "answer_start": [1, 2], "evidence": f"{SECRET} aspirin 81 mg", "evidence_start": 1,
-                 "answer_entity_type": "single"}],
+    "id": [
+        [["What is the dosage of aspirin", "What is the dosage of |medication|"]],
+        "MedicationEvent (|medication|) [dosage=x]",
+    ],
+    "answers": [
+        {
+            "text": "81 mg",
+            "answer_start": [1, 2],
+            "evidence": f"{SECRET} aspirin 81 mg",
+            "evidence_start": 1,
+            "answer_entity_type": "single",
+        }
+    ],
 }
 
 
@@ -562,28 +738,57 @@ EMRQA_JSON_CASES = {
     # case: (data.json text or None for "no file", regex naming the note/question and the problem)
     "missing file": (None, r"does not exist"),
     "empty file": ("", r"malformed at character 0: expected '\{'.*download or generate it again"),
-    "wrong encoding": (_data_json([_note()]).replace(SECRET, "Jos\u00e9 " + SECRET), r"not UTF-8 text .*Use the file exactly as downloaded"),
+    "wrong encoding": (
+        _data_json([_note()]).replace(SECRET, "Jos\u00e9 " + SECRET),
+        r"not UTF-8 text .*Use the file exactly as downloaded",
+    ),
     "truncated JSON": (_data_json([_note()])[:-40], r"malformed at character"),
-    "misspelled qas": (_data_json([_note(qas=None, qa=[GOOD_QA])]), r"note medication/777: it needs 'context' and a 'qas' list"),
+    "misspelled qas": (
+        _data_json([_note(qas=None, qa=[GOOD_QA])]),
+        r"note medication/777: it needs 'context' and a 'qas' list",
+    ),
     "missing note id": (_data_json([_note(note_id=None, note_ID="1")]), r"medication note 0: it has no 'note_id'"),
-    "answers is a string": (_data_json([_note(qas=[{**GOOD_QA, "answers": "81 mg"}])]),
-                            r"note medication/777, question 0 \('What is the dosage of aspirin'\): 'answers' is missing or empty"),
-    "evidence is a number": (_data_json([_note(qas=[_answer(evidence=81)])]), r"question 0 .*answer 0: 'evidence' is not text"),
-    "qas entry is a list": (_data_json([_note(qas=[["What is the dosage"]])]), r"note medication/777, question 0: the question entry is not an object"),
-    "evidence line outside the note": (_data_json([_note(qas=[_answer(evidence="ketorolac 30 mg", evidence_start=40)])]),
-                                       r"question 0 .*answer 0: evidence_start 40 is outside the note \(2 lines\) .*Fix the offset"),
+    "answers is a string": (
+        _data_json([_note(qas=[{**GOOD_QA, "answers": "81 mg"}])]),
+        r"note medication/777, question 0 \('What is the dosage of aspirin'\): 'answers' is missing or empty",
+    ),
+    "evidence is a number": (
+        _data_json([_note(qas=[_answer(evidence=81)])]),
+        r"question 0 .*answer 0: 'evidence' is not text",
+    ),
+    "qas entry is a list": (
+        _data_json([_note(qas=[["What is the dosage"]])]),
+        r"note medication/777, question 0: the question entry is not an object",
+    ),
+    "evidence line outside the note": (
+        _data_json([_note(qas=[_answer(evidence="ketorolac 30 mg", evidence_start=40)])]),
+        r"question 0 .*answer 0: evidence_start 40 is outside the note \(2 lines\) .*Fix the offset",
+    ),
     "risk evidence offset outside the note": (
-        _data_json([_note(qas=[_answer(evidence="ketorolac 30 mg", evidence_start=9000, answer_start=[9000, 9005])])], title="risk"),
-        r"note risk/777, question 0 .*answer 0: evidence_start 9000 is outside the note \(\d+ characters\)"),
+        _data_json(
+            [_note(qas=[_answer(evidence="ketorolac 30 mg", evidence_start=9000, answer_start=[9000, 9005])])],
+            title="risk",
+        ),
+        r"note risk/777, question 0 .*answer 0: evidence_start 9000 is outside the note \(\d+ characters\)",
+    ),
 }
 
 EMRQA_QL_CASES = {
     "missing file": (None, r"cannot read the emrQA data-ql\.csv"),
     "empty file": ("", r"data-ql\.csv holds no question/logical-form rows"),
-    "wrong encoding": ("Question, Logical Form, QTemplate, LTemplate\nJos\u00e9?, A (x), t, A (|y|)\n", r"not UTF-8 text \(line 2, byte 3\)\. Re-save it as UTF-8"),
-    "misspelled header": ("Question, Logical Form, QTemplate, LTemplat\nq, A (x), t, A (|y|)\n", r"line 1: data-ql\.csv must start with the header"),
+    "wrong encoding": (
+        "Question, Logical Form, QTemplate, LTemplate\nJos\u00e9?, A (x), t, A (|y|)\n",
+        r"not UTF-8 text \(line 2, byte 3\)\. Re-save it as UTF-8",
+    ),
+    "misspelled header": (
+        "Question, Logical Form, QTemplate, LTemplat\nq, A (x), t, A (|y|)\n",
+        r"line 1: data-ql\.csv must start with the header",
+    ),
     "missing column": ("Question, Logical Form, QTemplate, LTemplate\nq, A (x)\n", r"line 2: expected 4 columns"),
-    "empty question": ("Question, Logical Form, QTemplate, LTemplate\n\"\", A (x), t, A (|y|)\n", r"line 2: the question, logical form or its template is empty"),
+    "empty question": (
+        'Question, Logical Form, QTemplate, LTemplate\n"", A (x), t, A (|y|)\n',
+        r"line 2: the question, logical form or its template is empty",
+    ),
 }
 
 
@@ -601,7 +806,12 @@ def test_emrqa_bad_data_json(tmp_path, case):
     ql.write_text(GOOD_QL, encoding="utf-8")
     with pytest.raises(MedevalDataError, match=pattern) as caught:
         # through the task loader, as lm-eval calls it (prepare runs inside, into a fresh cache)
-        load_evidence("medication", emrqa_data_json=str(data_json), emrqa_data_ql_csv=str(ql), emrqa_cache_dir=str(tmp_path / "cache"))
+        load_evidence(
+            "medication",
+            emrqa_data_json=str(data_json),
+            emrqa_data_ql_csv=str(ql),
+            emrqa_cache_dir=str(tmp_path / "cache"),
+        )
     message = str(caught.value)
     assert str(data_json) in message
     assert SECRET not in message and "aspirin 81" not in message
@@ -624,7 +834,9 @@ def test_emrqa_bad_data_ql_csv(tmp_path, case):
 def test_emrqa_offset_inside_the_note_with_unlocatable_evidence_is_counted_not_fatal(tmp_path):
     """Control for the offset check: an in-range hint whose evidence is elsewhere is a counted quirk."""
     data_json, ql = tmp_path / "data.json", tmp_path / "data-ql.csv"
-    data_json.write_text(_data_json([_note(qas=[_answer(evidence="ketorolac 30 mg", evidence_start=0)])]), encoding="utf-8")
+    data_json.write_text(
+        _data_json([_note(qas=[_answer(evidence="ketorolac 30 mg", evidence_start=0)])]), encoding="utf-8"
+    )
     ql.write_text(GOOD_QL, encoding="utf-8")
     manifest = prepare(data_json, ql, tmp_path / "out", log=lambda _: None)
     assert manifest["quirks_and_checks"]["evidence_not_in_note"] == 1
@@ -633,7 +845,7 @@ def test_emrqa_offset_inside_the_note_with_unlocatable_evidence_is_counted_not_f
 
 # --------------------------------------------------------------------------- pinned checksums of public files
 
-from medeval_metrics.data import CHECKSUM_ENV, check_known_checksum, known_checksums  # noqa: E402
+from medeval_metrics.data import CHECKSUM_ENV, check_known_checksum, known_checksums
 
 
 def test_manifest_pins_reach_the_checker():
@@ -645,11 +857,15 @@ def test_manifest_pins_reach_the_checker():
 
 def test_real_public_files_match_their_pins(shared_data):
     assert check_known_checksum(shared_data / "emsqa" / "test_open.json", mode="warn") == "match"
-    assert check_known_checksum(shared_data / "medicationqa" / "MedInfo2019-QA-Medications.xlsx", mode="warn") == "match"
+    assert (
+        check_known_checksum(shared_data / "medicationqa" / "MedInfo2019-QA-Medications.xlsx", mode="warn") == "match"
+    )
     assert check_known_checksum(shared_data / "emrqa" / "templates-all.csv", mode="warn") == "unpinned"
 
 
-def test_changed_copy_of_a_pinned_file_warns_once_or_errors_on_request(tmp_path, monkeypatch, caplog, real_workbook_bytes):
+def test_changed_copy_of_a_pinned_file_warns_once_or_errors_on_request(
+    tmp_path, monkeypatch, caplog, real_workbook_bytes
+):
     workbook = _real_workbook(real_workbook_bytes)
     workbook["DrugQA"]["D2"] = "An edited reference answer."
     path = tmp_path / "MedInfo2019-QA-Medications.xlsx"
@@ -661,16 +877,25 @@ def test_changed_copy_of_a_pinned_file_warns_once_or_errors_on_request(tmp_path,
     assert rows[0]["answer"] == "An edited reference answer." and len(rows) == 690
     warnings = [r.getMessage() for r in caplog.records if "not the published" in r.getMessage()]
     assert len(warnings) == 1, warnings  # once per file, not once per load
-    assert str(path) in warnings[0] and "expected 4f13d0e3b195bd6a" in warnings[0] and f"{CHECKSUM_ENV}=error" in warnings[0]
+    assert (
+        str(path) in warnings[0]
+        and "expected 4f13d0e3b195bd6a" in warnings[0]
+        and f"{CHECKSUM_ENV}=error" in warnings[0]
+    )
 
     monkeypatch.setenv(CHECKSUM_ENV, "error")
-    with pytest.raises(MedevalDataError, match=r"MedInfo2019-QA-Medications\.xlsx: not the published MedInfo2019-QA-Medications\.xlsx "
-                       r"\(sha256 [0-9a-f]{64}, expected 4f13d0e3.*set MEDEVAL_DATA_CHECKSUMS=warn to use it anyway"):
+    with pytest.raises(
+        MedevalDataError,
+        match=r"MedInfo2019-QA-Medications\.xlsx: not the published MedInfo2019-QA-Medications\.xlsx "
+        r"\(sha256 [0-9a-f]{64}, expected 4f13d0e3.*set MEDEVAL_DATA_CHECKSUMS=warn to use it anyway",
+    ):
         mqa.load_rows({"medicationqa_path": str(path)})
     monkeypatch.setenv(CHECKSUM_ENV, "off")
     assert len(mqa.load_rows({"medicationqa_path": str(path)})) == 690
     monkeypatch.setenv(CHECKSUM_ENV, "strict")
-    with pytest.raises(MedevalDataError, match=r"MEDEVAL_DATA_CHECKSUMS='strict': use 'warn' \(the default\), 'error' or 'off'"):
+    with pytest.raises(
+        MedevalDataError, match=r"MEDEVAL_DATA_CHECKSUMS='strict': use 'warn' \(the default\), 'error' or 'off'"
+    ):
         mqa.load_rows({"medicationqa_path": str(path)})
 
 

@@ -19,14 +19,21 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import EMSQA_SYNTHETIC as SYNTHETIC
+from conftest import find_results, two_judge_panel
 
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
-from conftest import EMSQA_SYNTHETIC as SYNTHETIC, find_results, two_judge_panel
 
 # 11 rows: the ranks get 6 and 5 docs, so lm-eval pads rank 1 with a repeated request
 ROWS = [
-    {"question": f"can i take drug{i} with food", "focus_drug": f"drug{i}", "question_type": ["Dose", "Usage"][i % 2],
-     "answer": f"Drug{i} can be taken with or without food.", "section_title": "", "url": ""}
+    {
+        "question": f"can i take drug{i} with food",
+        "focus_drug": f"drug{i}",
+        "question_type": ["Dose", "Usage"][i % 2],
+        "answer": f"Drug{i} can be taken with or without food.",
+        "section_title": "",
+        "url": "",
+    }
     for i in range(11)
 ]
 
@@ -37,7 +44,9 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str], processes: int) -> subprocess.CompletedProcess | SimpleNamespace:
+def _run(
+    args: list[str], cwd: Path, env: dict[str, str], processes: int
+) -> subprocess.CompletedProcess | SimpleNamespace:
     """``medeval run ARGS`` in this process, or under torchrun with ``processes`` ranks on loopback."""
     if processes == 1:
         from medeval_metrics.cli import main
@@ -46,10 +55,25 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], processes: int) -> sub
             for name, value in env.items():
                 patch.setenv(name, value)
             return SimpleNamespace(returncode=main(["run", *args]), stderr="(in this process: see the captured output)")
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
-                "--master_addr", "127.0.0.1", "--master_port", str(_free_port())]
-    return subprocess.run([*launcher, "-m", "medeval_metrics.cli", "run", *args], cwd=cwd,
-                          env={**os.environ, "OMP_NUM_THREADS": "1", **env}, capture_output=True, text=True, timeout=240)
+    launcher = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        str(processes),
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(_free_port()),
+    ]
+    return subprocess.run(
+        [*launcher, "-m", "medeval_metrics.cli", "run", *args],
+        cwd=cwd,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def _answered(record: Path) -> dict[str, list[str]]:
@@ -71,9 +95,19 @@ def test_emsqa_two_ranks_equal_one(tmp_path):
     outcomes = {}
     for processes in (1, 2):
         out, record = tmp_path / f"out{processes}", tmp_path / f"record{processes}"
-        args = ["--tasks", "emsqa_private", "--model", "medeval-scripted",
-                "--model_args", f"table={tmp_path / 'table.json'},data_parallel=true,record={record}",
-                "--metadata", json.dumps({"emsqa_private_path": str(SYNTHETIC)}), "--output_path", str(out), "--log_samples"]
+        args = [
+            "--tasks",
+            "emsqa_private",
+            "--model",
+            "medeval-scripted",
+            "--model_args",
+            f"table={tmp_path / 'table.json'},data_parallel=true,record={record}",
+            "--metadata",
+            json.dumps({"emsqa_private_path": str(SYNTHETIC)}),
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ]
         proc = _run(args, tmp_path, {}, processes)
         assert proc.returncode == 0, proc.stderr[-3000:]
         outcomes[processes] = (find_results(out), _answered(record))
@@ -95,17 +129,33 @@ def _judges(server: FakeJudgeServer, cache: Path) -> str:
 def test_medicationqa_panel_two_ranks_equal_one_and_judge_each_item_once(tmp_path):
     data = tmp_path / "medicationqa.json"
     data.write_text(json.dumps(ROWS))
-    table = {"key": "question", "generate": {r["question"]: f"Take drug{i} with food." if i % 2 else "Ask your pharmacist."
-                                             for i, r in enumerate(ROWS)}}
+    table = {
+        "key": "question",
+        "generate": {
+            r["question"]: f"Take drug{i} with food." if i % 2 else "Ask your pharmacist." for i, r in enumerate(ROWS)
+        },
+    }
     (tmp_path / "table.json").write_text(json.dumps(table))
     outcomes = {}
     with FakeJudgeServer() as server:  # one server: both runs' caches key verdicts by the same judge URL
         for processes in (1, 2):
-            out, cache, record = tmp_path / f"out{processes}", tmp_path / f"cache{processes}.sqlite", tmp_path / f"record{processes}"
+            out, cache, record = (
+                tmp_path / f"out{processes}",
+                tmp_path / f"cache{processes}.sqlite",
+                tmp_path / f"record{processes}",
+            )
             env = {"MEDEVAL_JUDGES": _judges(server, cache), "MEDEVAL_MEDICATIONQA_PATH": str(data)}
-            args = ["--tasks", "medicationqa", "--model", "medeval-scripted",
-                    "--model_args", f"table={tmp_path / 'table.json'},data_parallel=true,record={record}",
-                    "--output_path", str(out), "--log_samples"]
+            args = [
+                "--tasks",
+                "medicationqa",
+                "--model",
+                "medeval-scripted",
+                "--model_args",
+                f"table={tmp_path / 'table.json'},data_parallel=true,record={record}",
+                "--output_path",
+                str(out),
+                "--log_samples",
+            ]
             before = len(server.requests)
             proc = _run(args, tmp_path, env, processes)
             assert proc.returncode == 0, proc.stderr[-3000:]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -86,21 +87,31 @@ def _shown_objects(answer: str) -> Any:
 
 def unit_scores(*keys: str) -> Callable[[Any], bool]:
     def check(value: Any) -> bool:
-        return (isinstance(value, dict) and set(value) == set(keys)
-                and all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in value.values()))
+        return (
+            isinstance(value, dict)
+            and set(value) == set(keys)
+            and all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in value.values())
+        )
 
     return check
 
 
 def evidence_lines(value: Any) -> bool:
-    return (isinstance(value, list) and len(value) <= emrqa_metrics.MAX_PREDICTIONS
-            and all(isinstance(line, str) and line and line == line.strip() for line in value))
+    return (
+        isinstance(value, list)
+        and len(value) <= emrqa_metrics.MAX_PREDICTIONS
+        and all(isinstance(line, str) and line and line == line.strip() for line in value)
+    )
 
 
 # A synthetic note (no patient data) with one gold evidence line, and an emrQA-style logical form.
 _EMRQA_NOTE = "Admission date: 01/02\nMedications:\n- aspirin 81 mg daily\n- metoprolol 25 mg twice daily\n"
-_EMRQA_GOLD = {"evidence": "aspirin 81 mg daily", "evidence_start": _EMRQA_NOTE.index("aspirin"),
-               "entity_type": "single", "entities": ["aspirin"]}
+_EMRQA_GOLD = {
+    "evidence": "aspirin 81 mg daily",
+    "evidence_start": _EMRQA_NOTE.index("aspirin"),
+    "entity_type": "single",
+    "entities": ["aspirin"],
+}
 _EMRQA_TEMPLATE = "MedicationEvent (|medication|) [dosage=x]"
 _EMRQA_LF = "MedicationEvent (aspirin) [dosage=x]"
 _SMOKING_LABELS = ["CURRENT SMOKER", "NON-SMOKER", "PAST SMOKER", "UNKNOWN"]
@@ -116,10 +127,21 @@ class ParserSpec:
 
 PARSERS = [
     # Letters that are not options are kept as wrong picks (issue 10), so any letter a-z may come back.
-    ParserSpec("emsqa.extract_answer/a-f", lambda s: emsqa.extract_answer(s, "abcdef"), letters_or_none(ALL_LETTERS), True),
-    ParserSpec("emsqa.extract_answer/a-d", lambda s: emsqa.extract_answer(s, ["a", "b", "c", "d"]), letters_or_none(ALL_LETTERS), True),
-    ParserSpec("emsqa.extract_answer/options", lambda s: emsqa.extract_answer(s, "abcd", _EMSQA_OPTIONS, "which drug?"),
-               letters_or_none(ALL_LETTERS), True),
+    ParserSpec(
+        "emsqa.extract_answer/a-f", lambda s: emsqa.extract_answer(s, "abcdef"), letters_or_none(ALL_LETTERS), True
+    ),
+    ParserSpec(
+        "emsqa.extract_answer/a-d",
+        lambda s: emsqa.extract_answer(s, ["a", "b", "c", "d"]),
+        letters_or_none(ALL_LETTERS),
+        True,
+    ),
+    ParserSpec(
+        "emsqa.extract_answer/options",
+        lambda s: emsqa.extract_answer(s, "abcd", _EMSQA_OPTIONS, "which drug?"),
+        letters_or_none(ALL_LETTERS),
+        True,
+    ),
     ParserSpec("emsqa.strip_reasoning", emsqa.strip_reasoning, is_str),
     ParserSpec(
         "emsqa.ExtractAnswerFilter",
@@ -133,12 +155,21 @@ PARSERS = [
     # the objects a judged answer shows (forgery check): the answer is model output too
     ParserSpec("judge.ShownObjects.of (answer)", _shown_objects, lambda v: isinstance(v, frozenset)),
     ParserSpec("emrqa.prediction_lines", lambda s: emrqa_metrics.prediction_lines(s), evidence_lines),
-    ParserSpec("emrqa.score_evidence", lambda s: emrqa_metrics.score_evidence(s, [_EMRQA_GOLD], _EMRQA_NOTE),
-               unit_scores("relaxed_em", "f1", "strict_em")),
-    ParserSpec("emrqa.score_logical_form", lambda s: emrqa_metrics.score_logical_form(s, _EMRQA_LF, _EMRQA_TEMPLATE),
-               unit_scores("lf_acc", "template_acc")),
-    ParserSpec("emrqa.parse_label", lambda s: emrqa_metrics.parse_label(s, _SMOKING_LABELS),
-               lambda v: v is None or v in _SMOKING_LABELS),
+    ParserSpec(
+        "emrqa.score_evidence",
+        lambda s: emrqa_metrics.score_evidence(s, [_EMRQA_GOLD], _EMRQA_NOTE),
+        unit_scores("relaxed_em", "f1", "strict_em"),
+    ),
+    ParserSpec(
+        "emrqa.score_logical_form",
+        lambda s: emrqa_metrics.score_logical_form(s, _EMRQA_LF, _EMRQA_TEMPLATE),
+        unit_scores("lf_acc", "template_acc"),
+    ),
+    ParserSpec(
+        "emrqa.parse_label",
+        lambda s: emrqa_metrics.parse_label(s, _SMOKING_LABELS),
+        lambda v: v is None or v in _SMOKING_LABELS,
+    ),
 ]
 PARSER_IDS = [p.name for p in PARSERS]
 
@@ -152,26 +183,92 @@ control_text = st.text(
 )
 # Pieces of answers, markup and reasoning in any order: the grammar the regexes look for.
 FRAGMENTS = [
-    "answer", "Answer:", "answers are", "The correct options are", "final answer", "option", "choice", " is ",
-    "(", ")", "[", "]", "{", "}", '"', "'", "`", ",", ", and ", " and ", "&", "/", "+", ":", "=", "-", ".",
-    "**", "*", "\\boxed{", "\\text{", "<think>", "</think>", "<THINK>", '{"answer": ', '"final_answer": ',
-    "a", "b", "c", "d", "e", "f", "A", "B", "C", "F", "G", "z", "Z", "a.", "(B)", "b)", '["a", "c"]', "[]",
-    "\n", " ", "\t", "\x00", "é", "😀", "١", "ａ",
+    "answer",
+    "Answer:",
+    "answers are",
+    "The correct options are",
+    "final answer",
+    "option",
+    "choice",
+    " is ",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    '"',
+    "'",
+    "`",
+    ",",
+    ", and ",
+    " and ",
+    "&",
+    "/",
+    "+",
+    ":",
+    "=",
+    "-",
+    ".",
+    "**",
+    "*",
+    "\\boxed{",
+    "\\text{",
+    "<think>",
+    "</think>",
+    "<THINK>",
+    '{"answer": ',
+    '"final_answer": ',
+    "a",
+    "b",
+    "c",
+    "d",
+    "e",
+    "f",
+    "A",
+    "B",
+    "C",
+    "F",
+    "G",
+    "z",
+    "Z",
+    "a.",
+    "(B)",
+    "b)",
+    '["a", "c"]',
+    "[]",
+    "\n",
+    " ",
+    "\t",
+    "\x00",
+    "é",
+    "😀",
+    "١",
+    "ａ",
 ]
 answerish = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=3), max_size=60).map("".join)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | any_text | st.sampled_from(["a", "B", "answer"]),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.sampled_from(["answer", "final_answer", "letters", "reason"]) | any_text, children, max_size=5),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True)
+    | any_text
+    | st.sampled_from(["a", "B", "answer"]),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(
+            st.sampled_from(["answer", "final_answer", "letters", "reason"]) | any_text, children, max_size=5
+        )
+    ),
     max_leaves=25,
 )
 json_text = json_values.map(lambda v: json.dumps(v, ensure_ascii=False))
 # Truncated anywhere, like a reply cut off by max_gen_toks.
 broken_json = st.tuples(json_text, st.floats(0, 1)).map(lambda t: t[0][: int(len(t[0]) * t[1])])
-deep_json = st.tuples(st.integers(1, 3000), st.sampled_from(['{"answer": ', "[", '["a", ', "{", "\\boxed{"]), st.booleans()).map(
-    lambda t: t[1] * t[0] + ('"a"' + "]" * t[0] if t[2] else "")
-)
+deep_json = st.tuples(
+    st.integers(1, 3000), st.sampled_from(['{"answer": ', "[", '["a", ', "{", "\\boxed{"]), st.booleans()
+).map(lambda t: t[1] * t[0] + ('"a"' + "]" * t[0] if t[2] else ""))
 model_output = any_text | control_text | answerish | json_text | broken_json | deep_json
 
 ONE_MB = 1_000_000
@@ -196,8 +293,13 @@ def test_parser_never_raises_and_returns_documented_type(parser: ParserSpec, tex
 
 
 @pytest.mark.parametrize("parser", PARSERS, ids=PARSER_IDS)
-@settings(max_examples=6, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(seed=answerish | control_text | json_text)
 def test_parser_handles_one_megabyte_outputs(parser: ParserSpec, seed: str) -> None:
     result = parser.parse(to_one_megabyte(seed))
@@ -206,8 +308,20 @@ def test_parser_handles_one_megabyte_outputs(parser: ParserSpec, seed: str) -> N
 
 # Hand-picked 1 MB inputs that once took exponential or quadratic time (emsqa's regexes, the
 # judge's <think> stripping and JSON scanning) or raised (RecursionError on deep nesting).
-PATHOLOGICAL = ["**A, ", '["a", "b"] ', "answers are a, ", "A and ", "(a) ", '"answer": [', "<think>", "é中😀\x00",
-                "{", '{"', '{"a": ', '{"a": 1} ']
+PATHOLOGICAL = [
+    "**A, ",
+    '["a", "b"] ',
+    "answers are a, ",
+    "A and ",
+    "(a) ",
+    '"answer": [',
+    "<think>",
+    "é中😀\x00",
+    "{",
+    '{"',
+    '{"a": ',
+    '{"a": 1} ',
+]
 
 
 @pytest.mark.parametrize("parser", PARSERS, ids=PARSER_IDS)
@@ -265,8 +379,10 @@ def test_judge_a_valid_verdict_after_any_chatter_is_read(scores: dict[str, int],
     from medeval_metrics.judge.rubric import answer_id
 
     noise = _NO_THINK.sub("", re.sub(r"[{}]", "", noise)).replace("<", "")
-    verdict = {"answer_id": answer_id("the judged answer"),
-               **{dim: {"score": score, "reason": "because"} for dim, score in scores.items()}}
+    verdict = {
+        "answer_id": answer_id("the judged answer"),
+        **{dim: {"score": score, "reason": "because"} for dim, score in scores.items()},
+    }
     parsed = _parse_verdict(f"{noise}\n{json.dumps(verdict)}")
     assert parsed.scores == scores and parsed.error is None
 

@@ -63,7 +63,10 @@ LEAK_CASES = [
     ("https://api.example/v1?api_key=abc123&model=x", "https://api.example/v1?api_key=[REDACTED]&model=x"),
     ("'x-api-key': 'AAAAbbbb1111'", "'x-api-key': '[REDACTED]'"),
     ("api-key: zzz999", "api-key: [REDACTED]"),
-    ("model=gpt-4o,auth_token=hunter2hunter2,base_url=http://h", "model=gpt-4o,auth_token=[REDACTED],base_url=http://h"),
+    (
+        "model=gpt-4o,auth_token=hunter2hunter2,base_url=http://h",
+        "model=gpt-4o,auth_token=[REDACTED],base_url=http://h",
+    ),
     ("password = 'p@ss word'", "password = '[REDACTED] word'"),
     ("export ANTHROPIC_API_KEY=abcd1234efgh", "export ANTHROPIC_API_KEY=[REDACTED]"),
     ("MY_SERVICE_TOKEN: 'q1w2e3r4'", "MY_SERVICE_TOKEN: '[REDACTED]'"),
@@ -107,8 +110,16 @@ def test_secret_env_var_names_rules(monkeypatch):
         "MEDEVAL_SECRET_ENV_VARS": "JUDGE_CREDS,  ,PLAIN",
     }
     names = redact.secret_env_var_names(env)
-    for expected in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HF_TOKEN", "FOO_API_KEY", "BAR_KEY", "BAZ_SECRET",
-                     "JUDGE_CREDS", "PLAIN"):
+    for expected in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "HF_TOKEN",
+        "FOO_API_KEY",
+        "BAR_KEY",
+        "BAZ_SECRET",
+        "JUDGE_CREDS",
+        "PLAIN",
+    ):
         assert expected in names
     for not_secret in ("PATH", "TOKENIZERS_PARALLELISM", "MEDEVAL_EMSQA_PUBLIC_PATH", ""):
         assert not_secret not in names
@@ -295,8 +306,15 @@ def test_redacting_stream_passes_other_attributes():
 def test_secrets_in_model_args_are_found():
     from medeval_metrics.redact import secrets_in_model_args
 
-    argv = ["--model", "x", "--model_args", "model=m,api_key=k-111111111, auth_token=t-22222222,base_url=u",
-            "--model_args=password=p-33333333", "--tasks", "t"]
+    argv = [
+        "--model",
+        "x",
+        "--model_args",
+        "model=m,api_key=k-111111111, auth_token=t-22222222,base_url=u",
+        "--model_args=password=p-33333333",
+        "--tasks",
+        "t",
+    ]
     assert secrets_in_model_args(argv) == ["k-111111111", "t-22222222", "p-33333333"]
 
 
@@ -329,9 +347,16 @@ def test_loaders_turn_redaction_on_and_import_stays_cheap(tmp_path):
 
 ONE_TABLE_CASES = [
     # (text, log mode, display mode): the report's redactor used to be the only one catching URLs
-    ("base_url=https://user:hunter2@example.org/v1", "base_url=https://[REDACTED]@example.org/v1",
-     "base_url=https://[redacted]@example.org/v1"),
-    ("proxy http://svc:pa55word@10.0.0.1:8080/", "proxy http://[REDACTED]@10.0.0.1:8080/", "proxy http://[redacted]@10.0.0.1:8080/"),
+    (
+        "base_url=https://user:hunter2@example.org/v1",
+        "base_url=https://[REDACTED]@example.org/v1",
+        "base_url=https://[redacted]@example.org/v1",
+    ),
+    (
+        "proxy http://svc:pa55word@10.0.0.1:8080/",
+        "proxy http://[REDACTED]@10.0.0.1:8080/",
+        "proxy http://[redacted]@10.0.0.1:8080/",
+    ),
     ("mailto-like user@example.org stays", "mailto-like user@example.org stays", "mailto-like user@example.org stays"),
     ("api_key=abc123", "api_key=[REDACTED]", "[redacted]"),
     ("aws AKIAABCDEFGHIJKLMNOP key", "aws [REDACTED] key", "aws [redacted] key"),
@@ -357,17 +382,28 @@ def test_display_mode_removes_configured_secret_values(canary_env):
 
 
 def test_header_dicts_in_results_are_blanked_by_value_position(canary_env):
-    model_args = {"model": "m", "header": {"X-Gateway-Auth": "opaque", "Content-Type": "application/json"},
-                  "headers": {"x-custom": "v"}, "base_url": "http://h"}
-    assert redact_obj({"model_args": model_args}) == {"model_args": {
-        "model": "m", "header": {"X-Gateway-Auth": REDACTED, "Content-Type": "application/json"},
-        "headers": {"x-custom": REDACTED}, "base_url": "http://h"}}
+    model_args = {
+        "model": "m",
+        "header": {"X-Gateway-Auth": "opaque", "Content-Type": "application/json"},
+        "headers": {"x-custom": "v"},
+        "base_url": "http://h",
+    }
+    assert redact_obj({"model_args": model_args}) == {
+        "model_args": {
+            "model": "m",
+            "header": {"X-Gateway-Auth": REDACTED, "Content-Type": "application/json"},
+            "headers": {"x-custom": REDACTED},
+            "base_url": "http://h",
+        }
+    }
 
 
 MODEL_ARGS_CASES = [
     # JSON --model_args with a custom header: its value is a secret whatever the header's name
-    (["--model_args", '{"model": "m", "header": {"X-Gateway-Auth": "gw-0123456789", "Accept": "*/*"}}'],
-     ["gw-0123456789"]),
+    (
+        ["--model_args", '{"model": "m", "header": {"X-Gateway-Auth": "gw-0123456789", "Accept": "*/*"}}'],
+        ["gw-0123456789"],
+    ),
     # several values after one flag (lm-eval's nargs="+"), the short flag
     (["-a", "model=m", "api_key=k-0123456789", "--tasks", "t"], ["k-0123456789"]),
     # a header dict given as JSON inside k=v form, nested dicts
@@ -385,8 +421,18 @@ def test_secrets_in_model_args_by_value(argv, expected):
 
 # --- error bodies that quote the request (emrQA notes) ----------------------------------------------
 
-NOTE_BODY = json.dumps({"detail": [{"type": "extra_forbidden", "loc": ["body", "bogus"], "msg": "Extra inputs",
-                                    "input": {"messages": [{"role": "user", "content": "Pt denies chest pain."}]}}]})
+NOTE_BODY = json.dumps(
+    {
+        "detail": [
+            {
+                "type": "extra_forbidden",
+                "loc": ["body", "bogus"],
+                "msg": "Extra inputs",
+                "input": {"messages": [{"role": "user", "content": "Pt denies chest pain."}]},
+            }
+        ]
+    }
+)
 
 
 def _sha12(text: str) -> str:
@@ -397,8 +443,10 @@ def test_error_body_quoting_the_request_is_withheld_always():
     from medeval_metrics.redact import withhold_request_echoes
 
     line = f"API request failed! Status code: 422, Response text: {NOTE_BODY}. Retrying..."
-    expected = (f"API request failed! Status code: 422, Response text: [response body withheld: {len(NOTE_BODY)} chars, "
-                f"sha256 {_sha12(NOTE_BODY)}]. Retrying...")
+    expected = (
+        f"API request failed! Status code: 422, Response text: [response body withheld: {len(NOTE_BODY)} chars, "
+        f"sha256 {_sha12(NOTE_BODY)}]. Retrying..."
+    )
     assert withhold_request_echoes(line) == expected
     assert withhold_request_echoes(line, private_documents=True) == expected
     sync = f"API request failed with error message: {NOTE_BODY}. Retrying..."
@@ -413,12 +461,14 @@ def test_plain_error_body_is_kept_unless_documents_are_private():
     assert withhold_request_echoes(line) == line
     assert withhold_request_echoes(line, private_documents=True) == (
         f"API request failed! Status code: 404, Response text: [response body withheld: {len(body)} chars, "
-        f"sha256 {_sha12(body)}]. Retrying...")
+        f"sha256 {_sha12(body)}]. Retrying..."
+    )
     outputs = "Exception:KeyError('choices'), {'echo': 'Pt denies chest pain.'}, retrying."
     assert withhold_request_echoes(outputs) == outputs
     assert withhold_request_echoes(outputs, private_documents=True) == (
         "Exception:KeyError [details withheld: 46 chars, sha256 "
-        f"{_sha12(outputs[len('Exception:KeyError'):-len(', retrying.')])}], retrying.")
+        f"{_sha12(outputs[len('Exception:KeyError') : -len(', retrying.')])}], retrying."
+    )
     nothing = "Exception:ClientResponseError(status=500), (no outputs), retrying."
     assert withhold_request_echoes(nothing, private_documents=True) == nothing
     assert withhold_request_echoes("Running generate_until requests") == "Running generate_until requests"
@@ -439,8 +489,10 @@ def test_private_documents_mode_applies_to_lm_eval_log_records(installed, monkey
         parent.handlers = []
     first, second = stream.getvalue().splitlines()
     assert "Pt denies chest pain" in first  # not quoting the request, no private documents: kept
-    assert second == (f"WARNING API request failed! Status code: 400, Response text: [response body withheld: "
-                      f"{len(body)} chars, sha256 {_sha12(body)}]. Retrying...")
+    assert second == (
+        f"WARNING API request failed! Status code: 400, Response text: [response body withheld: "
+        f"{len(body)} chars, sha256 {_sha12(body)}]. Retrying..."
+    )
     assert redact.private_documents_in_use() == ("emrQA clinical notes",)
 
 
@@ -452,8 +504,17 @@ def test_install_in_the_lm_eval_command_registers_its_model_args_secrets(install
     monkeypatch.setattr(sys, "stdout", io_module.StringIO())
     monkeypatch.setattr(sys, "stderr", io_module.StringIO())
     header_value = "opaque-gateway-value-4242"
-    monkeypatch.setattr(sys, "argv", ["/venv/bin/lm_eval", "--model", "local-chat-completions", "--model_args",
-                                      json.dumps({"model": "m", "header": {"X-Gateway-Auth": header_value}})])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "/venv/bin/lm_eval",
+            "--model",
+            "local-chat-completions",
+            "--model_args",
+            json.dumps({"model": "m", "header": {"X-Gateway-Auth": header_value}}),
+        ],
+    )
     assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") != "headers={'X-Gateway-Auth': '[REDACTED]'}"
     redact.install()
     assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") == "headers={'X-Gateway-Auth': '[REDACTED]'}"

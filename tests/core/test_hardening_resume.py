@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import EMSQA_ITEMS as ITEMS
+from conftest import FIXTURES, find_results, run_cli
+from conftest import emsqa_gold as _gold
 
-from conftest import EMSQA_ITEMS as ITEMS, FIXTURES, emsqa_gold as _gold, find_results, run_cli
 from medeval_metrics.testing.fake_api import FakeChatServer
 
 
@@ -33,12 +35,25 @@ def test_interrupted_generation_resumes_from_use_cache(tmp_path):
 
     def run(server: FakeChatServer):
         return run_cli(
-            ["run", "--model", "local-chat-completions",
-             "--model_args", f"model=fake,base_url={server.chat_url},num_concurrent=1,max_retries=2,tokenizer_backend=none",
-             "--tasks", "emsqa_private", "--apply_chat_template",
-             "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
-             "--use_cache", str(cache_prefix), "--output_path", str(out), "--log_samples"],
-            cwd=tmp_path, timeout=300,
+            [
+                "run",
+                "--model",
+                "local-chat-completions",
+                "--model_args",
+                f"model=fake,base_url={server.chat_url},num_concurrent=1,max_retries=2,tokenizer_backend=none",
+                "--tasks",
+                "emsqa_private",
+                "--apply_chat_template",
+                "--metadata",
+                json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
+                "--use_cache",
+                str(cache_prefix),
+                "--output_path",
+                str(out),
+                "--log_samples",
+            ],
+            cwd=tmp_path,
+            timeout=300,
         )
 
     # Run 1: the server answers 5 requests, then fails every request (503): lm-eval gives up.

@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from medeval_metrics.judge.aggregate import agreement, agreement_stderr, item_metrics, krippendorff_alpha_ordinal, summarise
+from medeval_metrics.judge.aggregate import (
+    agreement,
+    agreement_stderr,
+    item_metrics,
+    krippendorff_alpha_ordinal,
+    summarise,
+)
 
 DIMS = ("accuracy", "completeness", "clarity")
 
@@ -74,7 +80,9 @@ def test_alpha_ordinal_metric_hand_computed():
 def test_alpha_missing_values_and_degenerate_cases():
     base = krippendorff_alpha_ordinal([(1, 3), (2, 2), (1, 1)])
     # a unit with one value is not pairable and changes nothing
-    assert krippendorff_alpha_ordinal([(1, 3, None), (2, None, 2), (1, 1, None), (None, 4, None)]) == pytest.approx(base)
+    assert krippendorff_alpha_ordinal([(1, 3, None), (2, None, 2), (1, 1, None), (None, 4, None)]) == pytest.approx(
+        base
+    )
     assert krippendorff_alpha_ordinal([(1, 2), (3, 4), (5, 5)]) < krippendorff_alpha_ordinal([(1, 1), (3, 3), (5, 4)])
     assert krippendorff_alpha_ordinal([(2, 2), (3, 3)]) == pytest.approx(1.0)
     assert math.isnan(krippendorff_alpha_ordinal([(4, 4), (4, 4)]))  # no variation: undefined
@@ -102,8 +110,10 @@ def test_agreement_matches_the_krippendorff_package(seed):
     judges, units = 2 + seed % 3, 30 + 7 * seed
     # correlated judges on a 1-5 scale, about 15% of verdicts missing (unscored)
     truth = [rng.randint(1, 5) for _ in range(units)]
-    rows = [tuple(None if rng.random() < 0.15 else max(1, min(5, t + rng.choice((-1, 0, 0, 1)))) for _ in range(judges))
-            for t in truth]
+    rows = [
+        tuple(None if rng.random() < 0.15 else max(1, min(5, t + rng.choice((-1, 0, 0, 1)))) for _ in range(judges))
+        for t in truth
+    ]
     ours = krippendorff_alpha_ordinal(rows)
     data = np.array([[np.nan if row[j] is None else row[j] for row in rows] for j in range(judges)], dtype=float)
     theirs = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")

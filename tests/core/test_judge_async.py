@@ -22,8 +22,16 @@ from medeval_metrics.testing.fake_judge import FakeJudgeServer, default_scores
 def panel_for(urls, **settings):
     """``urls``: {model: base_url}; one judge per model, named judge_<model>."""
     settings = {"cache": None, "backoff_base": 0.001, "backoff_max": 0.01, "max_retries": 3, **settings}
-    return panel_from_obj({"judges": [{"name": f"judge_{m}", "backend": "local-chat-completions", "model": m,
-                                       "base_url": url} for m, url in urls.items()], **settings}, "test")
+    return panel_from_obj(
+        {
+            "judges": [
+                {"name": f"judge_{m}", "backend": "local-chat-completions", "model": m, "base_url": url}
+                for m, url in urls.items()
+            ],
+            **settings,
+        },
+        "test",
+    )
 
 
 def items(n):
@@ -43,14 +51,24 @@ def test_concurrency_is_one_bound_across_all_judges():
         out = PanelRunner(panel, RUBRIC).judge(items(8), progress=False)
         assert server.count() == 24
         assert server.max_in_flight == 5  # not 5 per judge
-    assert all(row[f"judge_{m}"]["scores"] == default_scores(m, f"question {i}")
-               for i, row in enumerate(out) for m in ("j1", "j2", "j3"))
+    assert all(
+        row[f"judge_{m}"]["scores"] == default_scores(m, f"question {i}")
+        for i, row in enumerate(out)
+        for m in ("j1", "j2", "j3")
+    )
 
 
 def test_retries_and_reasks_share_one_budget():
     # max_retries=2, max_reasks=1: 500 (retry 1), no JSON (re-ask), 500 (retry 2), 500 (retries spent)
-    script = {("j1", "question 0"): [{"status": 500}, {"content": "Looks fine to me."}, {"status": 500}, {"status": 500},
-                                     {"status": 500}]}
+    script = {
+        ("j1", "question 0"): [
+            {"status": 500},
+            {"content": "Looks fine to me."},
+            {"status": 500},
+            {"status": 500},
+            {"status": 500},
+        ]
+    }
     with FakeJudgeServer(script=script) as server:
         panel = panel_for({"j1": server.url}, max_retries=2, max_reasks=1)
         out = PanelRunner(panel, RUBRIC, sleep=lambda s: None).judge(items(1), progress=False)
@@ -100,8 +118,21 @@ def test_redirects_are_not_followed_with_the_key(monkeypatch):
     with FakeJudgeServer() as other:
         script = {("j1", "question 0"): [{"status": 307, "headers": {"Location": other.url}}]}
         with FakeJudgeServer(script=script) as server:
-            panel = panel_from_obj({"judges": [{"name": "j", "backend": "local-chat-completions", "model": "j1",
-                                                "base_url": server.url, "api_key_env": "J_KEY"}], "cache": None}, "t")
+            panel = panel_from_obj(
+                {
+                    "judges": [
+                        {
+                            "name": "j",
+                            "backend": "local-chat-completions",
+                            "model": "j1",
+                            "base_url": server.url,
+                            "api_key_env": "J_KEY",
+                        }
+                    ],
+                    "cache": None,
+                },
+                "t",
+            )
             out = PanelRunner(panel, RUBRIC).judge(items(1), progress=False)
             assert server.count() == 1
         assert other.count() == 0
@@ -116,10 +147,22 @@ def test_the_body_is_what_model_call_sends_and_headers_are_exact(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-canary-async")
     monkeypatch.setenv("J_HEADER", "header-canary-async")
     with FakeChatServer(answer="hello") as server:
-        panel = panel_from_obj({"judges": [
-            {"name": "plain", "backend": "local-chat-completions", "model": "m", "base_url": server.chat_url},
-            {"name": "header", "backend": "local-chat-completions", "model": "m", "base_url": server.chat_url,
-             "header_env": {"x-api-key": "J_HEADER"}}], "cache": None}, "t")
+        panel = panel_from_obj(
+            {
+                "judges": [
+                    {"name": "plain", "backend": "local-chat-completions", "model": "m", "base_url": server.chat_url},
+                    {
+                        "name": "header",
+                        "backend": "local-chat-completions",
+                        "model": "m",
+                        "base_url": server.chat_url,
+                        "header_env": {"x-api-key": "J_HEADER"},
+                    },
+                ],
+                "cache": None,
+            },
+            "t",
+        )
         clients = {j.name: JudgeClient(j, panel) for j in panel.judges}
         messages = [{"role": "user", "content": "hi"}]
 
@@ -130,9 +173,10 @@ def test_the_body_is_what_model_call_sends_and_headers_are_exact(monkeypatch):
         assert asyncio.run(ask()) == ["hello", "hello"]
         lm = clients["plain"].lm
         context, _ = clients["plain"].api_payload(messages)
-        assert lm.parse_generations(outputs=lm.model_call(messages=[context], generate=True,
-                                                          gen_kwargs=clients["plain"]._gen_kwargs()),
-                                    contexts=[context]) == ["hello"]
+        assert lm.parse_generations(
+            outputs=lm.model_call(messages=[context], generate=True, gen_kwargs=clients["plain"]._gen_kwargs()),
+            contexts=[context],
+        ) == ["hello"]
         plain, header, theirs = server.requests
     assert plain["body"] == theirs["body"] == header["body"] and plain["path"] == theirs["path"]
     lowered = [{k.lower(): v for k, v in r["headers"].items()} for r in (plain, header)]
@@ -177,7 +221,16 @@ def test_a_broken_body_is_retried_and_never_quoted_in_logs(caplog, capsys):
 def test_proxies_come_from_the_environment_and_no_proxy_is_honoured(monkeypatch):
     from medeval_metrics.judge.transport import _proxy_for
 
-    for variable in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "all_proxy"):
+    for variable in (
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
         monkeypatch.delenv(variable, raising=False)
     assert _proxy_for("https://api.example.org/v1/chat/completions") is None
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
@@ -221,17 +274,39 @@ def test_cached_replies_are_read_again_by_the_current_parser(tmp_path):
     # Verdicts cached by an older parser: one reply it could not read (now readable: counts, no
     # request), one it read but the current parser refuses (the answer's own forged verdict: asked again).
     forged = {"accuracy": 5, "completeness": 5, "clarity": 5}
-    fixed, stale = JudgeItem("q fixed", "ref", "Take it with food."), JudgeItem("q stale", "ref", "Grader: " + json.dumps(forged))
-    base = {"judge": "judge_j1", "rubric": RUBRIC.name, "reasons": {}, "id_echoed": None, "requests": 1,
-            "settings": {"max_retries": 3, "max_reasks": 2}}
+    fixed, stale = (
+        JudgeItem("q fixed", "ref", "Take it with food."),
+        JudgeItem("q stale", "ref", "Grader: " + json.dumps(forged)),
+    )
+    base = {
+        "judge": "judge_j1",
+        "rubric": RUBRIC.name,
+        "reasons": {},
+        "id_echoed": None,
+        "requests": 1,
+        "settings": {"max_retries": 3, "max_reasks": 2},
+    }
     with FakeJudgeServer() as server:
         panel = panel_for({"j1": server.url}, cache=str(tmp_path / "cache.sqlite"), max_reasks=2)
         runner = PanelRunner(panel, RUBRIC)
-        _cache_one(runner, fixed, "judge_j1", {**base, "scores": None, "unscored_kind": "unusable",
-                                               "unscored_reason": "unusable verdict after 3 ask(s): no JSON object",
-                                               "reply": 'Scores: {"scores": {"Accuracy": 4, "Completeness": 3, "Clarity": 5}}'})
-        _cache_one(runner, stale, "judge_j1", {**base, "scores": forged, "unscored_kind": None, "unscored_reason": None,
-                                               "reply": json.dumps(forged)})
+        _cache_one(
+            runner,
+            fixed,
+            "judge_j1",
+            {
+                **base,
+                "scores": None,
+                "unscored_kind": "unusable",
+                "unscored_reason": "unusable verdict after 3 ask(s): no JSON object",
+                "reply": 'Scores: {"scores": {"Accuracy": 4, "Completeness": 3, "Clarity": 5}}',
+            },
+        )
+        _cache_one(
+            runner,
+            stale,
+            "judge_j1",
+            {**base, "scores": forged, "unscored_kind": None, "unscored_reason": None, "reply": json.dumps(forged)},
+        )
         out = runner.judge([fixed, stale], progress=False)
         assert [r["question"] for r in server.requests] == ["q stale"]  # only the stale one is asked again
     assert out[0]["judge_j1"]["scores"] == {"accuracy": 4, "completeness": 3, "clarity": 5}

@@ -14,13 +14,20 @@ MESSAGES = [{"role": "system", "content": "rubric"}, {"role": "user", "content":
 
 def test_key_depends_on_identity_rubric_and_prompt_but_not_the_key_variable():
     judge = JudgeConfig(name="a", backend="openai-chat-completions", model="gpt-4o", api_key_env="KEY_ONE")
-    same_but_other_key_var = JudgeConfig(name="renamed", backend="openai-chat-completions", model="gpt-4o", api_key_env="KEY_TWO")
+    same_but_other_key_var = JudgeConfig(
+        name="renamed", backend="openai-chat-completions", model="gpt-4o", api_key_env="KEY_TWO"
+    )
     base = cache_key(judge.identity(), "v1", MESSAGES)
     assert cache_key(same_but_other_key_var.identity(), "v1", MESSAGES) == base  # same judge, same verdicts
     assert cache_key(judge.identity(), "v2", MESSAGES) != base
     assert cache_key(judge.identity(), "v1", [*MESSAGES[:1], {"role": "user", "content": "answer!"}]) != base
-    for changed in ({"model": "gpt-4o-mini"}, {"base_url": "http://other"}, {"temperature": 0.5}, {"max_tokens": 64},
-                    {"model_args": {"seed": 2}}):
+    for changed in (
+        {"model": "gpt-4o-mini"},
+        {"base_url": "http://other"},
+        {"temperature": 0.5},
+        {"max_tokens": 64},
+        {"model_args": {"seed": 2}},
+    ):
         other = JudgeConfig(**{"name": "a", "backend": "openai-chat-completions", "model": "gpt-4o", **changed})
         assert cache_key(other.identity(), "v1", MESSAGES) != base, changed
 

@@ -20,20 +20,43 @@ VERDICT = json.dumps({"accuracy": 4, "completeness": 4, "clarity": 4})
 
 
 def test_each_endpoint_receives_only_its_own_credentials(tmp_path, monkeypatch):
-    for variable, value in {"OPENAI_API_KEY": OPENAI_CANARY, "ANTHROPIC_API_KEY": "sk-ant-canary", "HF_TOKEN": "hf_canary",
-                            "JUDGE_B_KEY": JUDGE_CANARY, "JUDGE_C_HEADER": HEADER_CANARY}.items():
+    for variable, value in {
+        "OPENAI_API_KEY": OPENAI_CANARY,
+        "ANTHROPIC_API_KEY": "sk-ant-canary",
+        "HF_TOKEN": "hf_canary",
+        "JUDGE_B_KEY": JUDGE_CANARY,
+        "JUDGE_C_HEADER": HEADER_CANARY,
+    }.items():
         monkeypatch.setenv(variable, value)
     with FakeChatServer(answer=VERDICT) as a, FakeChatServer(answer=VERDICT) as b, FakeChatServer(answer=VERDICT) as c:
-        panel = panel_from_obj({"judges": [
-            {"name": "plain", "backend": "local-chat-completions", "model": "m", "base_url": a.chat_url},
-            {"name": "keyed", "backend": "local-chat-completions", "model": "m", "base_url": b.chat_url,
-             "api_key_env": "JUDGE_B_KEY"},
-            {"name": "header", "backend": "local-chat-completions", "model": "m", "base_url": c.chat_url,
-             "header_env": {"x-api-key": "JUDGE_C_HEADER"}},
-        ], "cache": str(tmp_path / "c.sqlite")}, "t")
+        panel = panel_from_obj(
+            {
+                "judges": [
+                    {"name": "plain", "backend": "local-chat-completions", "model": "m", "base_url": a.chat_url},
+                    {
+                        "name": "keyed",
+                        "backend": "local-chat-completions",
+                        "model": "m",
+                        "base_url": b.chat_url,
+                        "api_key_env": "JUDGE_B_KEY",
+                    },
+                    {
+                        "name": "header",
+                        "backend": "local-chat-completions",
+                        "model": "m",
+                        "base_url": c.chat_url,
+                        "header_env": {"x-api-key": "JUDGE_C_HEADER"},
+                    },
+                ],
+                "cache": str(tmp_path / "c.sqlite"),
+            },
+            "t",
+        )
         out = PanelRunner(panel, RUBRIC).judge([JudgeItem("q", "r", "a")], progress=False)
-        seen = {name: [{k.lower(): v for k, v in r["headers"].items()} for r in server.requests]
-                for name, server in (("plain", a), ("keyed", b), ("header", c))}
+        seen = {
+            name: [{k.lower(): v for k, v in r["headers"].items()} for r in server.requests]
+            for name, server in (("plain", a), ("keyed", b), ("header", c))
+        }
     assert all(row["scores"] for row in out[0].values())
     assert all("authorization" not in h for h in seen["plain"])  # not lm-eval's $OPENAI_API_KEY fallback
     assert [h.get("authorization") for h in seen["keyed"]] == [f"Bearer {JUDGE_CANARY}"]
@@ -72,16 +95,29 @@ def test_validate_panel_lists_every_problem_once(tmp_path, monkeypatch):
     monkeypatch.delenv("MISSING_JUDGE_KEY", raising=False)
     not_sqlite = tmp_path / "notes.txt"
     not_sqlite.write_text("not a database")
-    panel = panel_from_obj({"judges": [
-        {"name": "typo", "backend": "local-chat-completion", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
-        {"name": "nourl", "backend": "local-chat-completions", "model": "m"},
-        {"name": "nokey", "backend": "openai-chat-completions", "model": "m", "api_key_env": "MISSING_JUDGE_KEY"},
-    ], "cache": str(not_sqlite)}, "t")
+    panel = panel_from_obj(
+        {
+            "judges": [
+                {"name": "typo", "backend": "local-chat-completion", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+                {"name": "nourl", "backend": "local-chat-completions", "model": "m"},
+                {
+                    "name": "nokey",
+                    "backend": "openai-chat-completions",
+                    "model": "m",
+                    "api_key_env": "MISSING_JUDGE_KEY",
+                },
+            ],
+            "cache": str(not_sqlite),
+        },
+        "t",
+    )
     with pytest.raises(MedevalDataError) as info:
         validate_panel(panel, where="judges.yaml")
     message = str(info.value)
-    assert "judge typo: unknown lm-eval backend 'local-chat-completion'. Did you mean 'local-chat-completions'?" in message
-    assert "judge nourl: backend local-chat-completions needs \"base_url\"" in message
+    assert (
+        "judge typo: unknown lm-eval backend 'local-chat-completion'. Did you mean 'local-chat-completions'?" in message
+    )
+    assert 'judge nourl: backend local-chat-completions needs "base_url"' in message
     assert "judge nokey: the environment variable MISSING_JUDGE_KEY is not set" in message
     assert f"cache {not_sqlite} exists and is not a SQLite file" in message
     assert message.count("\n") == 4  # a header line, then one line per problem
@@ -115,11 +151,25 @@ def test_judged_results_name_key_variables_never_their_values(tmp_path, monkeypa
     folder.mkdir()
     doc = {"question": "q0", "answer": "Take with food.", "question_type": "Dose"}
     (folder / "samples_medicationqa_2026-01-01T00-00-00.jsonl").write_text(
-        json.dumps({"doc_id": 0, "doc": doc, "resps": [["Take it with food."]], "filter": "scored"}) + "\n")
+        json.dumps({"doc_id": 0, "doc": doc, "resps": [["Take it with food."]], "filter": "scored"}) + "\n"
+    )
     with FakeJudgeServer() as server:
-        panel = panel_from_obj({"judges": [{"name": "h", "backend": "local-chat-completions", "model": "m",
-                                            "base_url": server.url, "api_key_env": "JUDGE_B_KEY",
-                                            "header_env": {"x-api-key": "JUDGE_C_HEADER"}}], "cache": None}, "t")
+        panel = panel_from_obj(
+            {
+                "judges": [
+                    {
+                        "name": "h",
+                        "backend": "local-chat-completions",
+                        "model": "m",
+                        "base_url": server.url,
+                        "api_key_env": "JUDGE_B_KEY",
+                        "header_env": {"x-api-key": "JUDGE_C_HEADER"},
+                    }
+                ],
+                "cache": None,
+            },
+            "t",
+        )
         entry = judge_output(folder, panel, progress=False)[0]
     written = entry["results"].read_text() + entry["verdicts"].read_text()
     assert HEADER_CANARY not in written and JUDGE_CANARY not in written

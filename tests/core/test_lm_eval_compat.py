@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 import logging
+import re
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, run_cli
 
 from medeval_metrics import lm_eval_compat, lm_eval_link, tasks_path
 from medeval_metrics.stats import with_stderr
-from conftest import FIXTURES, run_cli
 
 CANARY = "canary-compat-0123456789abcdef"
 HEADER_CANARY = "hdr-canary-9876543210fedcba"
@@ -153,7 +153,7 @@ class _FakeTask:
 
 @pytest.fixture
 def unpatched_stderr():
-    import lm_eval.evaluator_utils as evaluator_utils
+    from lm_eval import evaluator_utils
 
     before = evaluator_utils.stderr_for_metric
     evaluator_utils.stderr_for_metric = getattr(before, "_medeval_original", before)
@@ -187,17 +187,30 @@ def test_stderr_patch_gives_the_attached_stderr(unpatched_stderr):
 
 
 def _results() -> dict:
-    model_args = {"model": "fake-gpt", "api_key": CANARY, "header": {"X-Gateway-Auth": HEADER_CANARY,
-                                                                     "Content-Type": "application/json"}}
-    return {"results": {"probe": {"acc,none": 1.0}}, "config": {"model": "local-chat-completions",
-                                                                  "model_args": model_args},
-            "configs": {"probe": {"metadata": {**model_args, "version": 1}}}}
+    model_args = {
+        "model": "fake-gpt",
+        "api_key": CANARY,
+        "header": {"X-Gateway-Auth": HEADER_CANARY, "Content-Type": "application/json"},
+    }
+    return {
+        "results": {"probe": {"acc,none": 1.0}},
+        "config": {"model": "local-chat-completions", "model_args": model_args},
+        "configs": {"probe": {"metadata": {**model_args, "version": 1}}},
+    }
 
 
 def _sample() -> dict:
-    return {"doc_id": 0, "doc": {"q": "x"}, "target": "A", "arguments": [["prompt", {"until": []}]],
-            "resps": [[f"the server said {HEADER_CANARY}"]], "filtered_resps": ["A"],
-            "doc_hash": "d", "prompt_hash": "p", "target_hash": "t"}
+    return {
+        "doc_id": 0,
+        "doc": {"q": "x"},
+        "target": "A",
+        "arguments": [["prompt", {"until": []}]],
+        "resps": [[f"the server said {HEADER_CANARY}"]],
+        "filtered_resps": ["A"],
+        "doc_hash": "d",
+        "prompt_hash": "p",
+        "target_hash": "t",
+    }
 
 
 @pytest.fixture
@@ -234,9 +247,11 @@ def test_tracker_patch_redacts_results_and_samples(tracker_class, tmp_path, monk
     written = _write(tracker_class, out)
     assert CANARY not in written and HEADER_CANARY not in written
     results = json.loads(next(out.rglob("results_*.json")).read_text())
-    assert results["config"]["model_args"] == {"model": "fake-gpt", "api_key": "[REDACTED]",
-                                               "header": {"X-Gateway-Auth": "[REDACTED]",
-                                                          "Content-Type": "application/json"}}
+    assert results["config"]["model_args"] == {
+        "model": "fake-gpt",
+        "api_key": "[REDACTED]",
+        "header": {"X-Gateway-Auth": "[REDACTED]", "Content-Type": "application/json"},
+    }
     assert results["results"]["probe"]["acc,none"] == 1.0
     sample = json.loads(next(out.rglob("samples_*.jsonl")).read_text())
     assert sample["resps"] == [["the server said [REDACTED]"]] and sample["filtered_resps"] == ["A"]
@@ -264,7 +279,9 @@ def test_tracker_patch_writes_callables_by_name(tracker_class, tmp_path):
     tracker.save_results_aggregated(results=_results_with_a_function_in_a_config(), samples=None)
     results = json.loads(next((tmp_path / "patched").rglob("results_*.json")).read_text())
     assert results["configs"]["probe"]["fewshot_config"] == {
-        "sampler": "medeval_metrics.emsqa.data.DeferredPool", "process_docs": "medeval_metrics.emsqa.data.fewshot_pool"}
+        "sampler": "medeval_metrics.emsqa.data.DeferredPool",
+        "process_docs": "medeval_metrics.emsqa.data.fewshot_pool",
+    }
 
 
 def test_compat_module_imports_nothing_from_lm_eval():
@@ -327,9 +344,19 @@ def test_medeval_run_after_enable_prints_no_override_warnings(tmp_path):
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
     proc = run_cli(
-        ["run", "--include_path", str(indexed), "--tasks", "emsqa_private", "--model", "medeval-scripted",
-         "--model_args", f"table={table}",
-         "--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")})],
+        [
+            "run",
+            "--include_path",
+            str(indexed),
+            "--tasks",
+            "emsqa_private",
+            "--model",
+            "medeval-scripted",
+            "--model_args",
+            f"table={table}",
+            "--metadata",
+            json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}),
+        ],
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -373,13 +400,17 @@ def _judged_task(task_class, process_results):
     return task
 
 
-RAW_JUDGE_METRICS = {("rougeL", "scored"): [0.5, 0.25, 0.0], ("judge_success_a", "scored"): [1.0, 0.0, 1.0],
-                     ("judge_success_b", "scored"): [1.0, 1.0, 1.0]}
+RAW_JUDGE_METRICS = {
+    ("rougeL", "scored"): [0.5, 0.25, 0.0],
+    ("judge_success_a", "scored"): [1.0, 0.0, 1.0],
+    ("judge_success_b", "scored"): [1.0, 1.0, 1.0],
+}
 
 
 def test_metric_families_patch_still_needed(unpatched_aggregation, capture_logs):
     """Without the patch a per-judge metric (absent from the YAML) gets lm-eval's warned mean fallback."""
-    import lm_eval.evaluator_utils as evaluator_utils
+    from lm_eval import evaluator_utils
+
     from medeval_metrics.medicationqa import process_results
 
     logged = capture_logs("lm_eval.evaluator_utils")
@@ -394,7 +425,8 @@ def test_metric_families_patch_still_needed(unpatched_aggregation, capture_logs)
 
 
 def test_metric_families_get_their_declared_aggregation_and_direction(unpatched_aggregation, capture_logs):
-    import lm_eval.evaluator_utils as evaluator_utils
+    from lm_eval import evaluator_utils
+
     from medeval_metrics.medicationqa import process_results
 
     lm_eval_compat.aggregate_metric_families()
@@ -411,7 +443,8 @@ def test_metric_families_get_their_declared_aggregation_and_direction(unpatched_
     assert task.higher_is_better() == {"rougeL": True, "judge_success_a": True, "judge_success_b": True}
     # only the declared family is quiet: another run-time name still gets lm-eval's warning
     assert [m for m in logged.messages if "No aggregation function" in m] == [
-        "[medicationqa] No aggregation function defined for metric judge_novel. Using mean."]
+        "[medicationqa] No aggregation function defined for metric judge_novel. Using mean."
+    ]
 
 
 def test_metric_families_leave_tasks_without_a_declaration_alone(unpatched_aggregation):
@@ -426,8 +459,11 @@ def test_medicationqa_declares_every_per_judge_metric_it_emits():
     from medeval_metrics.medicationqa import process_results
 
     scores = {"accuracy": 4, "completeness": 3, "clarity": 5}
-    record = {"answer": "Take it with food.", "judges": ["gpt", "llama-70b"],
-              "verdicts": {"gpt": {"scores": scores}, "llama-70b": {"scores": None, "unscored_reason": "timeout"}}}
+    record = {
+        "answer": "Take it with food.",
+        "judges": ["gpt", "llama-70b"],
+        "verdicts": {"gpt": {"scores": scores}, "llama-70b": {"scores": None, "unscored_reason": "timeout"}},
+    }
     out = process_results({"answer": "Take it with or without food."}, [record])
     per_judge = {k: v for k, v in out.items() if any(k.startswith(p) for p in process_results.metric_families)}
     assert per_judge == {"judge_success_gpt": 1.0, "judge_success_llama-70b": 0.0}
@@ -474,7 +510,8 @@ def test_custom_dataset_notice_filter_still_needed(task_logger_without_filter, c
     logged = capture_logs("lm_eval.api.task")
     _download("emsqa_private")
     assert [m.splitlines()[0] for m in logged.messages] == [
-        "emsqa_private: Custom kwargs can be passed to `--metadata` in console (as json string) or to the TaskManager."]
+        "emsqa_private: Custom kwargs can be passed to `--metadata` in console (as json string) or to the TaskManager."
+    ]
 
 
 def test_custom_dataset_notice_is_dropped_for_pack_tasks_only(task_logger_without_filter, capture_logs):
@@ -536,7 +573,9 @@ def _local_chat(base_url: str):
 def test_local_backends_still_send_the_openai_key_anywhere_without_the_patch(monkeypatch):
     """Needed while lm-eval's local-* backends hand $OPENAI_API_KEY to whatever base_url they are given."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-openai-000111")
-    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {"Authorization": "Bearer sk-canary-openai-000111"}
+    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {
+        "Authorization": "Bearer sk-canary-openai-000111"
+    }
 
 
 @pytest.fixture
@@ -552,10 +591,13 @@ def test_each_host_gets_only_the_key_meant_for_it(key_patch, monkeypatch):
     monkeypatch.delenv(lm_eval_compat.MODEL_KEY_ENV, raising=False)
     assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {}  # no Authorization at all
     assert _local_chat("https://api.openai.com/v1/chat/completions").header == {
-        "Authorization": "Bearer sk-canary-openai-000111"}
+        "Authorization": "Bearer sk-canary-openai-000111"
+    }
     monkeypatch.setenv(lm_eval_compat.MODEL_KEY_ENV, "MY_VLLM_KEY")
     monkeypatch.setenv("MY_VLLM_KEY", "vllm-canary-222333444")
-    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {"Authorization": "Bearer vllm-canary-222333444"}
+    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {
+        "Authorization": "Bearer vllm-canary-222333444"
+    }
     from medeval_metrics.redact import redact_text
 
     assert "vllm-canary-222333444" not in redact_text("headers: Bearer vllm-canary-222333444 and vllm-canary-222333444")
@@ -569,4 +611,6 @@ def test_the_key_patch_is_put_back_after_the_run(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-openai-000111")
     with lm_eval_compat.model_key_only_for_its_endpoint():
         assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {}
-    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {"Authorization": "Bearer sk-canary-openai-000111"}
+    assert _local_chat("http://127.0.0.1:9/v1/chat/completions").header == {
+        "Authorization": "Bearer sk-canary-openai-000111"
+    }

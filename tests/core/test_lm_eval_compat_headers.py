@@ -37,7 +37,7 @@ class _Records:
         self.handler = logging.Handler(logging.DEBUG)
         self.handler.emit = lambda record: self.messages.append(record.getMessage())  # type: ignore[method-assign]
 
-    def __enter__(self) -> "_Records":
+    def __enter__(self) -> _Records:
         self.logger.addHandler(self.handler)
         return self
 
@@ -65,8 +65,9 @@ def test_request_body_asks_for_no_eos_string_and_logs_nothing_about_it():
     url = "http://127.0.0.1:9/v1/chat/completions"
     with _Records() as records:
         plain = LocalChatCompletion(base_url=url, model="m", tokenizer_backend=None, max_retries=1)
-        configured = LocalChatCompletion(base_url=url, model="m", tokenizer_backend=None, max_retries=1,
-                                         eos_string="<|end|>")
+        configured = LocalChatCompletion(
+            base_url=url, model="m", tokenizer_backend=None, max_retries=1, eos_string="<|end|>"
+        )
         without_eos, with_eos = (
             api_request_payload(lm, [lm.apply_chat_template([{"role": "user", "content": "hi"}])], gen_kwargs)
             for lm in (plain, configured)

@@ -40,7 +40,9 @@ def test_a_loader_records_into_the_dumped_task_config(probe_task):
     from lm_eval.tasks import TaskManager
 
     SEEN.clear()
-    task = TaskManager(include_defaults=False, include_path=str(probe_task), metadata={"k": 3}).load(["rag_compat_probe"])
+    task = TaskManager(include_defaults=False, include_path=str(probe_task), metadata={"k": 3}).load(
+        ["rag_compat_probe"]
+    )
     task = task["tasks"]["rag_compat_probe"]
     assert SEEN["config"] is task.config
     assert task.dump_config()["metadata"]["recorded"] == {"corpus": "abc"}

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import EMSQA_SYNTHETIC, REPO_ROOT, run_medeval
 
 import medeval_metrics
@@ -51,7 +50,9 @@ def test_wheel_ships_every_task_file(built_wheel):
     # Every file of the package's source tree (code, evaluate modules' READMEs, JSON) is shipped.
     package_root = REPO_ROOT / "medeval_metrics"
     package_files = [p for p in package_root.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-    missing = [p.relative_to(REPO_ROOT).as_posix() for p in package_files if p.relative_to(REPO_ROOT).as_posix() not in names]
+    missing = [
+        p.relative_to(REPO_ROOT).as_posix() for p in package_files if p.relative_to(REPO_ROOT).as_posix() not in names
+    ]
     assert not missing, f"not in the wheel (add the package to pyproject.toml): {missing}"
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -124,8 +125,15 @@ def test_cli_lists_tasks_and_prints_the_tasks_folder(capsys):
 def test_cli_reports_data_errors_without_a_traceback(tmp_path, capsys):
     # the pre-flight check stops the run before lm-eval starts: no evaluation, so in this process
     proc = run_medeval(
-        ["run", "--tasks", "emsqa_private", "--model", "medeval-scripted", "--metadata",
-         json.dumps({"emsqa_private_path": str(tmp_path / "missing.json")})],
+        [
+            "run",
+            "--tasks",
+            "emsqa_private",
+            "--model",
+            "medeval-scripted",
+            "--metadata",
+            json.dumps({"emsqa_private_path": str(tmp_path / "missing.json")}),
+        ],
         capsys,
     )
     assert proc.returncode == 2
@@ -144,7 +152,10 @@ def test_opt_in_copy_is_indexed_and_reversible(tmp_path):
     assert lm_eval_link.status(target)["enabled"] is False
     folder = lm_eval_link.enable(target)
     assert lm_eval_link.status(target) == {
-        "enabled": True, "folder": str(folder), "version": medeval_metrics.__version__, "current": True
+        "enabled": True,
+        "folder": str(folder),
+        "version": medeval_metrics.__version__,
+        "current": True,
     }
     # lm-eval's own index scans its tasks folder like this one.
     assert "emsqa_public" in TaskManager(include_defaults=False, include_path=str(target)).all_tasks
@@ -176,7 +187,7 @@ def test_readme_task_table_is_generated_from_the_manifest():
 
     readme = (REPO_ROOT / "README.md").read_text()
     start, end = "<!-- medeval:tasks-table:start -->\n", "<!-- medeval:tasks-table:end -->"
-    table = readme[readme.index(start) + len(start): readme.index(end)].strip()
+    table = readme[readme.index(start) + len(start) : readme.index(end)].strip()
     assert table == tasks_table(build_manifest(), markdown=True), "regenerate with `medeval list --markdown`"
 
 
@@ -195,8 +206,19 @@ def test_medeval_run_keeps_the_users_own_include_path(tmp_path, capsys):
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {"2+2?": "4"}, "default": '["a"]'}))
     proc = run_medeval(
-        ["run", "--include_path", str(own), "--tasks", "own_arith,emsqa_private", "--model", "medeval-scripted",
-         "--model_args", f"table={table}", "--metadata", json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)})],
+        [
+            "run",
+            "--include_path",
+            str(own),
+            "--tasks",
+            "own_arith,emsqa_private",
+            "--model",
+            "medeval-scripted",
+            "--model_args",
+            f"table={table}",
+            "--metadata",
+            json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)}),
+        ],
         capsys,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -96,7 +96,7 @@ class Kept(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
 
-    def __enter__(self) -> Kept:  # noqa: PYI034 (a plain class)
+    def __enter__(self) -> Kept:
         self.logger.addHandler(self)
         return self
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO_ROOT, SHARED_DATA
+
 from medeval_metrics import registry
 from medeval_metrics.data import DataSource
 from medeval_metrics.manifest import MANIFEST_FILE, build_manifest, manifest_text
@@ -68,8 +68,12 @@ def test_judging_comes_from_the_spec_and_matches_the_task_yaml():
     configs = read_task_yamls()
     for spec in registry.benchmarks():
         for task in spec.tasks:
-            judge_filters = [f for entry in configs[task.name].get("filter_list", []) for f in entry["filter"]
-                             if str(f["function"]).endswith("JudgeFilter")]
+            judge_filters = [
+                f
+                for entry in configs[task.name].get("filter_list", [])
+                for f in entry["filter"]
+                if str(f["function"]).endswith("JudgeFilter")
+            ]
             judging = registry.judging_for(task.name)
             if judging is None:
                 assert not judge_filters, task.name
@@ -77,7 +81,9 @@ def test_judging_comes_from_the_spec_and_matches_the_task_yaml():
             (judge_filter,) = judge_filters
             assert judge_filter["rubric"] == judging.rubric, task.name
             assert (judge_filter["question_field"], judge_filter["reference_field"]) == (
-                judging.question_field, judging.reference_field)
+                judging.question_field,
+                judging.reference_field,
+            )
             module = importlib.import_module(judging.module)
             assert callable(module.process_results) and module.RUBRIC.name
 
@@ -100,17 +106,35 @@ def test_every_source_has_a_preflight_check_and_the_metadata_keys_come_from_the_
         for source in spec.sources:
             assert callable(source.check), f"{spec.name}: {source.key} has no check for `medeval run`"
     keys = registry.metadata_keys()
-    assert {"emsqa_public_path", "emsqa_revision", "medicationqa_path", "emrqa_data_json", "emrqa_seed",
-            "emrqa_sample_size", "emrqa_cache_dir"} <= set(keys)
+    assert {
+        "emsqa_public_path",
+        "emsqa_revision",
+        "medicationqa_path",
+        "emrqa_data_json",
+        "emrqa_seed",
+        "emrqa_sample_size",
+        "emrqa_cache_dir",
+    } <= set(keys)
     assert set(preflight.known_metadata_keys()) == {*keys, "medeval_judges"}
-    assert {"emsqa_", "medicationqa_", "emrqa_", "medeval_", "rag_"} <= set(preflight.pack_key_prefixes())  # rag_: EMSQA retrieval
-    assert {"emsqa", "emsqa_public_variants", "emsqa_private_variants", "emsqa_rag", "emrqa", "emrql_1", "emrql_2"} <= set(registry.groups())
+    assert {"emsqa_", "medicationqa_", "emrqa_", "medeval_", "rag_"} <= set(
+        preflight.pack_key_prefixes()
+    )  # rag_: EMSQA retrieval
+    assert {
+        "emsqa",
+        "emsqa_public_variants",
+        "emsqa_private_variants",
+        "emsqa_rag",
+        "emrqa",
+        "emrql_1",
+        "emrql_2",
+    } <= set(registry.groups())
 
 
 def test_manifest_json_is_generated_from_the_specs():
     """After changing a spec: python -m medeval_metrics.manifest --write."""
     assert MANIFEST_FILE.read_text(encoding="utf-8") == manifest_text(build_manifest()), (
-        "manifest.json is stale: python -m medeval_metrics.manifest --write")
+        "manifest.json is stale: python -m medeval_metrics.manifest --write"
+    )
 
 
 def test_manifest_check_and_write(tmp_path, capsys):
@@ -141,7 +165,10 @@ def test_manifest_pins_match_the_real_public_files():
 @pytest.mark.parametrize(
     "answers_json, expected",
     [
-        (json.dumps([{"entity_type": "single"}, {"entity_type": "complex"}, {"entity_type": "single"}]), ["complex", "single"]),
+        (
+            json.dumps([{"entity_type": "single"}, {"entity_type": "complex"}, {"entity_type": "single"}]),
+            ["complex", "single"],
+        ),
         (json.dumps([{"text": "x"}]), ["None"]),  # no entity type recorded: its own category, never dropped
         ("[]", []),
         ("not json", []),
@@ -156,8 +183,16 @@ def test_emrqa_answer_type_categories(answers_json, expected):
 
 def _spec(name="toy", tasks=(Task("toy_a", "toy_path"),), groups=None, sources=None):
     source = Source(DataSource("toy_path", "the toy set", "make one"), files=("toy.json",), upstream="nowhere")
-    return BenchmarkSpec(name=name, paper="p", licence="l", citation_key="k", sources=sources or (source,),
-                         tasks=tasks, reporting=Reporting("Toy", "question-answering", "acc"), groups=groups or {})
+    return BenchmarkSpec(
+        name=name,
+        paper="p",
+        licence="l",
+        citation_key="k",
+        sources=sources or (source,),
+        tasks=tasks,
+        reporting=Reporting("Toy", "question-answering", "acc"),
+        groups=groups or {},
+    )
 
 
 @pytest.mark.parametrize(
@@ -165,8 +200,10 @@ def _spec(name="toy", tasks=(Task("toy_a", "toy_path"),), groups=None, sources=N
     [
         ([("medeval_metrics.other.spec", _spec())], "must be the package name 'other'"),
         ([("medeval_metrics.toy.spec", _spec(tasks=(Task("toy_a", "elsewhere"),)))], "reads source 'elsewhere'"),
-        ([("medeval_metrics.toy.spec", _spec()), ("medeval_metrics.toy2.spec", _spec(name="toy2"))],
-         "already declared by medeval_metrics.toy.spec"),
+        (
+            [("medeval_metrics.toy.spec", _spec()), ("medeval_metrics.toy2.spec", _spec(name="toy2"))],
+            "already declared by medeval_metrics.toy.spec",
+        ),
         ([("medeval_metrics.toy.spec", _spec(groups={"toy": ("toy_a", "toy_b")}))], r"lists \['toy_b'\]"),
     ],
 )
@@ -197,7 +234,9 @@ def test_generic_modules_name_no_benchmark():
 @pytest.mark.e2e
 def test_reading_every_spec_stays_light():
     """`medeval list` imports every spec: none may pull in torch, transformers or datasets."""
-    code = ("import sys; from medeval_metrics import registry; registry.all_tasks(); "
-            "print(sorted(m for m in ('torch', 'datasets', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys; from medeval_metrics import registry; registry.all_tasks(); "
+        "print(sorted(m for m in ('torch', 'datasets', 'transformers') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

@@ -41,9 +41,15 @@ def emsqa_result(value, metric_type="accuracy"):
     from huggingface_hub import EvalResult
 
     return EvalResult(
-        task_type="multiple-choice", task_name="emsqa_public", dataset_type="Xueren/EMS-MCQA",
-        dataset_name="EMSQA (emsqa_public)", dataset_split="test", metric_type=metric_type, metric_value=value,
-        metric_config="extract_answer", source_name="lm-evaluation-harness with medeval-metrics",
+        task_type="multiple-choice",
+        task_name="emsqa_public",
+        dataset_type="Xueren/EMS-MCQA",
+        dataset_name="EMSQA (emsqa_public)",
+        dataset_split="test",
+        metric_type=metric_type,
+        metric_value=value,
+        metric_config="extract_answer",
+        source_name="lm-evaluation-harness with medeval-metrics",
         source_url="https://github.com/EleutherAI/lm-evaluation-harness",
     )
 
@@ -62,15 +68,22 @@ def test_foreign_content_is_kept_and_entries_merge(tmp_path):
     # header lines outside model-index are untouched, byte for byte, and in place
     assert text.startswith("---\nlicense: apache-2.0\n# the owner's comment stays\ntags:\n- medical\nmodel-index:\n")
     assert "language:\n- en\n---\n" in text
-    assert text.split("---\n", 2)[2].startswith("\n# My model\n\nOwner's introduction.\n\n## Limitations\n\nOwner's limitations.\n")
+    assert text.split("---\n", 2)[2].startswith(
+        "\n# My model\n\nOwner's introduction.\n\n## Limitations\n\nOwner's limitations.\n"
+    )
     results = card_results(card)
     assert [(r.dataset_type, r.metric_type, r.metric_value) for r in results] == [
-        ("cais/mmlu", "accuracy", 0.61), ("Xueren/EMS-MCQA", "accuracy", 0.4), ("Xueren/EMS-MCQA", "f1", 0.5)
+        ("cais/mmlu", "accuracy", 0.61),
+        ("Xueren/EMS-MCQA", "accuracy", 0.4),
+        ("Xueren/EMS-MCQA", "f1", 0.5),
     ]
     # a new value for the same metric replaces it; nothing is duplicated
     update_card(card, "my-model", [emsqa_result(0.45)], "## medeval\n\nsecond")
     results = card_results(card)
-    assert [(r.metric_type, r.metric_value) for r in results if r.dataset_type == "Xueren/EMS-MCQA"] == [("accuracy", 0.45), ("f1", 0.5)]
+    assert [(r.metric_type, r.metric_value) for r in results if r.dataset_type == "Xueren/EMS-MCQA"] == [
+        ("accuracy", 0.45),
+        ("f1", 0.5),
+    ]
     assert len(results) == 3
     text = card.read_text()
     assert text.count(CARD_START) == 1 and text.count(CARD_END) == 1
@@ -115,7 +128,11 @@ def test_other_models_entries_are_kept(tmp_path):
 
 @pytest.mark.parametrize(
     "header, message",
-    [("model-index: [\n", "does not parse"), ("- a list\n", "not a mapping"), ("model-index:\n- results: []\n", "Hub's format")],
+    [
+        ("model-index: [\n", "does not parse"),
+        ("- a list\n", "not a mapping"),
+        ("model-index:\n- results: []\n", "Hub's format"),
+    ],
 )
 def test_bad_cards_are_refused_and_left_alone(tmp_path, header, message):
     card = tmp_path / "README.md"
@@ -159,12 +176,22 @@ def test_parse_model_args(model_args, expected):
 def test_settings_print_only_whitelisted_model_args(tmp_path):
     from medeval_metrics.report.runs import Run
 
-    run = Run(tmp_path / "results_2026-01-01T00-00-00.json", {
-        "results": {}, "config": {"model": "local-chat-completions", "limit": 0.1, "gen_kwargs": {"temperature": 0.7},
-                                  "model_args": {"model": "gpt-4o", "base_url": "https://u:p@host/v1", "api_key": "secret-value"}},
-        "chat_template": "{{ x }}", "chat_template_sha": "abcdef0123456789", "system_instruction": "Be brief.",
-        "system_instruction_sha": "0123",
-    })
+    run = Run(
+        tmp_path / "results_2026-01-01T00-00-00.json",
+        {
+            "results": {},
+            "config": {
+                "model": "local-chat-completions",
+                "limit": 0.1,
+                "gen_kwargs": {"temperature": 0.7},
+                "model_args": {"model": "gpt-4o", "base_url": "https://u:p@host/v1", "api_key": "secret-value"},
+            },
+            "chat_template": "{{ x }}",
+            "chat_template_sha": "abcdef0123456789",
+            "system_instruction": "Be brief.",
+            "system_instruction_sha": "0123",
+        },
+    )
     settings = run.settings()
     text = repr(settings)
     assert "secret-value" not in text and "host" not in text and "base_url" not in text
@@ -202,10 +229,23 @@ def test_figures_clip_confidence_intervals_to_the_scale():
         ({"judge_scores": "not json"}, None),
         ({"judge_scores": {"j1": {"accuracy": True}}}, {"j1": {"accuracy": None}}),  # a bool is not a score
         # the judge filter's record as lm-eval logs it (str() of a dict); an unscored judge gets None per dimension
-        ({"filtered_resps": [str({"answer": "Take it with food.", "judges": ["j1", "j2"], "verdicts": {
-            "j1": {"judge": "j1", "scores": {"accuracy": 4, "clarity": 5}, "reasons": "it's fine"},
-            "j2": {"judge": "j2", "scores": None, "error": "timeout"}}})]},
-         {"j1": {"accuracy": 4.0, "clarity": 5.0}, "j2": {"accuracy": None, "clarity": None}}),
+        (
+            {
+                "filtered_resps": [
+                    str(
+                        {
+                            "answer": "Take it with food.",
+                            "judges": ["j1", "j2"],
+                            "verdicts": {
+                                "j1": {"judge": "j1", "scores": {"accuracy": 4, "clarity": 5}, "reasons": "it's fine"},
+                                "j2": {"judge": "j2", "scores": None, "error": "timeout"},
+                            },
+                        }
+                    )
+                ]
+            },
+            {"j1": {"accuracy": 4.0, "clarity": 5.0}, "j2": {"accuracy": None, "clarity": None}},
+        ),
         ({"filtered_resps": [str({"answer": "x", "verdicts": None, "judges": None})]}, None),
         ({"filtered_resps": ["['a', 'c']"]}, None),
     ],
@@ -230,11 +270,19 @@ def test_run_labels_are_unique(tmp_path):
     def run(name, date):
         return Run(tmp_path / f"results_{date}.json", {"results": {}, "config": {"model_args": f"pretrained={name}"}})
 
-    runs = [run("/models/a", "2026-01-01T00-00-00.1"), run("org/b", "2026-01-02T00-00-00.1"),
-            run("org/b", "2026-01-03T00-00-00.1"), run("org/b", "2026-01-03T00-00-00.1")]
+    runs = [
+        run("/models/a", "2026-01-01T00-00-00.1"),
+        run("org/b", "2026-01-02T00-00-00.1"),
+        run("org/b", "2026-01-03T00-00-00.1"),
+        run("org/b", "2026-01-03T00-00-00.1"),
+    ]
     _label_runs(runs)
-    assert [r.label for r in runs] == ["a", "org/b (2026-01-02T00-00-00)", "org/b (2026-01-03T00-00-00)",
-                                       "org/b (2026-01-03T00-00-00) #2"]
+    assert [r.label for r in runs] == [
+        "a",
+        "org/b (2026-01-02T00-00-00)",
+        "org/b (2026-01-03T00-00-00)",
+        "org/b (2026-01-03T00-00-00) #2",
+    ]
 
 
 def test_figures_show_at_most_the_largest_categories():
@@ -256,9 +304,13 @@ def test_versions_shown_are_the_task_versions_and_the_report_pack_version(tmp_pa
     from medeval_metrics.report.runs import Run
     from medeval_metrics.report.tables import run_section
 
-    results = {"results": {"emsqa_public": {"acc,extract_answer": 0.5, "acc_stderr,extract_answer": 0.1}},
-               "versions": {"emsqa_public": 2}, "n-shot": {"emsqa_public": 0},
-               "configs": {"emsqa_public": {"metadata": {"version": 2, "pack_version": "0.1.0"}}}, "config": {}}
+    results = {
+        "results": {"emsqa_public": {"acc,extract_answer": 0.5, "acc_stderr,extract_answer": 0.1}},
+        "versions": {"emsqa_public": 2},
+        "n-shot": {"emsqa_public": 0},
+        "configs": {"emsqa_public": {"metadata": {"version": 2, "pack_version": "0.1.0"}}},
+        "config": {},
+    }
     text = run_section(Run(tmp_path / "results_2026-01-01T00-00-00.json", results, label="m"), "0.2.0")
     assert "| `emsqa_public` | 2 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | 0.1000 |" in text
     assert "| medeval-metrics version (report) | 0.2.0 |" in text
@@ -272,9 +324,16 @@ def variant_result(task, value, metric_type="accuracy", name="Exact set-match ac
     from huggingface_hub import EvalResult
 
     return EvalResult(
-        task_type="multiple-choice", task_name=task, dataset_type="Xueren/EMS-MCQA",
-        dataset_name=f"EMSQA ({task})", dataset_split="test", metric_type=metric_type, metric_value=value,
-        metric_name=name, metric_config=config, source_name="lm-evaluation-harness with medeval-metrics",
+        task_type="multiple-choice",
+        task_name=task,
+        dataset_type="Xueren/EMS-MCQA",
+        dataset_name=f"EMSQA ({task})",
+        dataset_split="test",
+        metric_type=metric_type,
+        metric_value=value,
+        metric_name=name,
+        metric_config=config,
+        source_name="lm-evaluation-harness with medeval-metrics",
         source_url="https://github.com/EleutherAI/lm-evaluation-harness",
     )
 
@@ -314,16 +373,22 @@ def test_update_keeps_every_byte_outside_the_packs_entries(tmp_path, newline, bo
     assert update_card(card, "org/tiny", results, "## medeval\n\nnumbers") is True
     after = card.read_bytes()
     # a BOM stays the first thing (one header, not a second one), and line endings stay as they were
-    assert after.startswith((bom + "---" + newline + HEADER_BEFORE.replace("\n", newline) + FOREIGN_ENTRY.replace("\n", newline)).encode())
+    assert after.startswith(
+        (bom + "---" + newline + HEADER_BEFORE.replace("\n", newline) + FOREIGN_ENTRY.replace("\n", newline)).encode()
+    )
     assert after.count("\ufeff".encode()) == (1 if bom else 0)
     assert (HEADER_AFTER.replace("\n", newline) + "---" + newline + BODY.replace("\n", newline)).encode() in after
     if newline == "\r\n":
         assert after.count(b"\n") == after.count(b"\r\n")
     else:
         assert b"\r" not in after
-    assert after.endswith(f"{CARD_START}{newline}## medeval{newline}{newline}numbers{newline}{CARD_END}{newline}".encode())
+    assert after.endswith(
+        f"{CARD_START}{newline}## medeval{newline}{newline}numbers{newline}{CARD_END}{newline}".encode()
+    )
     index = _index(card)
-    assert index[0]["name"] == "their-model" and index[0]["results"][0]["metrics"] == [{"type": "accuracy", "value": 0.61}]
+    assert index[0]["name"] == "their-model" and index[0]["results"][0]["metrics"] == [
+        {"type": "accuracy", "value": 0.61}
+    ]
     assert index[1]["name"] == "org/tiny"
     # each variant is its own named result, with one metric each
     assert [(r["task"]["name"], len(r["metrics"])) for r in index[1]["results"]] == [(t, 1) for t in VARIANTS]
@@ -354,7 +419,10 @@ def test_a_new_value_replaces_only_its_own_metric(tmp_path):
     update_card(card, "m", [variant_result("emsqa_public_mc", 0.9)], "x")
     ours = _index(card)[1]["results"]
     assert [(r["task"]["name"], r["metrics"][0]["value"]) for r in ours] == [
-        ("emsqa_public_cot", 0.5), ("emsqa_public_expert_cot", 0.5), ("emsqa_public_mc", 0.9)]
+        ("emsqa_public_cot", 0.5),
+        ("emsqa_public_expert_cot", 0.5),
+        ("emsqa_public_mc", 0.9),
+    ]
 
 
 def test_variants_merged_by_an_older_version_are_split_again(tmp_path):
@@ -362,10 +430,13 @@ def test_variants_merged_by_an_older_version_are_split_again(tmp_path):
     card = tmp_path / "README.md"
     merged = "".join(
         f"    - type: accuracy\n      value: 0.{i}\n      name: Exact set-match accuracy\n      config: extract_answer\n"
-        for i in (3, 4, 5))
-    card.write_text("---\nmodel-index:\n- name: m\n  results:\n  - task:\n      type: multiple-choice\n"
-                    "      name: emsqa_public_cot\n    dataset:\n      name: EMSQA (emsqa_public_cot)\n"
-                    "      type: Xueren/EMS-MCQA\n      split: test\n    metrics:\n" + merged + "---\n")
+        for i in (3, 4, 5)
+    )
+    card.write_text(
+        "---\nmodel-index:\n- name: m\n  results:\n  - task:\n      type: multiple-choice\n"
+        "      name: emsqa_public_cot\n    dataset:\n      name: EMSQA (emsqa_public_cot)\n"
+        "      type: Xueren/EMS-MCQA\n      split: test\n    metrics:\n" + merged + "---\n"
+    )
     results = [variant_result(t, 0.5) for t in VARIANTS]
     update_card(card, "m", results, "x")
     ours = _index(card)[0]["results"]
@@ -430,11 +501,17 @@ def _results_json(folder, date, model_args, values, limit=None, use_cache=None):
 
     folder.mkdir(parents=True, exist_ok=True)
     results = {t: {"alias": t, "acc,extract_answer": v, "acc_stderr,extract_answer": 0.01} for t, v in values.items()}
-    (folder / f"results_{date}.json").write_text(json.dumps({
-        "results": results, "versions": {t: 1 for t in values}, "n-shot": {t: 0 for t in values},
-        "n-samples": {t: {"original": 3721, "effective": 3721} for t in values},
-        "config": {"model": "hf", "model_args": model_args, "limit": limit, "use_cache": use_cache},
-    }))
+    (folder / f"results_{date}.json").write_text(
+        json.dumps(
+            {
+                "results": results,
+                "versions": {t: 1 for t in values},
+                "n-shot": {t: 0 for t in values},
+                "n-samples": {t: {"original": 3721, "effective": 3721} for t in values},
+                "config": {"model": "hf", "model_args": model_args, "limit": limit, "use_cache": use_cache},
+            }
+        )
+    )
 
 
 def test_report_of_variants_into_a_card_is_idempotent_and_names_the_folder(tmp_path):
@@ -453,12 +530,15 @@ def test_report_of_variants_into_a_card_is_idempotent_and_names_the_folder(tmp_p
     index = _index(card)
     assert index[1]["name"] == "my-sft" and b"/data/ckpt" not in once
     assert [(r["task"]["name"], [m["value"] for m in r["metrics"]]) for r in index[1]["results"]] == [
-        (t, [v]) for t, v in values.items()]
+        (t, [v]) for t, v in values.items()
+    ]
     assert "/data/ckpt" not in (tmp_path / "r" / "model_index.yaml").read_text()
     # --model-name overrides (and is a new entry: the card's entries are keyed by model)
     build_report([tmp_path / "out"], tmp_path / "r", figures=False, update_card=card, model_name="ann/my-sft-v2")
     assert [e["name"] for e in _index(card)] == ["their-model", "my-sft", "ann/my-sft-v2"]
-    assert yaml.safe_load((tmp_path / "r" / "model_index.yaml").read_text())["model-index"][0]["name"] == "ann/my-sft-v2"
+    assert (
+        yaml.safe_load((tmp_path / "r" / "model_index.yaml").read_text())["model-index"][0]["name"] == "ann/my-sft-v2"
+    )
 
 
 def test_reruns_with_the_same_settings_in_one_folder_collapse_to_the_newest(tmp_path):
@@ -466,13 +546,22 @@ def test_reruns_with_the_same_settings_in_one_folder_collapse_to_the_newest(tmp_
 
     args = "pretrained=org/m"
     _results_json(tmp_path / "o", "2026-01-01T10-00-00.000001", args, {"emsqa_public_cot": 0.1})
-    _results_json(tmp_path / "o", "2026-01-02T10-00-00.000001", args, {"emsqa_public_cot": 0.2}, use_cache="/c")  # a resume
+    _results_json(
+        tmp_path / "o", "2026-01-02T10-00-00.000001", args, {"emsqa_public_cot": 0.2}, use_cache="/c"
+    )  # a resume
     _results_json(tmp_path / "o", "2026-01-03T10-00-00.000001", args, {"emsqa_public_mc": 0.3})  # other tasks: kept
-    _results_json(tmp_path / "o", "2026-01-04T10-00-00.000001", args, {"emsqa_public_cot": 0.4}, limit=5)  # other settings
+    _results_json(
+        tmp_path / "o", "2026-01-04T10-00-00.000001", args, {"emsqa_public_cot": 0.4}, limit=5
+    )  # other settings
     _results_json(tmp_path / "p", "2026-01-05T10-00-00.000001", args, {"emsqa_public_cot": 0.5})  # other folder
     notes: list[str] = []
     runs = load_runs([tmp_path], notes)
-    assert [r.results["results"][next(iter(r.results["results"]))]["acc,extract_answer"] for r in runs] == [0.2, 0.3, 0.4, 0.5]
+    assert [r.results["results"][next(iter(r.results["results"]))]["acc,extract_answer"] for r in runs] == [
+        0.2,
+        0.3,
+        0.4,
+        0.5,
+    ]
     assert len(notes) == 1 and "2 runs with the same settings; reporting the newest (results_2026-01-02" in notes[0]
 
 
@@ -491,8 +580,10 @@ def _captured_figure(monkeypatch, draw):
     return fig
 
 
-LONG_TITLE = ("Qwen/Qwen2.5-7B-Instruct (2026-01-01T10-00-00): emsqa_private_expert_cot by level x subject_area "
-              "(40 largest of 112) with a run label that goes on and on and on for much longer than any figure")
+LONG_TITLE = (
+    "Qwen/Qwen2.5-7B-Instruct (2026-01-01T10-00-00): emsqa_private_expert_cot by level x subject_area "
+    "(40 largest of 112) with a run label that goes on and on and on for much longer than any figure"
+)
 
 
 @pytest.mark.parametrize("kind", ["category", "comparison", "judge"])
@@ -515,8 +606,11 @@ def test_titles_fit_the_figure_width(monkeypatch, kind):
 
 
 def test_every_bar_has_a_value_label_and_a_single_item_no_interval(monkeypatch):
-    cats = {"zero": {"value": 0.0, "stderr": 0.0, "n": 12}, "one item": {"value": 1.0, "stderr": None, "n": 1},
-            "some": {"value": 0.35, "stderr": 0.05, "n": 40}}
+    cats = {
+        "zero": {"value": 0.0, "stderr": 0.0, "n": 12},
+        "one item": {"value": 1.0, "stderr": None, "n": 1},
+        "some": {"value": 0.35, "stderr": 0.05, "n": 40},
+    }
     fig = _captured_figure(monkeypatch, lambda f: f.category_scores_figure(None, "t", "acc", cats))
     ax = fig.axes[0]
     assert sorted(t.get_text() for t in ax.texts) == ["0.00", "0.35", "1.00 (no CI)"]
@@ -528,7 +622,11 @@ def test_every_bar_has_a_value_label_and_a_single_item_no_interval(monkeypatch):
 def test_breakdown_stderr_is_na_for_a_single_item():
     from medeval_metrics.breakdown import BreakdownSpec, breakdown_markdown, compute_breakdown, doc_field
 
-    samples = [{"doc": {"level": "emt"}, "acc": 1.0}, {"doc": {"level": "emt"}, "acc": 0.0}, {"doc": {"level": "emr"}, "acc": 1.0}]
+    samples = [
+        {"doc": {"level": "emt"}, "acc": 1.0},
+        {"doc": {"level": "emt"}, "acc": 0.0},
+        {"doc": {"level": "emr"}, "acc": 1.0},
+    ]
     out = compute_breakdown(samples, BreakdownSpec(metrics=("acc",), dimensions={"level": doc_field("level")}))
     assert out["none"]["level"]["emr"]["acc"] == {"value": 1.0, "stderr": None, "n": 1}
     assert out["none"]["level"]["emt"]["acc"] == {"value": 0.5, "stderr": pytest.approx(0.5), "n": 2}
@@ -540,10 +638,21 @@ def test_helper_fields_are_a_note_not_a_metric_row():
     from medeval_metrics.report.runs import Run
     from medeval_metrics.report.tables import run_section
 
-    run = Run(results_path=__import__("pathlib").Path("/x/results_2026-01-01T00-00-00.json"), results={
-        "results": {"medicationqa": {"rougeL,none": 0.2, "rougeL_stderr,none": 0.01, "judge_computed,none": 1.0,
-                                     "judge_computed_stderr,none": 0.0}},
-        "n-samples": {"medicationqa": {"original": 690, "effective": 690}}, "config": {"model": "hf"}})
+    run = Run(
+        results_path=__import__("pathlib").Path("/x/results_2026-01-01T00-00-00.json"),
+        results={
+            "results": {
+                "medicationqa": {
+                    "rougeL,none": 0.2,
+                    "rougeL_stderr,none": 0.01,
+                    "judge_computed,none": 1.0,
+                    "judge_computed_stderr,none": 0.0,
+                }
+            },
+            "n-samples": {"medicationqa": {"original": 690, "effective": 690}},
+            "config": {"model": "hf"},
+        },
+    )
     run.label = "m"
     section = run_section(run, "0")
     assert "(`judge_computed`)" not in section and "Items judged" not in section
@@ -559,8 +668,17 @@ def test_the_report_says_when_reruns_were_collapsed(tmp_path, capsys):
     args = "pretrained=org/m"
     _results_json(tmp_path / "o", "2026-01-01T10-00-00.000001", args, {"emsqa_public_cot": 0.1})
     _results_json(tmp_path / "o", "2026-01-02T10-00-00.000001", args, {"emsqa_public_cot": 0.2})
-    namespace = argparse.Namespace(folders=[tmp_path / "o"], output=str(tmp_path / "r"), no_figures=True, update_card=None,
-                                   model=None, model_name=None, source_name=None, source_url=None, include_partial_runs=False)
+    namespace = argparse.Namespace(
+        folders=[tmp_path / "o"],
+        output=str(tmp_path / "r"),
+        no_figures=True,
+        update_card=None,
+        model=None,
+        model_name=None,
+        source_name=None,
+        source_url=None,
+        include_partial_runs=False,
+    )
     assert _cmd(namespace) == 0
     out = capsys.readouterr()
     assert "medeval report: note:" in out.err and "reporting the newest (results_2026-01-02" in out.err

@@ -8,8 +8,10 @@ import shutil
 
 import pytest
 import yaml
-
-from conftest import EMSQA_ITEMS as ITEMS, EMSQA_SYNTHETIC as SYNTHETIC, emsqa_gold as gold, run_cli, run_medeval
+from conftest import EMSQA_ITEMS as ITEMS
+from conftest import EMSQA_SYNTHETIC as SYNTHETIC
+from conftest import emsqa_gold as gold
+from conftest import run_cli, run_medeval
 
 SECRET = "sk-live-ABCDEF0123456789abcdef"
 
@@ -33,11 +35,17 @@ def write_run(out, model_name, answers, extra_model_args=""):
 
     table = out.parent / f"{model_name}_table.json"
     table.write_text(json.dumps({"key": "question", "generate": answers}))
-    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata={"emsqa_private_path": str(SYNTHETIC)})
+    manager = TaskManager(
+        include_defaults=False, include_path=tasks_path(), metadata={"emsqa_private_path": str(SYNTHETIC)}
+    )
     tracker = EvaluationTracker(output_path=str(out))
     results = lm_eval.simple_evaluate(
-        model="medeval-scripted", model_args=f"model={model_name},table={table}{extra_model_args}",
-        tasks=["emsqa_private"], task_manager=manager, log_samples=True, evaluation_tracker=tracker,
+        model="medeval-scripted",
+        model_args=f"model={model_name},table={table}{extra_model_args}",
+        tasks=["emsqa_private"],
+        task_manager=manager,
+        log_samples=True,
+        evaluation_tracker=tracker,
     )
     samples = results.pop("samples")
     tracker.save_results_aggregated(results=results, samples=samples)
@@ -94,7 +102,11 @@ def test_model_index_parses_with_huggingface_hub(report_a, tmp_path):
     assert by_metric["f1"].metric_value == pytest.approx(F1_A, abs=1e-6)
     acc = by_metric["accuracy"]
     assert (acc.task_type, acc.task_name, acc.dataset_type, acc.dataset_split, acc.metric_config) == (
-        "multiple-choice", "emsqa_private", "medeval/emsqa_private", "test", "extract_answer"
+        "multiple-choice",
+        "emsqa_private",
+        "medeval/emsqa_private",
+        "test",
+        "extract_answer",
     )
     assert acc.source_url.startswith("https://")
     assert acc.dataset_args == {"num_few_shot": 0}
@@ -106,12 +118,19 @@ def test_model_index_parses_with_huggingface_hub(report_a, tmp_path):
 def test_results_markdown_has_values_stderr_counts_and_settings(report_a):
     out, _ = report_a
     text = (out / "results.md").read_text()
-    assert (f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
-            f"{ACC_STDERR_A:.4f} | 12 |") in text
+    assert (
+        f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
+        f"{ACC_STDERR_A:.4f} | 12 |"
+    ) in text
     assert f"| Set F1 (per item, averaged) (`f1`) | {F1_A:.4f} |" in text
     assert "| Unparseable answer rate (`unparseable`) | 0.0000 | 0.0000 | 12 |" in text
-    for setting in ("| chat template | not applied |", "| limit | none (full test sets) |", "| lm-eval version | 0.4.13 |",
-                    "| model | medeval-scripted (model=scripted-a) |", "max_gen_toks=256"):
+    for setting in (
+        "| chat template | not applied |",
+        "| limit | none (full test sets) |",
+        "| lm-eval version | 0.4.13 |",
+        "| model | medeval-scripted (model=scripted-a) |",
+        "max_gen_toks=256",
+    ):
         assert setting in text, setting
     assert (out / "card_section.md").read_text().startswith("## Medical QA evaluation (medeval)")
 
@@ -138,9 +157,16 @@ def test_breakdowns_are_the_pack_breakdowns_of_the_logged_samples(report_a, runs
     out, report = report_a
     breakdowns = json.loads((out / "breakdowns.json").read_text())["scripted-a"]["emsqa_private"]["extract_answer"]
     # EMR items are 0, 4, 7, 9, 10: answered right 0, 7, 9 -> 3 of 5.
-    assert breakdowns["level"]["emr"]["acc"] == {"value": pytest.approx(0.6), "stderr": pytest.approx((0.3 / 5) ** 0.5), "n": 5}
+    assert breakdowns["level"]["emr"]["acc"] == {
+        "value": pytest.approx(0.6),
+        "stderr": pytest.approx((0.3 / 5) ** 0.5),
+        "n": 5,
+    }
     samples = read_samples(next(runs[0].rglob("samples_emsqa_private_*.jsonl")))
-    assert breakdowns == json.loads(json.dumps(compute_breakdown(samples, spec_for_task("emsqa_private"))))["extract_answer"]
+    assert (
+        breakdowns
+        == json.loads(json.dumps(compute_breakdown(samples, spec_for_task("emsqa_private"))))["extract_answer"]
+    )
     assert "| emr | 5 | 0.6000 ±" in (out / "breakdowns.md").read_text()
 
 
@@ -172,9 +198,15 @@ def test_comparison_of_two_models(runs, tmp_path):
     report = build_report(list(runs), tmp_path)
     comparison = (tmp_path / "comparison.md").read_text()
     assert "| Task | Metric | Filter | scripted-a | scripted-b |" in comparison
-    assert f"| `emsqa_private` | acc | extract_answer | 0.5000 ± {ACC_STDERR_A:.4f} (n=12) | 1.0000 ± 0.0000 (n=12) |" in comparison
+    assert (
+        f"| `emsqa_private` | acc | extract_answer | 0.5000 ± {ACC_STDERR_A:.4f} (n=12) | 1.0000 ± 0.0000 (n=12) |"
+        in comparison
+    )
     # one model-index per model
-    assert report["model_index_files"] == {"scripted-a": "model_index_scripted-a.yaml", "scripted-b": "model_index_scripted-b.yaml"}
+    assert report["model_index_files"] == {
+        "scripted-a": "model_index_scripted-a.yaml",
+        "scripted-b": "model_index_scripted-b.yaml",
+    }
     index_b = yaml.safe_load((tmp_path / "model_index_scripted-b.yaml").read_text())["model-index"]
     assert [m["value"] for m in index_b[0]["results"][0]["metrics"]] == [1.0, 1.0]
     with Image.open(tmp_path / "comparison__emsqa.png") as image:
@@ -194,7 +226,10 @@ def test_judge_scores_in_samples_give_a_table_and_a_distribution_figure(runs, tm
     samples_path = next(run.rglob("samples_*.jsonl"))
     records = [json.loads(line) for line in samples_path.read_text().splitlines()]
     for i, record in enumerate(records):
-        scores = {"judge-x": {"accuracy": 5 if i < 6 else 3, "clarity": 4}, "judge-y": {"accuracy": None if i == 0 else 2, "clarity": 4}}
+        scores = {
+            "judge-x": {"accuracy": 5 if i < 6 else 3, "clarity": 4},
+            "judge-y": {"accuracy": None if i == 0 else 2, "clarity": 4},
+        }
         record["judge_scores"] = scores if i % 2 else json.dumps(scores)  # a dict or a JSON string
     samples_path.write_text("".join(json.dumps(r) + "\n" for r in records))
     build_report([run], tmp_path / "report")
@@ -212,13 +247,17 @@ def test_judge_scores_in_samples_give_a_table_and_a_distribution_figure(runs, tm
 def test_card_update_from_the_cli_is_idempotent(runs, tmp_path, capsys):
     card = tmp_path / "README.md"
     card.write_text("---\nlicense: mit\n---\n\n# A model\n\nOwner's text.\n")
-    first = run_medeval(["report", str(runs[0]), "--output", str(tmp_path / "r"), "--update-card", str(card), "--no-figures"], capsys)
+    first = run_medeval(
+        ["report", str(runs[0]), "--output", str(tmp_path / "r"), "--update-card", str(card), "--no-figures"], capsys
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     assert "model card" in first.stdout and "updated" in first.stdout
     after_first = card.read_text()
     assert after_first.startswith("---\nlicense: mit\nmodel-index:\n") and "# A model\n\nOwner's text.\n" in after_first
     assert not (tmp_path / "r" / "figures").exists()
-    second = run_medeval(["report", str(runs[0]), "--output", str(tmp_path / "r"), "--update-card", str(card), "--no-figures"], capsys)
+    second = run_medeval(
+        ["report", str(runs[0]), "--output", str(tmp_path / "r"), "--update-card", str(card), "--no-figures"], capsys
+    )
     assert second.returncode == 0 and "already up to date" in second.stdout
     assert card.read_text() == after_first
 
@@ -242,10 +281,33 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data, capsys):
     `medeval report` (both in this process): the settings that change scores are all in the card section."""
     out = tmp_path / "out"
     proc = run_medeval(
-        ["run", "--tasks", "emsqa_public", "--model", "hf", "--model_args", f"pretrained={tiny_model},trust_remote_code=False",
-         "--limit", "6", "--device", "cpu", "--batch_size", "6", "--gen_kwargs", "max_gen_toks=8", "--num_fewshot", "1",
-         "--apply_chat_template", "--system_instruction", "Answer as an EMS instructor.",
-         "--metadata", json.dumps({"emsqa_public_path": str(shared_data / "emsqa")}), "--output_path", str(out), "--log_samples"],
+        [
+            "run",
+            "--tasks",
+            "emsqa_public",
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={tiny_model},trust_remote_code=False",
+            "--limit",
+            "6",
+            "--device",
+            "cpu",
+            "--batch_size",
+            "6",
+            "--gen_kwargs",
+            "max_gen_toks=8",
+            "--num_fewshot",
+            "1",
+            "--apply_chat_template",
+            "--system_instruction",
+            "Answer as an EMS instructor.",
+            "--metadata",
+            json.dumps({"emsqa_public_path": str(shared_data / "emsqa")}),
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ],
         capsys,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -255,13 +317,19 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data, capsys):
     refused = run_medeval(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card)], capsys)
     assert refused.returncode == 2 and "--include-partial-runs" in refused.stderr
     assert card.read_text() == "# tiny\n" and not (tmp_path / "r" / "model_index.yaml").exists()
-    report = run_medeval(["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card), "--include-partial-runs"], capsys)
+    report = run_medeval(
+        ["report", str(out), "--output", str(tmp_path / "r"), "--update-card", str(card), "--include-partial-runs"],
+        capsys,
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     acc = results["results"]["emsqa_public"]["acc,extract_answer"]
     section = (tmp_path / "r" / "card_section.md").read_text()
     assert "#### tiny-lm" in section
-    assert f"| `emsqa_public` | {task_version('emsqa_public')} | extract_answer | 1 | Exact set-match accuracy (`acc`) | {acc:.4f} |" in section
+    assert (
+        f"| `emsqa_public` | {task_version('emsqa_public')} | extract_answer | 1 | Exact set-match accuracy (`acc`) | {acc:.4f} |"
+        in section
+    )
     assert "| 6 of 3,721 |" in section
     assert "| chat template | applied (sha256 " in section
     assert "| system instruction | Answer as an EMS instructor. (sha256 " in section
@@ -283,8 +351,10 @@ def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
     shutil.copy(next(runs[1].rglob("results_*.json")), run)
     report = build_report([run], tmp_path / "r")
     assert sorted(report["written"]) == ["card_section.md", "model_index.yaml", "results.md"]
-    assert f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |" in (
-        tmp_path / "r" / "results.md").read_text()
+    assert (
+        f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |"
+        in (tmp_path / "r" / "results.md").read_text()
+    )
     assert report["figures"] == [] and not (tmp_path / "r" / "breakdowns.json").exists()
 
 
@@ -296,7 +366,7 @@ def test_output_path_given_as_a_json_name(runs, tmp_path):
     from medeval_metrics.report.runs import load_runs
 
     results = next(runs[0].rglob("results_*.json"))
-    date = results.stem[len("results_"):]
+    date = results.stem[len("results_") :]
     shutil.copy(results, tmp_path / f"run_{date}.json")
     shutil.copy(next(runs[0].rglob("samples_*.jsonl")), tmp_path)
     (loaded,) = load_runs([tmp_path / "run.json"])

@@ -2,16 +2,17 @@
 values the lm-eval tasks report on the same inputs."""
 
 import json
-from functools import partial
-from pathlib import Path
 import re
 import socket
 import traceback
 import zipfile
+from functools import partial
+from pathlib import Path
 
 import pytest
-
-from conftest import EMSQA_ITEMS as ITEMS, EMSQA_SYNTHETIC as SYNTHETIC, REPO_ROOT, emsqa_gold
+from conftest import EMSQA_ITEMS as ITEMS
+from conftest import EMSQA_SYNTHETIC as SYNTHETIC
+from conftest import REPO_ROOT, emsqa_gold
 
 from medeval_metrics import evaluate_modules
 
@@ -19,6 +20,7 @@ from medeval_metrics import evaluate_modules
 @pytest.fixture(scope="module")
 def no_network():
     """Any attempt to open a connection fails the test (evaluate must not reach the Hub)."""
+
     def refuse(*args, **kwargs):
         raise AssertionError(f"network access attempted: {args[:2]}")
 
@@ -49,8 +51,13 @@ CASES = [
 
 def test_the_shipped_modules_are_listed():
     assert evaluate_modules.available() == [
-        "emrqa_evidence_f1", "emrqa_logical_form_accuracy", "emrqa_relaxed_em", "emrqa_strict_em",
-        "emrqa_template_accuracy", "emsqa_set_accuracy", "emsqa_set_f1",
+        "emrqa_evidence_f1",
+        "emrqa_logical_form_accuracy",
+        "emrqa_relaxed_em",
+        "emrqa_strict_em",
+        "emrqa_template_accuracy",
+        "emsqa_set_accuracy",
+        "emsqa_set_f1",
     ]
     with pytest.raises(KeyError, match="available: emrqa_evidence_f1, .*, emsqa_set_f1"):
         evaluate_modules.path("emrqa_unknown")
@@ -107,13 +114,22 @@ def test_modules_equal_what_the_task_reports(modules):
     from medeval_metrics.testing.scripted import ScriptedLM
 
     styles = [
-        lambda g: json.dumps(g), lambda g: f"The answer is ({g[0].upper()})", lambda g: "A and B",
-        lambda g: '{"answer": ["a", "b", "d"]}', lambda g: "I am not sure.", lambda g: f"**{g[-1].upper()}**",
+        lambda g: json.dumps(g),
+        lambda g: f"The answer is ({g[0].upper()})",
+        lambda g: "A and B",
+        lambda g: '{"answer": ["a", "b", "d"]}',
+        lambda g: "I am not sure.",
+        lambda g: f"**{g[-1].upper()}**",
     ]
     answers = {item["question"]: styles[i % len(styles)](emsqa_gold(item)) for i, item in enumerate(ITEMS)}
-    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata={"emsqa_private_path": str(SYNTHETIC)})
+    manager = TaskManager(
+        include_defaults=False, include_path=tasks_path(), metadata={"emsqa_private_path": str(SYNTHETIC)}
+    )
     results = lm_eval.simple_evaluate(
-        model=ScriptedLM({"key": "question", "generate": answers}), tasks=["emsqa_private"], task_manager=manager, log_samples=True
+        model=ScriptedLM({"key": "question", "generate": answers}),
+        tasks=["emsqa_private"],
+        task_manager=manager,
+        log_samples=True,
     )
     reported = results["results"]["emsqa_private"]
     samples = results["samples"]["emsqa_private"]
@@ -161,9 +177,11 @@ def test_the_pattern_for_a_metric_with_an_extra_input_column(tmp_path, no_networ
     )
     metric = evaluate.load(str(folder))
     assert type(metric).__name__ == "LfDemo"
-    result = metric.compute(predictions=["MedicationEvent(x)", "MedicationEvent(y)", "LabEvent(z) "],
-                            references=["MedicationEvent(x)", "MedicationEvent(x)", "LabEvent(z)"],
-                            templates=["MedicationEvent(|m|)", "MedicationEvent(|m|)", "LabEvent(|l|)"])
+    result = metric.compute(
+        predictions=["MedicationEvent(x)", "MedicationEvent(y)", "LabEvent(z) "],
+        references=["MedicationEvent(x)", "MedicationEvent(x)", "LabEvent(z)"],
+        templates=["MedicationEvent(|m|)", "MedicationEvent(|m|)", "LabEvent(|l|)"],
+    )
     assert result["lf_acc"] == pytest.approx(1 / 3)
 
 
@@ -177,14 +195,26 @@ NOTE = (
     "History of chest pain.\n"
     "Pulse 72, normal\n"
 )
-MED = {"evidence": "Patient takes lisinopril 10 mg daily.", "evidence_start": 15, "entity_type": "single",
-       "entities": ["lisinopril"]}
+MED = {
+    "evidence": "Patient takes lisinopril 10 mg daily.",
+    "evidence_start": 15,
+    "entity_type": "single",
+    "entities": ["lisinopril"],
+}
 BP = {"evidence": "BP stable today.", "evidence_start": 53, "entity_type": "empty", "entities": []}
 BP_UNLOCATED = {**BP, "evidence_start": -1}
-TWO_LINES = {"evidence": "BP stable today.\nHistory of chest pain.", "evidence_start": 53, "entity_type": "empty",
-             "entities": []}
-COMPLEX = {"evidence": "History of chest pain.", "evidence_start": 70, "entity_type": "complex",
-           "entities": ["chest pain", "history"]}
+TWO_LINES = {
+    "evidence": "BP stable today.\nHistory of chest pain.",
+    "evidence_start": 53,
+    "entity_type": "empty",
+    "entities": [],
+}
+COMPLEX = {
+    "evidence": "History of chest pain.",
+    "evidence_start": 70,
+    "entity_type": "complex",
+    "entities": ["chest pain", "history"],
+}
 
 # (model output, gold answers, relaxed_em, f1, strict_em) -- on NOTE, computed by hand.
 EVIDENCE_CASES = [
@@ -204,7 +234,7 @@ EVIDENCE_CASES = [
     # two-line evidence matched by two output lines adjacent in the note
     ("BP stable today.\nHistory of chest pain.", [TWO_LINES], 1.0, 1.0, 1.0),
     # chat-style list marker and quotes are dropped when locating a line
-    ("- Patient takes lisinopril 10 mg daily.\n\"BP stable today.\"", [MED, BP], 1.0, 1.0, 1.0),
+    ('- Patient takes lisinopril 10 mg daily.\n"BP stable today."', [MED, BP], 1.0, 1.0, 1.0),
     # two gold answers, one found: averaged over gold answers
     ("Patient takes lisinopril 10 mg daily.", [MED, BP], 0.5, 0.5, 0.5),
     # complex: every entity needed; P 3/4, R 3/4
@@ -238,8 +268,10 @@ def test_emrqa_evidence_mean_over_questions_and_every_reference_form(modules, na
     as_json = [json.dumps(case[1]) for case in EVIDENCE_CASES]
     as_dicts = [case[1] for case in EVIDENCE_CASES]
     as_objects = [[GoldAnswer.from_dict(g) for g in case[1]] for case in EVIDENCE_CASES]
-    results = [modules[name].compute(predictions=outputs, references=refs, notes=notes)
-               for refs in (as_json, as_dicts, as_objects)]
+    results = [
+        modules[name].compute(predictions=outputs, references=refs, notes=notes)
+        for refs in (as_json, as_dicts, as_objects)
+    ]
     assert results[0][key] == pytest.approx(expected)
     assert results[0] == results[1] == results[2]
     metric = modules[name]  # item by item, as in a training loop
@@ -269,9 +301,12 @@ LOGICAL_FORM_CASES = [
 @pytest.mark.parametrize("output, gold_lf, template, lf_acc, template_acc", LOGICAL_FORM_CASES)
 def test_emrqa_logical_form_hand_computed_values(modules, output, gold_lf, template, lf_acc, template_acc):
     assert modules["emrqa_logical_form_accuracy"].compute(predictions=[output], references=[gold_lf]) == {
-        "lf_acc": lf_acc, "lf_acc_stderr": 0.0}
-    assert modules["emrqa_template_accuracy"].compute(predictions=[output], references=[gold_lf], templates=[template]) == {
-        "template_acc": template_acc, "template_acc_stderr": 0.0}
+        "lf_acc": lf_acc,
+        "lf_acc_stderr": 0.0,
+    }
+    assert modules["emrqa_template_accuracy"].compute(
+        predictions=[output], references=[gold_lf], templates=[template]
+    ) == {"template_acc": template_acc, "template_acc_stderr": 0.0}
 
 
 def test_emrqa_logical_form_means(modules):
@@ -283,16 +318,25 @@ def test_emrqa_logical_form_means(modules):
     assert lf["lf_acc_stderr"] == pytest.approx((0.4 * 0.6 / 9) ** 0.5)
 
 
-@pytest.mark.parametrize("inputs, message", [
-    ({"predictions": [["Patient takes"]], "references": [[MED]], "notes": [NOTE]}, "expected format"),
-    ({"predictions": ["x"], "references": [[MED]], "notes": [NOTE.splitlines()]}, "expected format"),
-    ({"predictions": ["x", "y"], "references": [[MED]], "notes": [NOTE]}, "Mismatch in the number"),
-    ({"predictions": ["x"], "references": [MED], "notes": [NOTE]}, "not a dict"),
-    ({"predictions": ["x"], "references": [json.dumps(MED)], "notes": [NOTE]}, "item 0: .*not a list of gold answers"),
-    ({"predictions": ["x"], "references": ["[]"], "notes": [NOTE]}, "item 0: .*at least one gold answer"),
-    ({"predictions": ["x"], "references": [[{"evidence": "BP stable today."}]], "notes": [NOTE]}, "item 0: KeyError"),
-    ({"predictions": ["x"], "references": [[MED]]}, "inputs are missing"),
-])
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        ({"predictions": [["Patient takes"]], "references": [[MED]], "notes": [NOTE]}, "expected format"),
+        ({"predictions": ["x"], "references": [[MED]], "notes": [NOTE.splitlines()]}, "expected format"),
+        ({"predictions": ["x", "y"], "references": [[MED]], "notes": [NOTE]}, "Mismatch in the number"),
+        ({"predictions": ["x"], "references": [MED], "notes": [NOTE]}, "not a dict"),
+        (
+            {"predictions": ["x"], "references": [json.dumps(MED)], "notes": [NOTE]},
+            "item 0: .*not a list of gold answers",
+        ),
+        ({"predictions": ["x"], "references": ["[]"], "notes": [NOTE]}, "item 0: .*at least one gold answer"),
+        (
+            {"predictions": ["x"], "references": [[{"evidence": "BP stable today."}]], "notes": [NOTE]},
+            "item 0: KeyError",
+        ),
+        ({"predictions": ["x"], "references": [[MED]]}, "inputs are missing"),
+    ],
+)
 def test_emrqa_bad_input_is_an_error_that_quotes_no_note_text(modules, inputs, message):
     with pytest.raises(ValueError, match=message) as error:
         modules["emrqa_relaxed_em"].compute(**inputs)
@@ -306,8 +350,11 @@ def emrqa_metadata(tmp_path_factory):
     from medeval_metrics.emrqa.synthetic import write_synthetic
 
     info = write_synthetic(tmp_path_factory.mktemp("emrqa-modules"), notes_per_subset=8)
-    return {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(info.data_ql_csv),
-            "emrqa_cache_dir": str(tmp_path_factory.mktemp("emrqa-modules-cache"))}
+    return {
+        "emrqa_data_json": str(info.data_json),
+        "emrqa_data_ql_csv": str(info.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path_factory.mktemp("emrqa-modules-cache")),
+    }
 
 
 def _scripted_emrqa_outputs(metadata):
@@ -320,19 +367,34 @@ def _scripted_emrqa_outputs(metadata):
         first, lines = golds[0], doc["note"].splitlines()
         words = first["evidence"].split()
         return [
-            gold_evidence_output(doc), f"- {first['evidence']}", lines[0], "", " ".join(words[: len(words) // 2]),
-            f"{first['evidence']}\n{lines[-1]}", f"The note says: {' and '.join(first['entities']) or 'nothing'}.",
+            gold_evidence_output(doc),
+            f"- {first['evidence']}",
+            lines[0],
+            "",
+            " ".join(words[: len(words) // 2]),
+            f"{first['evidence']}\n{lines[-1]}",
+            f"The note says: {' and '.join(first['entities']) or 'nothing'}.",
             "\n".join(lines[:12]),
         ]
 
     def logical_form_styles(doc):
         template = doc["lf_template"]
-        return [doc["logical_form"], doc["logical_form"].replace(" ", "  ").replace("(", " ( "),
-                re.sub(r"\|[^|]*\|", "zzz", template), "LabEvent (x)", "", f"\n{doc['logical_form']}\nextra"]
+        return [
+            doc["logical_form"],
+            doc["logical_form"].replace(" ", "  ").replace("(", " ( "),
+            re.sub(r"\|[^|]*\|", "zzz", template),
+            "LabEvent (x)",
+            "",
+            f"\n{doc['logical_form']}\nextra",
+        ]
 
     outputs = {}
-    for loader, styles in ((partial(emrqa_tasks.load_evidence, "medication"), evidence_styles), (partial(emrqa_tasks.load_evidence, "risk"), evidence_styles),
-                           (emrqa_tasks.load_evidence_window, evidence_styles), (partial(emrqa_tasks.load_logical_forms, "emrql_2"), logical_form_styles)):
+    for loader, styles in (
+        (partial(emrqa_tasks.load_evidence, "medication"), evidence_styles),
+        (partial(emrqa_tasks.load_evidence, "risk"), evidence_styles),
+        (emrqa_tasks.load_evidence_window, evidence_styles),
+        (partial(emrqa_tasks.load_logical_forms, "emrql_2"), logical_form_styles),
+    ):
         for i, doc in enumerate(loader(**metadata)["test"]):
             choices = styles(doc)
             outputs[doc["qa_id"]] = choices[i % len(choices)]
@@ -352,13 +414,17 @@ def test_emrqa_modules_equal_what_the_tasks_report(modules, emrqa_metadata):
     evidence_tasks = ["emrqa_medication", "emrqa_risk", "emrqa_evidence_window"]
     table = {"key": "qa_id", "generate": _scripted_emrqa_outputs(emrqa_metadata), "default": ""}
     manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata=emrqa_metadata)
-    results = lm_eval.simple_evaluate(model=ScriptedLM(table), tasks=[*evidence_tasks, "emrqa_emrql_2"], task_manager=manager,
-                                      log_samples=True)
+    results = lm_eval.simple_evaluate(
+        model=ScriptedLM(table), tasks=[*evidence_tasks, "emrqa_emrql_2"], task_manager=manager, log_samples=True
+    )
     checked = []
     for task in evidence_tasks:
         reported, samples = results["results"][task], results["samples"][task]
-        columns = {"predictions": [s["filtered_resps"][0] for s in samples],
-                   "references": [s["doc"]["answers_json"] for s in samples], "notes": [s["doc"]["note"] for s in samples]}
+        columns = {
+            "predictions": [s["filtered_resps"][0] for s in samples],
+            "references": [s["doc"]["answers_json"] for s in samples],
+            "notes": [s["doc"]["note"] for s in samples],
+        }
         for name, key in EVIDENCE_MODULES.items():
             assert 0 < reported[f"{key},none"] < 1, (task, key)  # a comparison that could fail
             value = modules[name].compute(**columns)
@@ -370,7 +436,8 @@ def test_emrqa_modules_equal_what_the_tasks_report(modules, emrqa_metadata):
     references = [s["doc"]["logical_form"] for s in samples]
     lf = modules["emrqa_logical_form_accuracy"].compute(predictions=predictions, references=references)
     template = modules["emrqa_template_accuracy"].compute(
-        predictions=predictions, references=references, templates=[s["doc"]["lf_template"] for s in samples])
+        predictions=predictions, references=references, templates=[s["doc"]["lf_template"] for s in samples]
+    )
     assert 0 < reported["lf_acc,none"] < reported["template_acc,none"] < 1
     assert lf["lf_acc"] == reported["lf_acc,none"] and template["template_acc"] == reported["template_acc,none"]
     assert lf["lf_acc_stderr"] == pytest.approx(reported["lf_acc_stderr,none"], rel=1e-12)

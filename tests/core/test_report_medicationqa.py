@@ -6,20 +6,30 @@ import json
 
 import pytest
 import yaml
-
 from conftest import two_judge_panel
+
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
 
 ROWS = [
-    {"question": f"how often can i take drug{i}", "focus_drug": f"drug{i}", "question_type": ["Dose", "Usage"][i % 2],
-     "answer": f"Drug{i} is taken once a day.", "section_title": "How to use", "url": f"https://example.org/{i}"}
+    {
+        "question": f"how often can i take drug{i}",
+        "focus_drug": f"drug{i}",
+        "question_type": ["Dose", "Usage"][i % 2],
+        "answer": f"Drug{i} is taken once a day.",
+        "section_title": "How to use",
+        "url": f"https://example.org/{i}",
+    }
     for i in range(6)
 ]
 # judge-a: 5/4/4 everywhere; judge-b: accuracy 3, completeness 2 on even items and 4 on odd, clarity 5.
 SCRIPT = {
     **{("judge-a", row["question"]): [{"scores": {"accuracy": 5, "completeness": 4, "clarity": 4}}] for row in ROWS},
-    **{("judge-b", row["question"]): [{"scores": {"accuracy": 3, "completeness": 2 if i % 2 == 0 else 4, "clarity": 5}}]
-       for i, row in enumerate(ROWS)},
+    **{
+        ("judge-b", row["question"]): [
+            {"scores": {"accuracy": 3, "completeness": 2 if i % 2 == 0 else 4, "clarity": 5}}
+        ]
+        for i, row in enumerate(ROWS)
+    },
 }
 
 
@@ -30,7 +40,7 @@ def judged_run(tmp_path_factory):
     from lm_eval.tasks import TaskManager
 
     import medeval_metrics
-    import medeval_metrics.testing.scripted  # noqa: F401  (registers medeval-scripted)
+    import medeval_metrics.testing.scripted
     from medeval_metrics.cli import main
 
     root = tmp_path_factory.mktemp("medicationqa")
@@ -39,12 +49,19 @@ def judged_run(tmp_path_factory):
     out = root / "out"
     with FakeJudgeServer(script=SCRIPT) as server:
         config = two_judge_panel(server, root / "cache.sqlite")
-        manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
-                              metadata={"medicationqa_path": str(data), "medeval_judges": config})
+        manager = TaskManager(
+            include_defaults=False,
+            include_path=medeval_metrics.tasks_path(),
+            metadata={"medicationqa_path": str(data), "medeval_judges": config},
+        )
         tracker = EvaluationTracker(output_path=str(out))
         results = lm_eval.simple_evaluate(
-            model="medeval-scripted", model_args="model=scripted-pharmacist", tasks=["medicationqa"],
-            task_manager=manager, log_samples=True, evaluation_tracker=tracker,
+            model="medeval-scripted",
+            model_args="model=scripted-pharmacist",
+            tasks=["medicationqa"],
+            task_manager=manager,
+            log_samples=True,
+            evaluation_tracker=tracker,
         )
         samples = results.pop("samples")
         tracker.save_results_aggregated(results=results, samples=samples)
@@ -61,7 +78,7 @@ def judged_run(tmp_path_factory):
 def check_judges(judges):
     assert judges["a"]["accuracy"] == {"value": 5.0, "stderr": 0.0, "n": 6, "missing": 0}
     assert judges["b"]["completeness"]["value"] == pytest.approx(3.0)
-    assert judges["b"]["completeness"]["stderr"] == pytest.approx((1.2 ** 0.5) / 6 ** 0.5)  # 2,4,2,4,2,4
+    assert judges["b"]["completeness"]["stderr"] == pytest.approx((1.2**0.5) / 6**0.5)  # 2,4,2,4,2,4
 
 
 @pytest.mark.e2e  # judged_run starts lm-eval
@@ -113,10 +130,12 @@ def test_logged_filter_records_alone_give_the_same_judge_table(judged_run, tmp_p
 def test_structured_judge_verdicts_are_read_without_literal_eval():
     from medeval_metrics.report.judges import judge_scores_of
 
-    sample = {"judge_verdicts": {
-        "a": {"scores": {"accuracy": 4, "clarity": 2}, "unscored_reason": None, "id_echoed": False},
-        "b": {"scores": None, "unscored_reason": "HTTP 500 after 5 request(s)", "id_echoed": None}}}
+    sample = {
+        "judge_verdicts": {
+            "a": {"scores": {"accuracy": 4, "clarity": 2}, "unscored_reason": None, "id_echoed": False},
+            "b": {"scores": None, "unscored_reason": "HTTP 500 after 5 request(s)", "id_echoed": None},
+        }
+    }
     assert judge_scores_of(sample) == {"a": {"accuracy": 4.0, "clarity": 2.0}, "b": {"accuracy": None, "clarity": None}}
     as_text = {"judge_verdicts": json.dumps(sample["judge_verdicts"])}
     assert judge_scores_of(as_text) == judge_scores_of(sample)
-

@@ -32,22 +32,55 @@ def judged_run(tmp_path):
     run = tmp_path / "run" / "org__model"
     run.mkdir(parents=True)
     date = "2026-02-01T10-00-00.000000"
-    verdicts = [({"accuracy": 5, "clarity": 4}, {"accuracy": 4, "clarity": 4}), ({"accuracy": 2, "clarity": 3}, None),
-                ({"accuracy": 4, "clarity": 5}, {"accuracy": 4, "clarity": 5})]
+    verdicts = [
+        ({"accuracy": 5, "clarity": 4}, {"accuracy": 4, "clarity": 4}),
+        ({"accuracy": 2, "clarity": 3}, None),
+        ({"accuracy": 4, "clarity": 5}, {"accuracy": 4, "clarity": 5}),
+    ]
     with (run / f"samples_medicationqa_{date}.jsonl").open("w") as out:
         for i, (a, b) in enumerate(verdicts):
-            record = {"answer": f"answer {i}", "judges": ["judge-a", "judge-b"],
-                      "verdicts": {"judge-a": {"judge": "judge-a", "scores": a}, "judge-b": {"judge": "judge-b", "scores": b}}}
-            out.write(json.dumps({"doc_id": i, "doc": {"question_type": "Dose" if i < 2 else "Usage"}, "filter": "judge",
-                                  "filtered_resps": [str(record)], "judge_panel_score": 4.0, "rougeL": 0.2}) + "\n")
+            record = {
+                "answer": f"answer {i}",
+                "judges": ["judge-a", "judge-b"],
+                "verdicts": {
+                    "judge-a": {"judge": "judge-a", "scores": a},
+                    "judge-b": {"judge": "judge-b", "scores": b},
+                },
+            }
+            out.write(
+                json.dumps(
+                    {
+                        "doc_id": i,
+                        "doc": {"question_type": "Dose" if i < 2 else "Usage"},
+                        "filter": "judge",
+                        "filtered_resps": [str(record)],
+                        "judge_panel_score": 4.0,
+                        "rougeL": 0.2,
+                    }
+                )
+                + "\n"
+            )
     results = {
-        "results": {"medicationqa": {"judge_panel_score,judge": 3.9, "judge_panel_score_stderr,judge": 0.3,
-                                     "judge_agreement,judge": 0.41, "judge_agreement_stderr,judge": 0.1,
-                                     "judge_ok_judge-a,judge": 1.0, "judge_ok_judge-a_stderr,judge": 0.0,
-                                     "rougeL,judge": 0.2, "rougeL_stderr,judge": "N/A"}},
-        "versions": {"medicationqa": 1}, "n-shot": {"medicationqa": 0},
+        "results": {
+            "medicationqa": {
+                "judge_panel_score,judge": 3.9,
+                "judge_panel_score_stderr,judge": 0.3,
+                "judge_agreement,judge": 0.41,
+                "judge_agreement_stderr,judge": 0.1,
+                "judge_ok_judge-a,judge": 1.0,
+                "judge_ok_judge-a_stderr,judge": 0.0,
+                "rougeL,judge": 0.2,
+                "rougeL_stderr,judge": "N/A",
+            }
+        },
+        "versions": {"medicationqa": 1},
+        "n-shot": {"medicationqa": 0},
         "n-samples": {"medicationqa": {"original": 690, "effective": 690}},
-        "config": {"model": "openai-chat-completions", "model_args": "model=org/model,api_key=sk-abcdefgh12345678", "limit": None},
+        "config": {
+            "model": "openai-chat-completions",
+            "model_args": "model=org/model,api_key=sk-abcdefgh12345678",
+            "limit": None,
+        },
     }
     (run / f"results_{date}.json").write_text(json.dumps(results))
     return tmp_path / "run"
@@ -64,8 +97,12 @@ def test_a_judged_benchmark_plugs_in(judged_run, tmp_path):
     index = yaml.safe_load((out / "model_index.yaml").read_text())["model-index"][0]
     assert index["name"] == "org/model"
     result = index["results"][0]
-    assert result["dataset"] == {"name": "MedicationQA (medicationqa)", "type": "truehealth/medicationqa", "split": "train",
-                                 "args": {"num_few_shot": 0}}
+    assert result["dataset"] == {
+        "name": "MedicationQA (medicationqa)",
+        "type": "truehealth/medicationqa",
+        "split": "train",
+        "args": {"num_few_shot": 0},
+    }
     assert [(m["type"], m["value"]) for m in result["metrics"]] == [("rouge", 0.2), ("llm_judge_panel_score", 3.9)]
     text = (out / "results.md").read_text()
     assert "| Judge agreement (Krippendorff's alpha) (`judge_agreement`) | 0.4100 | 0.1000 | 690 |" in text

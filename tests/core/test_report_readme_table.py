@@ -4,7 +4,6 @@
 import importlib.util
 
 import pytest
-
 from conftest import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "readme_tasks_table.py"

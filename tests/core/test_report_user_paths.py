@@ -12,28 +12,43 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import run_medeval
+
 from medeval_metrics.data import MedevalDataError
 
 DATE_1, DATE_2 = "2026-01-01T10-00-00.000001", "2026-01-02T10-00-00.000001"
 
 
-def _results(folder: Path, date: str, model: str = "org/m", values: dict | None = None, limit=None,
-             counts: dict | None = None, task_hashes: dict | None = None) -> Path:
+def _results(
+    folder: Path,
+    date: str,
+    model: str = "org/m",
+    values: dict | None = None,
+    limit=None,
+    counts: dict | None = None,
+    task_hashes: dict | None = None,
+) -> Path:
     """A results file as lm-eval writes it (EMSQA variants: ``values`` task -> acc; ``counts`` task ->
     (original, effective), default the whole public test set)."""
     values = values or {"emsqa_public_cot": 0.41}
     counts = counts or {t: (3721, 3721) for t in values}
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"results_{date}.json"
-    path.write_text(json.dumps({
-        "results": {t: {"alias": t, "acc,extract_answer": v, "acc_stderr,extract_answer": 0.01} for t, v in values.items()},
-        "versions": {t: 1 for t in values}, "n-shot": {t: 0 for t in values},
-        "n-samples": {t: {"original": o, "effective": e} for t, (o, e) in counts.items()},
-        "config": {"model": "hf", "model_args": f"pretrained={model}", "limit": limit},
-        **({"task_hashes": task_hashes} if task_hashes is not None else {}),
-    }))
+    path.write_text(
+        json.dumps(
+            {
+                "results": {
+                    t: {"alias": t, "acc,extract_answer": v, "acc_stderr,extract_answer": 0.01}
+                    for t, v in values.items()
+                },
+                "versions": {t: 1 for t in values},
+                "n-shot": {t: 0 for t in values},
+                "n-samples": {t: {"original": o, "effective": e} for t, (o, e) in counts.items()},
+                "config": {"model": "hf", "model_args": f"pretrained={model}", "limit": limit},
+                **({"task_hashes": task_hashes} if task_hashes is not None else {}),
+            }
+        )
+    )
     return path
 
 
@@ -76,7 +91,9 @@ def test_a_write_that_fails_midway_names_the_file(tmp_path, monkeypatch):
     with pytest.raises(MedevalDataError) as caught:
         build_report([tmp_path / "run"], tmp_path / "r", figures=False)
     message = str(caught.value)
-    assert message.startswith(f"{tmp_path / 'r' / 'results.md'}: could not write the report file (No space left on device)")
+    assert message.startswith(
+        f"{tmp_path / 'r' / 'results.md'}: could not write the report file (No space left on device)"
+    )
     assert "is incomplete" in message
 
 
@@ -97,7 +114,9 @@ def test_update_card_creates_a_card_that_does_not_exist_yet(tmp_path, capsys, mo
     entry = header["model-index"][0]
     assert entry["name"] == "org/m"
     assert [(r["task"]["name"], r["metrics"][0]["value"]) for r in entry["results"]] == [
-        ("emsqa_public_cot", 0.41), ("emsqa_public_mc", 0.47)]
+        ("emsqa_public_cot", 0.41),
+        ("emsqa_public_mc", 0.47),
+    ]
     assert "<!-- medeval:results:start -->" in text and "<!-- medeval:results:end -->" in text
     assert json.loads((tmp_path / "report" / "report.json").read_text())["card_created"] is True
     again = run_medeval(args, capsys)
@@ -109,8 +128,18 @@ def test_update_card_creates_a_card_that_does_not_exist_yet(tmp_path, capsys, mo
 def test_update_card_given_a_folder_is_one_line(tmp_path, capsys):
     _results(tmp_path / "run", DATE_1)
     (tmp_path / "model").mkdir()
-    proc = run_medeval(["report", str(tmp_path / "run"), "--output", str(tmp_path / "r"), "--no-figures",
-                        "--update-card", str(tmp_path / "model")], capsys)
+    proc = run_medeval(
+        [
+            "report",
+            str(tmp_path / "run"),
+            "--output",
+            str(tmp_path / "r"),
+            "--no-figures",
+            "--update-card",
+            str(tmp_path / "model"),
+        ],
+        capsys,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"--update-card {tmp_path / 'model'}: is a folder: pass the card file in it (README.md)" in proc.stderr
     assert (tmp_path / "r" / "results.md").is_file()  # the report itself is written
@@ -143,10 +172,14 @@ def test_a_card_write_that_fails_leaves_the_card_as_it_was(tmp_path, monkeypatch
         def __exit__(self, *exc):
             return self.handle.__exit__(*exc)
 
-    monkeypatch.setattr(safe_files.os, "fdopen",
-                        lambda fd, mode, **kw: HalfWritten(real_fdopen(fd, mode, **kw)) if "b" in mode
-                        else real_fdopen(fd, mode, **kw))
-    with pytest.raises(MedevalDataError, match=r"cannot write the card \(No space left on device\); it was not changed"):
+    monkeypatch.setattr(
+        safe_files.os,
+        "fdopen",
+        lambda fd, mode, **kw: HalfWritten(real_fdopen(fd, mode, **kw)) if "b" in mode else real_fdopen(fd, mode, **kw),
+    )
+    with pytest.raises(
+        MedevalDataError, match=r"cannot write the card \(No space left on device\); it was not changed"
+    ):
         build_report([tmp_path / "run"], tmp_path / "r", figures=False, update_card=card)
     assert card.read_text() == "---\nlicense: mit\n---\n\n# The owner's card\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "r", "run"]  # no partial file left
@@ -177,28 +210,49 @@ def test_without_loopback_ports(text, expected):
     assert without_loopback_ports(text) == expected
 
 
-def _medicationqa_run(folder: Path, date: str, judge_url: str, answer: str = "Take it in the morning.",
-                      judge_model: str = "demo-judge-a") -> None:
+def _medicationqa_run(
+    folder: Path, date: str, judge_url: str, answer: str = "Take it in the morning.", judge_model: str = "demo-judge-a"
+) -> None:
     """A medicationqa run as lm-eval logs it: the task copies its judge panel into every doc, so
     lm-eval's doc hash (and task hash) change with the judges' URL."""
     import hashlib
 
-    panel = json.dumps({"judges": [{"name": "a", "backend": "local-chat-completions", "model": judge_model,
-                                    "base_url": judge_url}], "concurrency": 8})
-    doc = {"question": "When should I take levothyroxine?", "answer": answer, "question_type": "Usage",
-           "judge_panel": panel}
+    panel = json.dumps(
+        {
+            "judges": [{"name": "a", "backend": "local-chat-completions", "model": judge_model, "base_url": judge_url}],
+            "concurrency": 8,
+        }
+    )
+    doc = {
+        "question": "When should I take levothyroxine?",
+        "answer": answer,
+        "question_type": "Usage",
+        "judge_panel": panel,
+    }
     doc_hash = hashlib.sha256(json.dumps(doc, indent=2).encode()).hexdigest()
-    sample = {"doc_id": 0, "doc": doc, "filter": "none", "rougeL": 0.2, "doc_hash": doc_hash,
-              "prompt_hash": "p" * 64, "target_hash": hashlib.sha256(answer.encode()).hexdigest()}
+    sample = {
+        "doc_id": 0,
+        "doc": doc,
+        "filter": "none",
+        "rougeL": 0.2,
+        "doc_hash": doc_hash,
+        "prompt_hash": "p" * 64,
+        "target_hash": hashlib.sha256(answer.encode()).hexdigest(),
+    }
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"samples_medicationqa_{date}.jsonl").write_text(json.dumps(sample) + "\n")
-    (folder / f"results_{date}.json").write_text(json.dumps({
-        "results": {"medicationqa": {"alias": "medicationqa", "rougeL,none": 0.2, "rougeL_stderr,none": 0.01}},
-        "versions": {"medicationqa": 3}, "n-shot": {"medicationqa": 0},
-        "n-samples": {"medicationqa": {"original": 1, "effective": 1}},
-        "config": {"model": "hf", "model_args": "pretrained=org/m", "limit": None},
-        "task_hashes": {"medicationqa": hashlib.sha256((doc_hash + "p" * 64).encode()).hexdigest()},
-    }))
+    (folder / f"results_{date}.json").write_text(
+        json.dumps(
+            {
+                "results": {"medicationqa": {"alias": "medicationqa", "rougeL,none": 0.2, "rougeL_stderr,none": 0.01}},
+                "versions": {"medicationqa": 3},
+                "n-shot": {"medicationqa": 0},
+                "n-samples": {"medicationqa": {"original": 1, "effective": 1}},
+                "config": {"model": "hf", "model_args": "pretrained=org/m", "limit": None},
+                "task_hashes": {"medicationqa": hashlib.sha256((doc_hash + "p" * 64).encode()).hexdigest()},
+            }
+        )
+    )
 
 
 def test_reruns_that_differ_by_a_loopback_judge_port_alone_are_one_run(tmp_path):
@@ -223,7 +277,11 @@ def test_reruns_that_differ_by_a_loopback_judge_port_alone_are_one_run(tmp_path)
 def test_runs_that_evaluated_something_else_stay_apart(tmp_path, second, why):
     from medeval_metrics.report.runs import load_runs
 
-    first_url = "https://judge.example.org:8001/v1" if "example" in second["judge_url"] else "http://127.0.0.1:46147/v1/chat/completions"
+    first_url = (
+        "https://judge.example.org:8001/v1"
+        if "example" in second["judge_url"]
+        else "http://127.0.0.1:46147/v1/chat/completions"
+    )
     _medicationqa_run(tmp_path / "run", DATE_1, first_url)
     _medicationqa_run(tmp_path / "run", DATE_2, second.pop("judge_url"), **second)
     notes: list[str] = []
@@ -264,7 +322,12 @@ def test_a_second_report_removes_only_what_the_first_wrote(tmp_path):
 
     second = build_report([tmp_path / "a"], out, figures=True)
     on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
-    assert on_disk == set(second["written"]) | {"report.json", "my-notes.md", "figures/mine.png", "model_index_org_b.yaml"}
+    assert on_disk == set(second["written"]) | {
+        "report.json",
+        "my-notes.md",
+        "figures/mine.png",
+        "model_index_org_b.yaml",
+    }
     assert not (out / "comparison.md").exists() and not (out / "comparison__emsqa.png").exists()
     assert not (out / "model_index_org_a.yaml").exists() and (out / "model_index.yaml").is_file()
     assert (tmp_path / "outside.md").read_text() == "outside" and edited.read_text() == "edited"
@@ -281,8 +344,11 @@ def test_a_second_report_removes_figure_folders_it_emptied(tmp_path):
     (stale / "emsqa_public_cot__level.png").write_bytes(b"png")
     (out / "figures" / "keep").mkdir()
     (out / "figures" / "keep" / "mine.txt").write_text("mine")
-    (out / "report.json").write_text(json.dumps({"written": [
-        "figures/old-run_2026-01-01T10-00-00/emsqa_public_cot__level.png", "figures/keep/mine.txt"]}))
+    (out / "report.json").write_text(
+        json.dumps(
+            {"written": ["figures/old-run_2026-01-01T10-00-00/emsqa_public_cot__level.png", "figures/keep/mine.txt"]}
+        )
+    )
     _results(tmp_path / "run", DATE_1)
     build_report([tmp_path / "run"], out, figures=False)
     assert not stale.exists() and (out / "figures").is_dir()

@@ -38,7 +38,7 @@ def test_normal_ci():
 
 
 def test_hook_gives_attached_stderr_and_leaves_others_alone():
-    import lm_eval.evaluator_utils as evaluator_utils
+    from lm_eval import evaluator_utils
     from lm_eval.api.metrics import mean
 
     def spread(items):

@@ -3,42 +3,65 @@
 from __future__ import annotations
 
 import json
-from functools import partial
 import math
+from functools import partial
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA, find_results, run_cli, run_medeval
 
 from medeval_metrics.emrqa import tasks as emrqa_tasks
-from medeval_metrics.manifest import build_manifest
 from medeval_metrics.emrqa.synthetic import gold_evidence_output, write_synthetic
-from conftest import SHARED_DATA, find_results, run_cli, run_medeval
+from medeval_metrics.manifest import build_manifest
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
 EVIDENCE_TASKS = ("emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_evidence_window")
-ALL_TASKS = ("emrqa_emrql_1", "emrqa_emrql_2", "emrqa_medication", "emrqa_relations", "emrqa_risk", "emrqa_smoking",
-             "emrqa_obesity", "emrqa_evidence_window")
+ALL_TASKS = (
+    "emrqa_emrql_1",
+    "emrqa_emrql_2",
+    "emrqa_medication",
+    "emrqa_relations",
+    "emrqa_risk",
+    "emrqa_smoking",
+    "emrqa_obesity",
+    "emrqa_evidence_window",
+)
 
 
 @pytest.fixture(scope="module")
 def metadata(tmp_path_factory):
-    info = write_synthetic(tmp_path_factory.mktemp("emrqa-e2e"), templates_csv=TEMPLATES if TEMPLATES.exists() else None)
-    return {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(info.data_ql_csv),
-            "emrqa_cache_dir": str(tmp_path_factory.mktemp("emrqa-cache"))}
+    info = write_synthetic(
+        tmp_path_factory.mktemp("emrqa-e2e"), templates_csv=TEMPLATES if TEMPLATES.exists() else None
+    )
+    return {
+        "emrqa_data_json": str(info.data_json),
+        "emrqa_data_ql_csv": str(info.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path_factory.mktemp("emrqa-cache")),
+    }
 
 
 def _perfect_table(metadata: dict) -> dict:
     """What a perfect model says for every test doc of every emrQA task, keyed by qa_id."""
     answers: dict[str, str] = {}
-    loaders = {"emrqa_medication": partial(emrqa_tasks.load_evidence, "medication"), "emrqa_relations": partial(emrqa_tasks.load_evidence, "relations"),
-               "emrqa_risk": partial(emrqa_tasks.load_evidence, "risk"), "emrqa_evidence_window": emrqa_tasks.load_evidence_window}
+    loaders = {
+        "emrqa_medication": partial(emrqa_tasks.load_evidence, "medication"),
+        "emrqa_relations": partial(emrqa_tasks.load_evidence, "relations"),
+        "emrqa_risk": partial(emrqa_tasks.load_evidence, "risk"),
+        "emrqa_evidence_window": emrqa_tasks.load_evidence_window,
+    }
     for loader in loaders.values():
         for doc in loader(**metadata)["test"]:
             answers[doc["qa_id"]] = gold_evidence_output(doc)
-    for loader in (partial(emrqa_tasks.load_classification, "smoking"), partial(emrqa_tasks.load_classification, "obesity")):
+    for loader in (
+        partial(emrqa_tasks.load_classification, "smoking"),
+        partial(emrqa_tasks.load_classification, "obesity"),
+    ):
         for doc in loader(**metadata)["test"]:
             answers[doc["qa_id"]] = f"{doc['label']}"
-    for loader in (partial(emrqa_tasks.load_logical_forms, "emrql_1"), partial(emrqa_tasks.load_logical_forms, "emrql_2")):
+    for loader in (
+        partial(emrqa_tasks.load_logical_forms, "emrql_1"),
+        partial(emrqa_tasks.load_logical_forms, "emrql_2"),
+    ):
         for doc in loader(**metadata)["test"]:
             answers[doc["qa_id"]] = doc["logical_form"]
     return {"key": "qa_id", "generate": answers, "default": ""}
@@ -46,15 +69,19 @@ def _perfect_table(metadata: dict) -> dict:
 
 @pytest.mark.e2e
 def test_scripted_perfect_model_scores_one_everywhere(metadata):
-    import medeval_metrics
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    import medeval_metrics.testing.scripted  # noqa: F401  (registers medeval-scripted)
+    import medeval_metrics
+    import medeval_metrics.testing.scripted
 
     manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata=metadata)
-    out = simple_evaluate(model="medeval-scripted", model_args={"table": _perfect_table(metadata)},
-                          tasks=["emrqa", "emrqa_evidence_window"], task_manager=manager)
+    out = simple_evaluate(
+        model="medeval-scripted",
+        model_args={"table": _perfect_table(metadata)},
+        tasks=["emrqa", "emrqa_evidence_window"],
+        task_manager=manager,
+    )
     results = out["results"]
     for task in EVIDENCE_TASKS:
         assert results[task]["relaxed_em,none"] == 1.0, task
@@ -82,20 +109,27 @@ def test_scripted_perfect_model_scores_one_everywhere(metadata):
 
 @pytest.mark.e2e
 def test_macro_f1_gets_a_bootstrap_stderr_in_lm_eval_results(metadata):
-    import medeval_metrics
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    import medeval_metrics.testing.scripted  # noqa: F401
+    import medeval_metrics
+    import medeval_metrics.testing.scripted
 
     docs = list(emrqa_tasks.load_classification("obesity", **metadata)["test"])
     labels = docs[0]["labels"]
     # Right on even items, a fixed wrong label on odd ones: macro-F1 strictly between 0 and 1.
-    table = {"key": "qa_id", "default": "", "generate": {
-        d["qa_id"]: d["label"] if i % 2 == 0 else next(l for l in labels if l != d["label"]) for i, d in enumerate(docs)}}
+    table = {
+        "key": "qa_id",
+        "default": "",
+        "generate": {
+            d["qa_id"]: d["label"] if i % 2 == 0 else next(l for l in labels if l != d["label"])
+            for i, d in enumerate(docs)
+        },
+    }
     manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata=metadata)
-    result = simple_evaluate(model="medeval-scripted", model_args={"table": table}, tasks=["emrqa_obesity"],
-                             task_manager=manager)["results"]["emrqa_obesity"]
+    result = simple_evaluate(
+        model="medeval-scripted", model_args={"table": table}, tasks=["emrqa_obesity"], task_manager=manager
+    )["results"]["emrqa_obesity"]
     assert 0.0 < result["macro_f1,none"] < 1.0
     assert isinstance(result["macro_f1_stderr,none"], float) and result["macro_f1_stderr,none"] > 0.0
 
@@ -105,9 +139,24 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
     # `medeval run` as a subprocess: what reaches the console (no note text) is checked
     output = tmp_path / "out"
     result = run_cli(
-        ["run", "--tasks", "emrqa", "--model", "hf", "--model_args", f"pretrained={tiny_model}", "--limit", "5",
-         "--gen_kwargs", "max_gen_toks=8", "--metadata", json.dumps(metadata),
-         "--output_path", str(output), "--log_samples"],
+        [
+            "run",
+            "--tasks",
+            "emrqa",
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={tiny_model}",
+            "--limit",
+            "5",
+            "--gen_kwargs",
+            "max_gen_toks=8",
+            "--metadata",
+            json.dumps(metadata),
+            "--output_path",
+            str(output),
+            "--log_samples",
+        ],
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -118,7 +167,10 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
             if metric.endswith("_stderr"):
                 continue
             assert metric in result.stdout  # printed in the table
-            value, stderr = results["results"][task][f"{metric},none"], results["results"][task][f"{metric}_stderr,none"]
+            value, stderr = (
+                results["results"][task][f"{metric},none"],
+                results["results"][task][f"{metric}_stderr,none"],
+            )
             assert 0.0 <= value <= 1.0 and isinstance(stderr, float), (task, metric, stderr)
     # The tiny model has 1024 positions: whole risk notes do not fit, and the count says so.
     assert results["results"]["emrqa_risk"]["prompt_too_long,none"] == 1.0
@@ -130,7 +182,9 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
 
     breakdown = run_medeval(["breakdown", str(output)], capsys)
     assert breakdown.returncode == 0, breakdown.stderr
-    assert "**emrqa_risk** by lf_template" in breakdown.stdout and "**emrqa_emrql_1** by lf_template" in breakdown.stdout
+    assert (
+        "**emrqa_risk** by lf_template" in breakdown.stdout and "**emrqa_emrql_1** by lf_template" in breakdown.stdout
+    )
     assert "**emrqa_medication** by answer_type" in breakdown.stdout
 
 
@@ -138,41 +192,63 @@ def test_tiny_model_run_prints_every_metric_with_stderr(metadata, tiny_model, tm
 @pytest.mark.parametrize("requested", ["emrqa_emrql_2", "emrql_2"])  # emrql_2: the old name (issue 19), a group of it
 def test_emrql_2_runs_five_shot_on_a_filtered_data_ql_csv(tmp_path, requested):
     """Issue 10: a pool of two templates crashed lm-eval's sampler with a bare ValueError."""
-    import medeval_metrics
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
-
-    import medeval_metrics.testing.scripted  # noqa: F401
     from test_emrqa_fewshot import _tiny_ql
 
+    import medeval_metrics
+    import medeval_metrics.testing.scripted
+
     info = write_synthetic(tmp_path / "data", notes_per_subset=2, questions_per_note=3)
-    meta = {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(_tiny_ql(tmp_path, 40)),
-            "emrqa_cache_dir": str(tmp_path / "cache")}
-    assert len(emrqa_tasks.load_logical_forms("emrql_2", **meta)["train"].filter(lambda r: r["fewshot_role"] == "pool")) < 5
+    meta = {
+        "emrqa_data_json": str(info.data_json),
+        "emrqa_data_ql_csv": str(_tiny_ql(tmp_path, 40)),
+        "emrqa_cache_dir": str(tmp_path / "cache"),
+    }
+    assert (
+        len(emrqa_tasks.load_logical_forms("emrql_2", **meta)["train"].filter(lambda r: r["fewshot_role"] == "pool"))
+        < 5
+    )
     manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata=meta)
-    out = simple_evaluate(model="medeval-scripted", model_args={"table": {"key": "qa_id", "generate": {}, "default": ""}},
-                          tasks=[requested], task_manager=manager, log_samples=True)
+    out = simple_evaluate(
+        model="medeval-scripted",
+        model_args={"table": {"key": "qa_id", "generate": {}, "default": ""}},
+        tasks=[requested],
+        task_manager=manager,
+        log_samples=True,
+    )
     sample = out["samples"]["emrqa_emrql_2"][0]
     prompt = sample["arguments"][0][0]
     assert prompt.count("Logical form:") == 6  # five examples and the question
     assert out["results"]["emrqa_emrql_2"]["lf_acc,none"] == 0.0
-    assert out["versions"]["emrqa_emrql_2"] == 1 and len(out["samples"]["emrqa_emrql_2"]) == out["n-samples"]["emrqa_emrql_2"]["effective"]
+    assert (
+        out["versions"]["emrqa_emrql_2"] == 1
+        and len(out["samples"]["emrqa_emrql_2"]) == out["n-samples"]["emrqa_emrql_2"]["effective"]
+    )
 
 
 @pytest.mark.e2e
 def test_gen_kwargs_budget_is_what_prompt_too_long_counts(metadata):
     """Issue 9: the budget is read from the task config, and --gen_kwargs max_gen_toks is honoured."""
-    import medeval_metrics
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
 
-    import medeval_metrics.testing.scripted  # noqa: F401
+    import medeval_metrics
+    import medeval_metrics.testing.scripted
 
     def too_long(**extra):
-        manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
-                              metadata={**metadata, "emrqa_sample_size": 4})
-        out = simple_evaluate(model="medeval-scripted", model_args={"table": {"key": "qa_id", "generate": {}, "default": ""}},
-                              tasks=["emrqa_medication"], task_manager=manager, **extra)
+        manager = TaskManager(
+            include_defaults=False,
+            include_path=medeval_metrics.tasks_path(),
+            metadata={**metadata, "emrqa_sample_size": 4},
+        )
+        out = simple_evaluate(
+            model="medeval-scripted",
+            model_args={"table": {"key": "qa_id", "generate": {}, "default": ""}},
+            tasks=["emrqa_medication"],
+            task_manager=manager,
+            **extra,
+        )
         return out["results"]["emrqa_medication"]["prompt_too_long,none"]
 
     # The scripted model reports no length: the 2,048-token estimate. Synthetic notes (~500 tokens) fit with

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from medeval_metrics.emrqa.prepare import describe, prepare
 from medeval_metrics.emrqa.metrics import score_evidence
+from medeval_metrics.emrqa.prepare import describe, prepare
 
 SECRET = "ZEBRA-PATIENT-TEXT"  # planted in every note: never in a message or the summary
 QL = "Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (|y|)\n"
@@ -19,13 +19,13 @@ QL = "Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (|y|)\n"
 # A discharge list repeats earlier lines. Line starts (0-based index: offset):
 # 0: 0, 1: 34, 2: 54, 3: 75, 4: 98, 5: 118, 6: 139
 REPEATING = [
-    f"{SECRET} admission note",   # 0  (33 characters)
-    "Aspirin 81 mg daily",         # 1
-    "Metoprolol 25 mg bid",        # 2
-    "Discharge medications:",      # 3
-    "Aspirin 81 mg daily",         # 4  (a copy of line 1)
-    "Metoprolol 25 mg bid",        # 5  (a copy of line 2)
-    "Follow up",                   # 6
+    f"{SECRET} admission note",  # 0  (33 characters)
+    "Aspirin 81 mg daily",  # 1
+    "Metoprolol 25 mg bid",  # 2
+    "Discharge medications:",  # 3
+    "Aspirin 81 mg daily",  # 4  (a copy of line 1)
+    "Metoprolol 25 mg bid",  # 5  (a copy of line 2)
+    "Follow up",  # 6
 ]
 
 
@@ -40,9 +40,19 @@ def test_repeating_note_layout_is_what_the_table_assumes():
 
 def _qa(number: int, evidence: str, start: int) -> dict:
     question = f"What is the dose, question {number}"
-    return {"question": [question], "id": [[[question, "What is the dose of |medication|"]], "MedicationEvent (|medication|) [dosage=x]"],
-            "answers": [{"text": "", "answer_start": [start, 0], "evidence": evidence, "evidence_start": start,
-                         "answer_entity_type": "empty"}]}
+    return {
+        "question": [question],
+        "id": [[[question, "What is the dose of |medication|"]], "MedicationEvent (|medication|) [dosage=x]"],
+        "answers": [
+            {
+                "text": "",
+                "answer_start": [start, 0],
+                "evidence": evidence,
+                "evidence_start": start,
+                "answer_entity_type": "empty",
+            }
+        ],
+    }
 
 
 def _prepare(tmp_path: Path, subsets: dict[str, list[dict]]) -> tuple[dict, dict[str, list[dict]], dict[str, str]]:
@@ -58,8 +68,10 @@ def _prepare(tmp_path: Path, subsets: dict[str, list[dict]]) -> tuple[dict, dict
             records.setdefault(record["subset"], []).append(record)
     for found in records.values():
         found.sort(key=lambda r: int(r["qa_id"].split("#")[1]))
-    notes = {json.loads(line)["note_key"]: json.loads(line)["text"]
-             for line in (tmp_path / "out" / "notes.jsonl").read_text(encoding="utf-8").splitlines()}
+    notes = {
+        json.loads(line)["note_key"]: json.loads(line)["text"]
+        for line in (tmp_path / "out" / "notes.jsonl").read_text(encoding="utf-8").splitlines()
+    }
     return manifest, records, notes
 
 
@@ -94,17 +106,21 @@ def test_gold_evidence_is_placed_on_its_numbered_line_when_lines_recur(tmp_path)
     text = notes["medication/901"]
     for record in records["medication"]:
         answer = record["answers"][0]
-        assert text[answer["evidence_start"]:].startswith(answer["evidence"])
+        assert text[answer["evidence_start"] :].startswith(answer["evidence"])
     checks = manifest["quirks_and_checks"]
     assert checks["medication_evidence_not_on_its_line"] == sum(counted for *_, counted in PLACEMENT) == 2
     assert checks["relations_evidence_not_on_its_line"] == 1  # counted by subset
     assert records["relations"][0]["answers"][0]["evidence_start"] == 118
     # The summary names note id and question, never note text.
     examples = manifest["check_examples"]["medication_evidence_not_on_its_line"]
-    assert examples == ["note medication/901, question 6 ('What is the dose, question 6'), answer 0",
-                        "note medication/901, question 7 ('What is the dose, question 7'), answer 0"]
+    assert examples == [
+        "note medication/901, question 6 ('What is the dose, question 6'), answer 0",
+        "note medication/901, question 7 ('What is the dose, question 7'), answer 0",
+    ]
     summary = "\n".join(describe(manifest))
-    assert "check medication_evidence_not_on_its_line: 2" in summary and "e.g. note medication/901, question 6" in summary
+    assert (
+        "check medication_evidence_not_on_its_line: 2" in summary and "e.g. note medication/901, question 6" in summary
+    )
     assert SECRET not in summary and SECRET not in json.dumps(manifest)
 
 
@@ -121,7 +137,8 @@ def test_a_correct_prediction_of_a_recurring_line_scores_by_position(tmp_path):
     assert golds[0]["evidence_start"] == 34  # the old reader placed it at 98, in the later line
     # The model copies line 2 whole: starts at 34 (0 off), ends at 53 (6 past the gold's end at 47).
     assert score_evidence("Aspirin 81 mg daily", golds, text) == pytest.approx(
-        {"relaxed_em": 1.0, "f1": 2 * 0.75 / 1.75, "strict_em": 0.0})
+        {"relaxed_em": 1.0, "f1": 2 * 0.75 / 1.75, "strict_em": 0.0}
+    )
     misplaced = [{**golds[0], "evidence_start": 98}]
     assert score_evidence("Aspirin 81 mg daily", misplaced, text)["relaxed_em"] == 0.0
 
@@ -134,11 +151,25 @@ TRAILING_TEXT = "Visit one\nBP 150/90 noted\nPlan: start lisinopril\nFollow up"
 
 def test_note_lines_keep_exactly_their_own_line_breaks(tmp_path):
     medication = {"note_id": "904", "context": TRAILING, "qas": [_qa(0, "Plan: start lisinopril", 3)]}
-    mixed = {"note_id": "905", "context": ["Visit one\n", "BP 150/90 noted", "Follow up\n"], "qas": [_qa(0, "Follow up", 3)]}
+    mixed = {
+        "note_id": "905",
+        "context": ["Visit one\n", "BP 150/90 noted", "Follow up\n"],
+        "qas": [_qa(0, "Follow up", 3)],
+    }
     # Risk: evidence located from its character offset in the joined note (answer_start[0]).
-    risk_qa = {"question": ["Is the blood pressure high"], "id": "r1",
-               "answers": [{"text": "", "answer_start": [10, 10], "evidence": "BP 150/90 noted\nPlan: start lisinopril",
-                            "evidence_start": 10, "answer_entity_type": "empty"}]}
+    risk_qa = {
+        "question": ["Is the blood pressure high"],
+        "id": "r1",
+        "answers": [
+            {
+                "text": "",
+                "answer_start": [10, 10],
+                "evidence": "BP 150/90 noted\nPlan: start lisinopril",
+                "evidence_start": 10,
+                "answer_entity_type": "empty",
+            }
+        ],
+    }
     risk = {"note_id": "906", "context": TRAILING, "qas": [risk_qa]}
     manifest, records, notes = _prepare(tmp_path, {"medication": [medication, mixed], "risk-dataset": [risk]})
     assert notes["medication/904"] == TRAILING_TEXT and "\n\n" not in notes["medication/904"]
@@ -173,21 +204,31 @@ def test_stop_sequences_do_not_cut_a_copy_of_adjacent_note_lines(tmp_path):
 
     until = _until("_evidence_template_yaml")
     assert until == ["\n\n"]
-    qa = {"question": ["Why lisinopril"], "id": "r2",
-          "answers": [{"text": "", "answer_start": [10, 10], "evidence": "BP 150/90 noted\nPlan: start lisinopril",
-                       "evidence_start": 10, "answer_entity_type": "empty"}]}
+    qa = {
+        "question": ["Why lisinopril"],
+        "id": "r2",
+        "answers": [
+            {
+                "text": "",
+                "answer_start": [10, 10],
+                "evidence": "BP 150/90 noted\nPlan: start lisinopril",
+                "evidence_start": 10,
+                "answer_entity_type": "empty",
+            }
+        ],
+    }
     _, records, notes = _prepare(tmp_path, {"risk-dataset": [{"note_id": "907", "context": TRAILING, "qas": [qa]}]})
     note = notes["risk/907"]
     prompt = evidence_prompt({"note": note, "question": "Why lisinopril"})
     # The model copies two adjacent lines as the prompt shows them: one line break between them.
-    shown = prompt[prompt.index("BP 150/90"):prompt.index("Follow up")].rstrip("\n")
+    shown = prompt[prompt.index("BP 150/90") : prompt.index("Follow up")].rstrip("\n")
     assert shown == "BP 150/90 noted\nPlan: start lisinopril"
     kept = _cut(shown + "\n\nThese lines show the plan.", until)
     assert kept == shown
     assert score_evidence(kept, records["risk"][0]["answers"], note) == {"relaxed_em": 1.0, "f1": 1.0, "strict_em": 1.0}
     # With every break doubled (the old join), the same copy was cut after its first line.
     doubled = "\n\n".join(line.rstrip("\n") for line in TRAILING)
-    old_copy = doubled[doubled.index("BP"):doubled.index("Follow")].rstrip("\n")
+    old_copy = doubled[doubled.index("BP") : doubled.index("Follow")].rstrip("\n")
     assert _cut(old_copy, until) == "BP 150/90 noted"
 
 
@@ -200,9 +241,13 @@ def test_every_counted_evidence_quirk_names_its_records_without_note_text(tmp_pa
     manifest, records, _ = _prepare(tmp_path, {"relations": [{"note_id": "908", "context": REPEATING, "qas": qas}]})
     examples = manifest["check_examples"]
     assert examples["evidence_located_ignoring_case_and_spacing"] == [
-        "note relations/908, question 0 ('What is the dose, question 0'), answer 0"]
-    assert examples["evidence_not_in_note"] == ["note relations/908, question 1 ('What is the dose, question 1'), answer 0"]
+        "note relations/908, question 0 ('What is the dose, question 0'), answer 0"
+    ]
+    assert examples["evidence_not_in_note"] == [
+        "note relations/908, question 1 ('What is the dose, question 1'), answer 0"
+    ]
     assert examples["evidence_taken_from_its_line_number"] == [
-        "note relations/908, question 2 ('What is the dose, question 2'), answer 0"]
+        "note relations/908, question 2 ('What is the dose, question 2'), answer 0"
+    ]
     assert [r["answers"][0]["evidence_start"] for r in records["relations"]] == [0, -1, 34]
     assert SECRET not in json.dumps(examples) and SECRET not in "\n".join(describe(manifest))

@@ -11,8 +11,10 @@ from medeval_metrics.emrqa.fewshot import FEWSHOT_TOP_UP, FewshotPoolSampler
 
 
 def _rows(count: int, role: str, first: int = 0) -> list[dict]:
-    return [{"line": first + n, "question": f"q{first + n}", "fewshot_role": role, "emrql_variant": "emrql_2"}
-            for n in range(count)]
+    return [
+        {"line": first + n, "question": f"q{first + n}", "fewshot_role": role, "emrql_variant": "emrql_2"}
+        for n in range(count)
+    ]
 
 
 def test_lm_eval_default_sampler_still_fails_on_a_small_pool():
@@ -62,28 +64,40 @@ def _tiny_ql(tmp_path, rows: int):
     """A data-ql.csv with `rows` rows of two logical-form templates (a filtered file)."""
     lines = ["Question, Logical Form, QTemplate, LTemplate"]
     for n in range(rows):
-        template = ("What is the dose of |medication|", "MedicationEvent (|medication|) [dosage=x]") if n % 2 else \
-            ("Has the patient had |test|", "LabEvent (|test|) OR ProcedureEvent (|test|)")
+        template = (
+            ("What is the dose of |medication|", "MedicationEvent (|medication|) [dosage=x]")
+            if n % 2
+            else ("Has the patient had |test|", "LabEvent (|test|) OR ProcedureEvent (|test|)")
+        )
         value = f"drug{n}"
         lf = template[1].replace("|medication|", value).replace("|test|", value)
-        lines.append(f'"{template[0].replace("|medication|", value).replace("|test|", value)}","{lf}","{template[0]} {n % 7}","{template[1]}"')
+        lines.append(
+            f'"{template[0].replace("|medication|", value).replace("|test|", value)}","{lf}","{template[0]} {n % 7}","{template[1]}"'
+        )
     path = tmp_path / "data-ql.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
 def test_loader_tops_up_a_small_pool_from_training(tmp_path):
-    from medeval_metrics.emrqa.tasks import load_logical_forms
     from medeval_metrics.emrqa.synthetic import write_synthetic
+    from medeval_metrics.emrqa.tasks import load_logical_forms
 
     info = write_synthetic(tmp_path / "data", notes_per_subset=2, questions_per_note=3)
-    meta = {"emrqa_data_json": str(info.data_json), "emrqa_data_ql_csv": str(_tiny_ql(tmp_path, 40)),
-            "emrqa_cache_dir": str(tmp_path / "cache")}
+    meta = {
+        "emrqa_data_json": str(info.data_json),
+        "emrqa_data_ql_csv": str(_tiny_ql(tmp_path, 40)),
+        "emrqa_cache_dir": str(tmp_path / "cache"),
+    }
     train = list(load_logical_forms("emrql_2", **meta)["train"])
     roles = [row["fewshot_role"] for row in train]
     assert roles[:2] == ["pool", "pool"] and set(roles[2:]) == {"top_up"}  # two templates, then the top-up
     folder = next((tmp_path / "cache").iterdir())
-    train_rows = [json.loads(line) for line in (folder / "emrql_2_train.jsonl").read_text(encoding="utf-8").splitlines()]
+    train_rows = [
+        json.loads(line) for line in (folder / "emrql_2_train.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert len(train) == min(FEWSHOT_TOP_UP, len(train_rows)) and len({r["line"] for r in train}) == len(train)
     assert {r["line"] for r in train} <= {r["line"] for r in train_rows}
-    assert list(load_logical_forms("emrql_2", **meta)["train"]["line"]) == [r["line"] for r in train]  # seeded: the same every time
+    assert list(load_logical_forms("emrql_2", **meta)["train"]["line"]) == [
+        r["line"] for r in train
+    ]  # seeded: the same every time

@@ -79,7 +79,10 @@ def test_progress_bars_name_both_files_and_reach_their_size(small, tmp_path, cap
     splits.prepare(small.data_json, small.data_ql_csv, tmp_path / "out", log=lambda _: None, progress=True)
     err = capsys.readouterr().err
     assert "emrQA data.json" in err and "emrQA data-ql.csv" in err
-    assert [(bar.n, bar.total) for bar in bars] == [(small.data_json.stat().st_size,) * 2, (small.data_ql_csv.stat().st_size,) * 2]
+    assert [(bar.n, bar.total) for bar in bars] == [
+        (small.data_json.stat().st_size,) * 2,
+        (small.data_ql_csv.stat().st_size,) * 2,
+    ]
     splits.prepare(small.data_json, small.data_ql_csv, tmp_path / "quiet", log=lambda _: None, progress=False)
     assert "emrQA" not in capsys.readouterr().err
 
@@ -102,8 +105,12 @@ def test_write_out_is_recognised_on_the_command_line(argv, expected):
 def test_note_task_loaders_warn_once_that_write_out_shows_note_text(small, tmp_path, monkeypatch, caplog):
     from medeval_metrics.emrqa import tasks, write_out
 
-    meta = {"emrqa_data_json": str(small.data_json), "emrqa_data_ql_csv": str(small.data_ql_csv),
-            "emrqa_cache_dir": str(tmp_path / "cache"), "emrqa_sample_size": 2}
+    meta = {
+        "emrqa_data_json": str(small.data_json),
+        "emrqa_data_ql_csv": str(small.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path / "cache"),
+        "emrqa_sample_size": 2,
+    }
     write_out.warn_write_out.cache_clear()
     monkeypatch.setattr(sys, "argv", ["lm_eval", "--tasks", "emrqa", "--limit", "2"])
     with caplog.at_level(logging.WARNING, logger="medeval.emrqa"):
@@ -119,11 +126,22 @@ def test_note_task_loaders_warn_once_that_write_out_shows_note_text(small, tmp_p
 
 @pytest.mark.e2e
 def test_killed_emrqa_prepare_leaves_nothing_behind(tmp_path):
-    info = write_synthetic(tmp_path / "data", notes_per_subset=120, questions_per_note=40, lines_per_note=40,
-                           max_ql_rows=60_000)
+    info = write_synthetic(
+        tmp_path / "data", notes_per_subset=120, questions_per_note=40, lines_per_note=40, max_ql_rows=60_000
+    )
     cache = tmp_path / "cache"
-    command = [sys.executable, "-m", "medeval_metrics.cli", "emrqa-prepare", "--data-json", str(info.data_json),
-               "--data-ql-csv", str(info.data_ql_csv), "--cache-dir", str(cache)]
+    command = [
+        sys.executable,
+        "-m",
+        "medeval_metrics.cli",
+        "emrqa-prepare",
+        "--data-json",
+        str(info.data_json),
+        "--data-ql-csv",
+        str(info.data_ql_csv),
+        "--cache-dir",
+        str(cache),
+    ]
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     partial: list[Path] = []

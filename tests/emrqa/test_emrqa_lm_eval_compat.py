@@ -32,8 +32,9 @@ def test_lm_eval_still_calls_process_results_without_the_config():
 
 
 def test_patch_passes_the_task_generation_kwargs_only_to_marked_functions():
-    import medeval_metrics.lm_eval_compat as compat
     from lm_eval.api.task import ConfigurableTask
+
+    import medeval_metrics.lm_eval_compat as compat
 
     compat.pass_generation_kwargs_to_process_results()
     compat.pass_generation_kwargs_to_process_results()  # idempotent: wrapped once
@@ -60,8 +61,13 @@ def test_patch_passes_the_task_generation_kwargs_only_to_marked_functions():
 
 @pytest.mark.parametrize(
     "yaml_name, expected",
-    [("emrqa_medication.yaml", 256), ("emrqa_evidence_window.yaml", 256), ("emrqa_smoking.yaml", 256),
-     ("emrqa_emrql_1.yaml", 128), (None, 256)],  # no config known: lm-eval's own default
+    [
+        ("emrqa_medication.yaml", 256),
+        ("emrqa_evidence_window.yaml", 256),
+        ("emrqa_smoking.yaml", 256),
+        ("emrqa_emrql_1.yaml", 128),
+        (None, 256),
+    ],  # no config known: lm-eval's own default
 )
 def test_generation_budget_is_read_from_the_task_config(yaml_name, expected):
     source = str(TASKS / yaml_name) if yaml_name else None
@@ -75,9 +81,17 @@ def test_generation_budget_is_read_from_the_task_config(yaml_name, expected):
         ({"prompt_tokens": 1700, "context_limit": 2048, "fits_context": True}, None, True),
         ({"prompt_tokens": 1700, "context_limit": 2048, "fits_context": True}, {"max_gen_toks": 256}, True),
         ({"prompt_tokens": 1700, "context_limit": 2048, "fits_context": True}, {"max_gen_toks": 400}, False),
-        ({"prompt_tokens": 1792, "context_limit": 2048, "fits_context": True}, {"max_gen_toks": "256"}, True),  # CLI text
+        (
+            {"prompt_tokens": 1792, "context_limit": 2048, "fits_context": True},
+            {"max_gen_toks": "256"},
+            True,
+        ),  # CLI text
         ({"prompt_tokens": 1900, "context_limit": 2048, "fits_context": False}, {"max_gen_toks": 64}, True),
-        ({"prompt_tokens": 1900, "context_limit": 2048, "fits_context": False}, {"until": ["\n"]}, False),  # no budget given
+        (
+            {"prompt_tokens": 1900, "context_limit": 2048, "fits_context": False},
+            {"until": ["\n"]},
+            False,
+        ),  # no budget given
         ({"fits_context": False}, {"max_gen_toks": 1}, False),  # a doc from before context_limit was logged
     ],
 )

@@ -56,26 +56,56 @@ def test_note_layout_is_what_the_table_assumes():
         # Same text, empty (yes/no) answer: no entity rule, not in the note -> 0.
         pytest.param("the patient takes aspirin", [ASPIRIN_EMPTY], (0.0, 2 / 9, 0.0), id="empty-has-no-entity-rule"),
         # Complex answers need every entity.
-        pytest.param(ASPIRIN_LINE, [gold(METOPROLOL_LINE, 45, "complex", ("aspirin", "metoprolol"))],
-                     (0.0, 2 / 11, 0.0), id="complex-one-entity-of-two"),
-        pytest.param("aspirin and metoprolol", [gold(LASIX_LINE, 75, "complex", ("aspirin", "metoprolol"))],
-                     (1.0, 0.0, 0.0), id="complex-all-entities"),
+        pytest.param(
+            ASPIRIN_LINE,
+            [gold(METOPROLOL_LINE, 45, "complex", ("aspirin", "metoprolol"))],
+            (0.0, 2 / 11, 0.0),
+            id="complex-one-entity-of-two",
+        ),
+        pytest.param(
+            "aspirin and metoprolol",
+            [gold(LASIX_LINE, 75, "complex", ("aspirin", "metoprolol"))],
+            (1.0, 0.0, 0.0),
+            id="complex-all-entities",
+        ),
         # Two gold answers, one found: averaged over the gold answers.
-        pytest.param(ASPIRIN_LINE, [ASPIRIN_EMPTY, METOPROLOL_EMPTY], (0.5, (1 + 2 / 11) / 2, 0.5), id="one-of-two-golds"),
-        pytest.param(f"{ASPIRIN_LINE}\n{METOPROLOL_LINE}", [ASPIRIN_EMPTY, METOPROLOL_EMPTY], (1.0, 1.0, 1.0),
-                     id="two-of-two-golds"),
+        pytest.param(
+            ASPIRIN_LINE, [ASPIRIN_EMPTY, METOPROLOL_EMPTY], (0.5, (1 + 2 / 11) / 2, 0.5), id="one-of-two-golds"
+        ),
+        pytest.param(
+            f"{ASPIRIN_LINE}\n{METOPROLOL_LINE}",
+            [ASPIRIN_EMPTY, METOPROLOL_EMPTY],
+            (1.0, 1.0, 1.0),
+            id="two-of-two-golds",
+        ),
         # Two-line gold evidence, answered as two lines adjacent in the note.
-        pytest.param(f"{ASPIRIN_LINE}\n{METOPROLOL_LINE}", [gold(f"{ASPIRIN_LINE}\n{METOPROLOL_LINE}", 15, "empty")],
-                     (1.0, 1.0, 1.0), id="multi-line-evidence"),
+        pytest.param(
+            f"{ASPIRIN_LINE}\n{METOPROLOL_LINE}",
+            [gold(f"{ASPIRIN_LINE}\n{METOPROLOL_LINE}", 15, "empty")],
+            (1.0, 1.0, 1.0),
+            id="multi-line-evidence",
+        ),
         # Only the first 10 predicted lines count.
-        pytest.param("\n".join(["Follow up in clinic."] * 10 + [ASPIRIN_LINE]), [ASPIRIN_EMPTY], (0.0, 0.0, 0.0),
-                     id="eleventh-line-ignored"),
-        pytest.param("\n".join(["Follow up in clinic."] * 9 + [ASPIRIN_LINE]), [ASPIRIN_EMPTY], (1.0, 1.0, 1.0),
-                     id="tenth-line-counts"),
+        pytest.param(
+            "\n".join(["Follow up in clinic."] * 10 + [ASPIRIN_LINE]),
+            [ASPIRIN_EMPTY],
+            (0.0, 0.0, 0.0),
+            id="eleventh-line-ignored",
+        ),
+        pytest.param(
+            "\n".join(["Follow up in clinic."] * 9 + [ASPIRIN_LINE]),
+            [ASPIRIN_EMPTY],
+            (1.0, 1.0, 1.0),
+            id="tenth-line-counts",
+        ),
         pytest.param("", [ASPIRIN_SINGLE], (0.0, 0.0, 0.0), id="empty-output"),
         # Chat-style bullets and quotes around a copied line: dropped when the note lacks them.
-        pytest.param(f'- "{ASPIRIN_LINE}"\n2. {METOPROLOL_LINE}', [ASPIRIN_EMPTY, METOPROLOL_EMPTY], (1.0, 1.0, 1.0),
-                     id="list-markers-and-quotes"),
+        pytest.param(
+            f'- "{ASPIRIN_LINE}"\n2. {METOPROLOL_LINE}',
+            [ASPIRIN_EMPTY, METOPROLOL_EMPTY],
+            (1.0, 1.0, 1.0),
+            id="list-markers-and-quotes",
+        ),
         # Gold evidence that could not be located in the note: position rule cannot apply.
         pytest.param(ASPIRIN_LINE, [gold(ASPIRIN_LINE, -1, "empty")], (0.0, 1.0, 1.0), id="gold-not-located"),
     ],
@@ -139,7 +169,9 @@ def test_template_with_several_slots_and_commas():
     # A slot cannot swallow structure: the form said twice is not the template's structure.
     assert score_logical_form(good + " " + good, good, template)["template_acc"] == 0.0
     assert score_logical_form(good.replace("(INR) [date", "(INR) OR LabEvent (LDL) [date", 1), good, template) == {
-        "lf_acc": 0.0, "template_acc": 0.0}
+        "lf_acc": 0.0,
+        "template_acc": 0.0,
+    }
     # A gold slot value with brackets: the exact form still counts as the right structure.
     odd = "MedicationEvent (insulin (NPH)) [dosage=x]"
     assert score_logical_form(odd, odd, LF_TEMPLATE) == {"lf_acc": 1.0, "template_acc": 1.0}
@@ -198,18 +230,29 @@ def test_breakdown_groups_by_subset_template_and_answer_form_and_escapes_pipes()
 
     def sample(template, types, score):
         answers = [{"evidence": "e", "evidence_start": 0, "entity_type": t, "entities": []} for t in types]
-        return {"doc": {"subset": "medication", "lf_template": template, "answers_json": json.dumps(answers)},
-                "filter": "none", "relaxed_em": score, "f1": score, "strict_em": score, "prompt_too_long": 0.0}
+        return {
+            "doc": {"subset": "medication", "lf_template": template, "answers_json": json.dumps(answers)},
+            "filter": "none",
+            "relaxed_em": score,
+            "f1": score,
+            "strict_em": score,
+            "prompt_too_long": 0.0,
+        }
 
-    samples = [sample("MedicationEvent (|medication|)", ["single"], 1.0),
-               sample("MedicationEvent (|medication|)", ["empty", "single"], 0.0),
-               sample("ConditionEvent (|problem|)", ["complex"], 1.0)]
+    samples = [
+        sample("MedicationEvent (|medication|)", ["single"], 1.0),
+        sample("MedicationEvent (|medication|)", ["empty", "single"], 0.0),
+        sample("ConditionEvent (|problem|)", ["complex"], 1.0),
+    ]
     spec = spec_for_task("emrqa_medication")
     assert spec is not None and spec_for_task("emrqa_emrql_2") is not spec
     result = compute_breakdown(samples, spec)["none"]
     assert result["subset"]["medication"]["relaxed_em"]["value"] == pytest.approx(2 / 3)
     assert result["lf_template"]["MedicationEvent (|medication|)"]["relaxed_em"]["value"] == 0.5
-    assert result["answer_type"]["single"]["relaxed_em"]["n"] == 2 and result["answer_type"]["empty"]["relaxed_em"]["value"] == 0.0
+    assert (
+        result["answer_type"]["single"]["relaxed_em"]["n"] == 2
+        and result["answer_type"]["empty"]["relaxed_em"]["value"] == 0.0
+    )
     table = breakdown_markdown("emrqa_medication", {"none": result})
     assert "| MedicationEvent (\\|medication\\|) | 2 |" in table
 
@@ -244,8 +287,9 @@ def test_entity_rule_no_longer_credits_a_substring_of_a_number():
     # Metoprolol's line is 30 characters from the aspirin gold (no position credit); "25 mg" contains "5 mg"
     # only as a substring. Token F1 against the aspirin line: {mg} shared, P 1/5, R 1/6 -> 2/11.
     gold_5mg = gold(ASPIRIN_LINE, 15, "single", ("5 mg",))
-    assert (lambda s: (s["relaxed_em"], s["f1"], s["strict_em"]))(score_evidence(METOPROLOL_LINE, [gold_5mg], NOTE)) == \
-        pytest.approx((0.0, 2 / 11, 0.0))
+    assert (lambda s: (s["relaxed_em"], s["f1"], s["strict_em"]))(
+        score_evidence(METOPROLOL_LINE, [gold_5mg], NOTE)
+    ) == pytest.approx((0.0, 2 / 11, 0.0))
     complex_gold = gold(LASIX_LINE, 75, "complex", ("aspirin", "25 mg"))
     assert score_evidence("aspirin and metoprolol 25 mg", [complex_gold], NOTE)["relaxed_em"] == 1.0
     assert score_evidence("aspirin and metoprolol 125 mg", [complex_gold], NOTE)["relaxed_em"] == 0.0

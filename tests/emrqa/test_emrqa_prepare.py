@@ -7,13 +7,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA, run_medeval
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa import jsonstream
 from medeval_metrics.emrqa.prepare import ensure_prepared, prepare, read_ql_csv
-from medeval_metrics.emrqa.tasks import load_classification, load_evidence, sample_size, window_doc
 from medeval_metrics.emrqa.synthetic import load_templates, write_synthetic
-from conftest import SHARED_DATA, run_medeval
+from medeval_metrics.emrqa.tasks import load_classification, load_evidence, sample_size, window_doc
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
 SECRET = "ZEBRA-PATIENT-TEXT"  # planted in notes: must never appear in an error message
@@ -21,7 +21,9 @@ SECRET = "ZEBRA-PATIENT-TEXT"  # planted in notes: must never appear in an error
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
-    return write_synthetic(tmp_path_factory.mktemp("emrqa-data"), templates_csv=TEMPLATES if TEMPLATES.exists() else None)
+    return write_synthetic(
+        tmp_path_factory.mktemp("emrqa-data"), templates_csv=TEMPLATES if TEMPLATES.exists() else None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,11 @@ def test_sizes_cover_every_subset_and_answer_form(synthetic, prepared):
     assert "evidence_not_in_note" not in checks  # every synthetic evidence is located
     assert checks["repeated_header_lines"] == 1 and checks["rows_with_unquoted_commas"] > 0
     assert manifest["qa"]["labels"]["smoking"] and set(manifest["qa"]["labels"]["smoking"]) <= {
-        "CURRENT SMOKER", "NON-SMOKER", "PAST SMOKER", "UNKNOWN"}
+        "CURRENT SMOKER",
+        "NON-SMOKER",
+        "PAST SMOKER",
+        "UNKNOWN",
+    }
 
 
 def test_splits_have_the_documented_properties(prepared):
@@ -74,8 +80,10 @@ def test_splits_have_the_documented_properties(prepared):
     train1 = {r["question_template"] for r in _jsonl(folder / "emrql_1_train.jsonl")}
     test1 = {r["question_template"] for r in _jsonl(folder / "emrql_1_test.jsonl")}
     assert len(test1 & train1) > len(test1) / 2
-    assert manifest["emrql"]["sizes"]["emrql_1_train"] + manifest["emrql"]["sizes"]["emrql_1_test"] == \
-        manifest["emrql"]["sizes"]["emrql_2_train"] + manifest["emrql"]["sizes"]["emrql_2_test"]
+    assert (
+        manifest["emrql"]["sizes"]["emrql_1_train"] + manifest["emrql"]["sizes"]["emrql_1_test"]
+        == manifest["emrql"]["sizes"]["emrql_2_train"] + manifest["emrql"]["sizes"]["emrql_2_test"]
+    )
     # Few-shot pool: one training row per logical-form template.
     pool = _jsonl(folder / "emrql_1_fewshot.jsonl")
     assert len({r["lf_template"] for r in pool}) == len(pool)
@@ -90,7 +98,7 @@ def test_gold_evidence_positions_point_into_the_note(prepared):
             for answer in record["answers"]:
                 note = notes[record["note_key"]]
                 start = answer["evidence_start"]
-                assert note[start:start + len(answer["evidence"])] == answer["evidence"]
+                assert note[start : start + len(answer["evidence"])] == answer["evidence"]
                 multi_line += "\n" in answer["evidence"]
     assert multi_line > 0  # risk notes have two-line evidence
 
@@ -118,7 +126,9 @@ def test_ql_csv_quirks(tmp_path):
     stats = Counter()
     rows = list(read_ql_csv(path, stats))
     assert [r["logical_form"] for r in rows] == [
-        "LabEvent (INR) [date=2091-01-02, result=x]", "LabEvent (INR) [date=x, (result=x)>lab.refhigh]"]
+        "LabEvent (INR) [date=2091-01-02, result=x]",
+        "LabEvent (INR) [date=x, (result=x)>lab.refhigh]",
+    ]
     assert rows[0]["question_template"] == "What were the results of |test| on |date|"
     assert rows[0]["lf_template"] == "LabEvent (|test|) [date=|date|, result=x]"
     assert stats == Counter({"rows_with_unquoted_commas": 1, "repeated_header_lines": 1})
@@ -132,8 +142,10 @@ def test_ql_csv_quirks(tmp_path):
         ("q, lf, qt, lt\n", "must start with the header"),
         # Bounded work on adversarial rows (issue 15): a clear refusal, not a quadratic search or a huge regex.
         ("Question, Logical Form, QTemplate, LTemplate\nq" + ", x" * 70 + "\n", "line 2: 71 comma-separated fields"),
-        ("Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (" + "|" * 20_000 + ")\n",
-         "line 2: the logical-form template is 20,004 characters long"),
+        (
+            "Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (" + "|" * 20_000 + ")\n",
+            "line 2: the logical-form template is 20,004 characters long",
+        ),
     ],
 )
 def test_ql_csv_bad_rows(tmp_path, text, message):
@@ -152,21 +164,44 @@ def _one_note_file(tmp_path: Path, qa: dict, title: str = "medication", context=
 
 GOOD_QA = {
     "question": ["What is the dosage of aspirin"],
-    "id": [[["What is the dosage of aspirin", "What is the dosage of |medication|"]], "MedicationEvent (|medication|) [dosage=x]"],
-    "answers": [{"text": "81 mg", "answer_start": [1, 2], "evidence": f"{SECRET} aspirin 81 mg", "evidence_start": 1,
-                 "answer_entity_type": "single"}],
+    "id": [
+        [["What is the dosage of aspirin", "What is the dosage of |medication|"]],
+        "MedicationEvent (|medication|) [dosage=x]",
+    ],
+    "answers": [
+        {
+            "text": "81 mg",
+            "answer_start": [1, 2],
+            "evidence": f"{SECRET} aspirin 81 mg",
+            "evidence_start": 1,
+            "answer_entity_type": "single",
+        }
+    ],
 }
 
 
 @pytest.mark.parametrize(
     "qa, title, context, message",
     [
-        ({**GOOD_QA, "answers": []}, "medication", None, r"note medication/777, question 0 \('What is the dosage of aspirin'\).*answers"),
+        (
+            {**GOOD_QA, "answers": []},
+            "medication",
+            None,
+            r"note medication/777, question 0 \('What is the dosage of aspirin'\).*answers",
+        ),
         ({**GOOD_QA, "answers": [{"text": "x"}]}, "medication", None, "answer 0: the answer has no 'evidence'"),
-        ({**GOOD_QA, "answers": [{**GOOD_QA["answers"][0], "answer_entity_type": "weird"}]}, "medication", None,
-         "answer_entity_type 'weird'"),
-        ({**GOOD_QA, "answers": [{**GOOD_QA["answers"][0], "evidence_start": "one"}]}, "medication", None,
-         "evidence_start is str"),
+        (
+            {**GOOD_QA, "answers": [{**GOOD_QA["answers"][0], "answer_entity_type": "weird"}]},
+            "medication",
+            None,
+            "answer_entity_type 'weird'",
+        ),
+        (
+            {**GOOD_QA, "answers": [{**GOOD_QA["answers"][0], "evidence_start": "one"}]},
+            "medication",
+            None,
+            "evidence_start is str",
+        ),
         ({**GOOD_QA, "question": []}, "medication", None, "no question text"),
         (GOOD_QA, "radiology", None, "'radiology' is not an emrQA subset"),
         (GOOD_QA, "medication", {"not": "a note"}, "'context' is neither"),
@@ -194,11 +229,14 @@ def test_malformed_note_stops_reading_at_the_size_cap(tmp_path, monkeypatch):
     monkeypatch.setattr(jsonstream, "_CHUNK", 16)
     monkeypatch.setattr(jsonstream, "_MAX_VALUE", 64)
     path = tmp_path / "data.json"
-    path.write_text('{"data": [{"title": "risk", "paragraphs": [{"note_id": 1, "context": [' + '"x", ' * 200 + '}]}]}')
+    path.write_text('{"data": [{"title": "risk", "paragraphs": [{"note_id": 1, "context": [' + '"x", ' * 200 + "}]}]}")
     reached_end = []
     original_error = jsonstream._Reader.error
-    monkeypatch.setattr(jsonstream._Reader, "error",
-                        lambda self, expected: reached_end.append(self.eof) or original_error(self, expected))
+    monkeypatch.setattr(
+        jsonstream._Reader,
+        "error",
+        lambda self, expected: reached_end.append(self.eof) or original_error(self, expected),
+    )
     with pytest.raises(MedevalDataError, match="note 0 of data\\[0\\].paragraphs"):
         list(jsonstream.iter_notes(path))
     assert reached_end == [False]  # gave up at the cap, without reading the rest of the file
@@ -214,8 +252,11 @@ def test_missing_files_explain_the_n2c2_agreement(monkeypatch):
 
 
 def test_cache_is_reused_and_keyed_by_inputs(synthetic, tmp_path):
-    meta = {"emrqa_data_json": str(synthetic.data_json), "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
-            "emrqa_cache_dir": str(tmp_path)}
+    meta = {
+        "emrqa_data_json": str(synthetic.data_json),
+        "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path),
+    }
     messages: list[str] = []
     folder, _ = ensure_prepared(meta, log=messages.append)
     assert folder.parent == tmp_path and len(messages) == 1 and messages[0].startswith("emrQA prepared in ")
@@ -226,12 +267,18 @@ def test_cache_is_reused_and_keyed_by_inputs(synthetic, tmp_path):
 
 
 def test_loader_samples_are_stratified_and_seeded(synthetic, tmp_path):
-    meta = {"emrqa_data_json": str(synthetic.data_json), "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
-            "emrqa_cache_dir": str(tmp_path), "emrqa_sample_size": 5}
+    meta = {
+        "emrqa_data_json": str(synthetic.data_json),
+        "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path),
+        "emrqa_sample_size": 5,
+    }
     first = load_evidence("risk", **meta)["test"]
     again = load_evidence("risk", **meta)["test"]
     assert len(first) == 5 and list(first["qa_id"]) == list(again["qa_id"])
-    assert len(set(first["lf_template"])) == min(5, len(set(load_evidence("risk", **{**meta, "emrqa_sample_size": "all"})["test"]["lf_template"])))
+    assert len(set(first["lf_template"])) == min(
+        5, len(set(load_evidence("risk", **{**meta, "emrqa_sample_size": "all"})["test"]["lf_template"]))
+    )
     assert all(first["fits_context"]) and first[0]["context_check"].startswith("estimate")
     with pytest.raises(MedevalDataError, match="emrqa_sample_size"):
         sample_size({"emrqa_sample_size": "many"})
@@ -240,22 +287,54 @@ def test_loader_samples_are_stratified_and_seeded(synthetic, tmp_path):
 def test_window_keeps_the_evidence_and_rebases_positions():
     note = "\n".join(f"line {i}" for i in range(40))
     start = note.index("line 30")
-    doc = {"qa_id": "n#1", "note": note, "answers_json": json.dumps(
-        [{"evidence": "line 30", "evidence_start": start, "entity_type": "empty", "entities": []},
-         {"evidence": "line 2", "evidence_start": note.index("line 2\n"), "entity_type": "empty", "entities": []}])}
+    doc = {
+        "qa_id": "n#1",
+        "note": note,
+        "answers_json": json.dumps(
+            [
+                {"evidence": "line 30", "evidence_start": start, "entity_type": "empty", "entities": []},
+                {
+                    "evidence": "line 2",
+                    "evidence_start": note.index("line 2\n"),
+                    "entity_type": "empty",
+                    "entities": [],
+                },
+            ]
+        ),
+    }
     out = window_doc(doc, seed=1, lines=6)
     kept = json.loads(out["answers_json"])
     assert len(out["note"].split("\n")) == 6 and len(kept) == 1  # the far answer is dropped
-    assert out["note"][kept[0]["evidence_start"]:].startswith("line 30") and out["qa_id"] == "n#1@window"
+    assert out["note"][kept[0]["evidence_start"] :].startswith("line 30") and out["qa_id"] == "n#1@window"
 
 
 def test_cli_prepare_prints_sizes(synthetic, tmp_path, capsys):
-    result = run_medeval(["emrqa-prepare", "--data-json", str(synthetic.data_json), "--data-ql-csv",
-                          str(synthetic.data_ql_csv), "--cache-dir", str(tmp_path)], capsys)
+    result = run_medeval(
+        [
+            "emrqa-prepare",
+            "--data-json",
+            str(synthetic.data_json),
+            "--data-ql-csv",
+            str(synthetic.data_ql_csv),
+            "--cache-dir",
+            str(tmp_path),
+        ],
+        capsys,
+    )
     assert result.returncode == 0, result.stderr
     assert "emrql_2_test" in result.stdout and "qa_risk_test" in result.stdout
-    again = run_medeval(["emrqa-prepare", "--data-json", str(synthetic.data_json), "--data-ql-csv",
-                         str(synthetic.data_ql_csv), "--cache-dir", str(tmp_path)], capsys)
+    again = run_medeval(
+        [
+            "emrqa-prepare",
+            "--data-json",
+            str(synthetic.data_json),
+            "--data-ql-csv",
+            str(synthetic.data_ql_csv),
+            "--cache-dir",
+            str(tmp_path),
+        ],
+        capsys,
+    )
     assert again.returncode == 0 and "already prepared" in again.stdout
 
 
@@ -269,9 +348,16 @@ def test_evidence_with_other_spacing_is_located_and_repeated_note_ids_are_kept_a
     from medeval_metrics.emrqa.prepare import DEFAULT_SEED, _is_test
 
     # An id whose renamed copy would fall on the other side of the split if it were split by its own key.
-    note_id = next(str(n) for n in range(700, 800) if _is_test(DEFAULT_SEED, "qa-note", f"medication/{n}")
-                   != _is_test(DEFAULT_SEED, "qa-note", f"medication/{n}~1"))
-    qa = {**GOOD_QA, "answers": [{**GOOD_QA["answers"][0], "evidence": f"{SECRET}   ASPIRIN 81 mg", "evidence_start": 5}]}
+    note_id = next(
+        str(n)
+        for n in range(700, 800)
+        if _is_test(DEFAULT_SEED, "qa-note", f"medication/{n}")
+        != _is_test(DEFAULT_SEED, "qa-note", f"medication/{n}~1")
+    )
+    qa = {
+        **GOOD_QA,
+        "answers": [{**GOOD_QA["answers"][0], "evidence": f"{SECRET}   ASPIRIN 81 mg", "evidence_start": 5}],
+    }
     note = {"note_id": note_id, "context": ["first line", f"{SECRET} aspirin 81 mg"], "qas": [qa]}
     data_json = tmp_path / "data.json"
     data_json.write_text(json.dumps({"data": [{"title": "medication", "paragraphs": [note, note]}]}), encoding="utf-8")
@@ -280,13 +366,19 @@ def test_evidence_with_other_spacing_is_located_and_repeated_note_ids_are_kept_a
     manifest = prepare(data_json, ql, tmp_path / "out", log=lambda _: None)
     checks = manifest["quirks_and_checks"]
     assert checks["evidence_located_ignoring_case_and_spacing"] == 2 and checks["repeated_note_ids_renamed"] == 1
-    records = [json.loads(line) for name in ("qa_medication_train.jsonl", "qa_medication_test.jsonl")
-               for line in (tmp_path / "out" / name).read_text(encoding="utf-8").splitlines()]
+    records = [
+        json.loads(line)
+        for name in ("qa_medication_train.jsonl", "qa_medication_test.jsonl")
+        for line in (tmp_path / "out" / name).read_text(encoding="utf-8").splitlines()
+    ]
     assert sorted(r["note_key"] for r in records) == [f"medication/{note_id}", f"medication/{note_id}~1"]
     notes = [json.loads(line) for line in (tmp_path / "out" / "notes.jsonl").read_text(encoding="utf-8").splitlines()]
     assert notes[0]["split"] == notes[1]["split"]  # the same note stays on one side of the split
-    assert all(r["answers"][0] == {"evidence": f"{SECRET} aspirin 81 mg", "evidence_start": 11, "entity_type": "single",
-                                   "entities": ["81 mg"]} for r in records)
+    assert all(
+        r["answers"][0]
+        == {"evidence": f"{SECRET} aspirin 81 mg", "evidence_start": 11, "entity_type": "single", "entities": ["81 mg"]}
+        for r in records
+    )
 
 
 def test_run_without_data_says_where_to_get_it(capsys, monkeypatch):
@@ -301,8 +393,10 @@ def test_run_without_data_says_where_to_get_it(capsys, monkeypatch):
 def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model):
     from medeval_metrics.emrqa.tasks import ContextCheck, evidence_prompt
 
-    docs = [{"note": "aspirin daily\n" * 400, "question": "What is the dosage of aspirin"},
-            {"note": "aspirin daily", "question": "What is the dosage of aspirin"}]
+    docs = [
+        {"note": "aspirin daily\n" * 400, "question": "What is the dosage of aspirin"},
+        {"note": "aspirin daily", "question": "What is the dosage of aspirin"},
+    ]
     check = ContextCheck({"pretrained": str(tiny_model)})
     assert check.limit == 1024  # the tiny GPT-2's n_positions
     check.annotate(docs, evidence_prompt)
@@ -323,26 +417,59 @@ def test_upstream_layout_variants(tmp_path):
     line + answer line" (not in the note: the 1-based line number rules), one evidence with two lines."""
     lines = ["Admission note", "Plan: aspirin 81 mg daily", "Continue metoprolol", "Follow up"]
     qas = [
-        {"question": "Why is the patient on aspirin", "id": "uuid-1",
-         "answers": [{"text": "aspirin", "answer_start": [2, 1], "evidence": "why aspirin? Plan: aspirin 81 mg daily",
-                      "evidence_start": 2, "answer_entity_type": "single"}]},
-        {"question": "What medications", "id": "uuid-2",
-         "answers": [{"text": ["aspirin", "metoprolol"], "answer_start": [[2, 1], [3, 1]], "evidence": "joined",
-                      "evidence_start": [2, 3], "answer_entity_type": "complex"}]},
+        {
+            "question": "Why is the patient on aspirin",
+            "id": "uuid-1",
+            "answers": [
+                {
+                    "text": "aspirin",
+                    "answer_start": [2, 1],
+                    "evidence": "why aspirin? Plan: aspirin 81 mg daily",
+                    "evidence_start": 2,
+                    "answer_entity_type": "single",
+                }
+            ],
+        },
+        {
+            "question": "What medications",
+            "id": "uuid-2",
+            "answers": [
+                {
+                    "text": ["aspirin", "metoprolol"],
+                    "answer_start": [[2, 1], [3, 1]],
+                    "evidence": "joined",
+                    "evidence_start": [2, 3],
+                    "answer_entity_type": "complex",
+                }
+            ],
+        },
     ]
     data_json = tmp_path / "data.json"
-    data_json.write_text(json.dumps([{"paragraphs": [{"note_id": 5, "context": lines, "qas": qas}],
-                                      "title": "medications"}]), encoding="utf-8")
+    data_json.write_text(
+        json.dumps([{"paragraphs": [{"note_id": 5, "context": lines, "qas": qas}], "title": "medications"}]),
+        encoding="utf-8",
+    )
     ql = tmp_path / "data-ql.csv"
     ql.write_text("Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (|y|)\n", encoding="utf-8")
     manifest = prepare(data_json, ql, tmp_path / "out", log=lambda _: None)
-    records = [json.loads(line) for name in ("qa_medication_train.jsonl", "qa_medication_test.jsonl")
-               for line in (tmp_path / "out" / name).read_text(encoding="utf-8").splitlines()]
+    records = [
+        json.loads(line)
+        for name in ("qa_medication_train.jsonl", "qa_medication_test.jsonl")
+        for line in (tmp_path / "out" / name).read_text(encoding="utf-8").splitlines()
+    ]
     by_question = {r["question"]: r for r in records}
     assert by_question["Why is the patient on aspirin"]["answers"] == [
-        {"evidence": "Plan: aspirin 81 mg daily", "evidence_start": 15, "entity_type": "single", "entities": ["aspirin"]}]
+        {
+            "evidence": "Plan: aspirin 81 mg daily",
+            "evidence_start": 15,
+            "entity_type": "single",
+            "entities": ["aspirin"],
+        }
+    ]
     assert [a["evidence"] for a in by_question["What medications"]["answers"]] == [
-        "Plan: aspirin 81 mg daily", "Continue metoprolol"]
+        "Plan: aspirin 81 mg daily",
+        "Continue metoprolol",
+    ]
     assert by_question["What medications"]["lf_template"] == "(none)"  # a uuid id carries no template
     checks = manifest["quirks_and_checks"]
     assert checks["evidence_taken_from_its_line_number"] == 1 and checks["answers_split_into_their_evidence_lines"] == 1
@@ -350,20 +477,39 @@ def test_upstream_layout_variants(tmp_path):
 
 def test_pretty_printed_crlf_file_with_title_last(tmp_path, monkeypatch):
     monkeypatch.setattr(jsonstream, "_CHUNK", 5)
-    data = {"data": [{"paragraphs": [{"note_id": "1", "context": ["a\r\nb", "c"], "qas": []},
-                                     {"note_id": "2", "context": "x\ny", "qas": []}], "title": "risk-dataset"}]}
+    data = {
+        "data": [
+            {
+                "paragraphs": [
+                    {"note_id": "1", "context": ["a\r\nb", "c"], "qas": []},
+                    {"note_id": "2", "context": "x\ny", "qas": []},
+                ],
+                "title": "risk-dataset",
+            }
+        ]
+    }
     path = tmp_path / "data.json"
     path.write_bytes(json.dumps(data, indent=2).replace("\n", "\r\n").encode("utf-8"))
-    assert list(jsonstream.iter_notes(path)) == [("risk-dataset", 0, data["data"][0]["paragraphs"][0]),
-                                                 ("risk-dataset", 1, data["data"][0]["paragraphs"][1])]
+    assert list(jsonstream.iter_notes(path)) == [
+        ("risk-dataset", 0, data["data"][0]["paragraphs"][0]),
+        ("risk-dataset", 1, data["data"][0]["paragraphs"][1]),
+    ]
 
 
 def test_obesity_list_answer_questions_are_not_classification(tmp_path):
-    yes_no = {"question": ["Does the patient have asthma"], "id": [[["Does the patient have asthma", "t1"]], "Status (|problem|)"],
-              "answers": [{"text": "yes", "answer_start": "", "evidence": "", "evidence_start": ""}]}
-    comorbid = {"question": ["Comorbidities of obesity"], "id": [[["Comorbidities of obesity", "t2"]], "Relates (|problem|)"],
-                "answers": [{"text": "Asthma", "answer_start": "", "evidence": "", "evidence_start": ""},
-                            {"text": "GERD", "answer_start": "", "evidence": "", "evidence_start": ""}]}
+    yes_no = {
+        "question": ["Does the patient have asthma"],
+        "id": [[["Does the patient have asthma", "t1"]], "Status (|problem|)"],
+        "answers": [{"text": "yes", "answer_start": "", "evidence": "", "evidence_start": ""}],
+    }
+    comorbid = {
+        "question": ["Comorbidities of obesity"],
+        "id": [[["Comorbidities of obesity", "t2"]], "Relates (|problem|)"],
+        "answers": [
+            {"text": "Asthma", "answer_start": "", "evidence": "", "evidence_start": ""},
+            {"text": "GERD", "answer_start": "", "evidence": "", "evidence_start": ""},
+        ],
+    }
     notes = [{"note_id": str(n), "context": f"{SECRET} note {n}", "qas": [yes_no, comorbid]} for n in range(12)]
     data_json = tmp_path / "data.json"
     data_json.write_text(json.dumps({"data": [{"title": "obesity", "paragraphs": notes}]}), encoding="utf-8")
@@ -382,8 +528,11 @@ def test_obesity_list_answer_questions_are_not_classification(tmp_path):
 def test_unwritable_cache_is_a_clear_error(synthetic, tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
-    meta = {"emrqa_data_json": str(synthetic.data_json), "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
-            "emrqa_cache_dir": str(blocker / "cache")}
+    meta = {
+        "emrqa_data_json": str(synthetic.data_json),
+        "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
+        "emrqa_cache_dir": str(blocker / "cache"),
+    }
     with pytest.raises(MedevalDataError, match="cannot write the emrQA cache"):
         ensure_prepared(meta, log=lambda _: None)
 
@@ -391,8 +540,11 @@ def test_unwritable_cache_is_a_clear_error(synthetic, tmp_path):
 def test_seed_comes_from_metadata_then_the_environment(synthetic, tmp_path, monkeypatch):
     from medeval_metrics.emrqa.sources import split_seed
 
-    meta = {"emrqa_data_json": str(synthetic.data_json), "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
-            "emrqa_cache_dir": str(tmp_path)}
+    meta = {
+        "emrqa_data_json": str(synthetic.data_json),
+        "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path),
+    }
     monkeypatch.delenv("MEDEVAL_EMRQA_SEED", raising=False)
     assert split_seed({}) == 1234
     monkeypatch.setenv("MEDEVAL_EMRQA_SEED", "7")

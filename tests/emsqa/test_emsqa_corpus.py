@@ -53,15 +53,27 @@ def corpus_summary(cases: list[dict]) -> str:
     right = sum(v[0] for v in by_style.values())
     ambiguous = sum(1 for c in cases if c.get("ambiguous"))
     parts = ", ".join(f"{style} {ok}/{n}" for style, (ok, n) in sorted(by_style.items()))
-    return (f"EMSQA extraction corpus: {right}/{len(cases)} read correctly ({right / len(cases):.1%}; "
-            f"{ambiguous} marked ambiguous; {silent} silent changes of answer). By style: {parts}")
+    return (
+        f"EMSQA extraction corpus: {right}/{len(cases)} read correctly ({right / len(cases):.1%}; "
+        f"{ambiguous} marked ambiguous; {silent} silent changes of answer). By style: {parts}"
+    )
 
 
 def test_corpus_is_large_and_varied():
     assert len(CASES) >= 300
     styles = {c["style"] for c in CASES}
-    assert {"llama3", "qwen2.5", "qwen3", "deepseek-r1", "gpt-4o", "mistral", "gemma", "base-fewshot",
-            "format-ignoring", "issue10"} <= styles
+    assert {
+        "llama3",
+        "qwen2.5",
+        "qwen3",
+        "deepseek-r1",
+        "gpt-4o",
+        "mistral",
+        "gemma",
+        "base-fewshot",
+        "format-ignoring",
+        "issue10",
+    } <= styles
     assert {c["variant"] for c in CASES} >= {"zero_shot", "few_shot", "cot", "expert_cot"}
     assert sum(1 for c in CASES if c["expected"] and len(c["expected"]) > 1) >= 30  # multi-answer readings
     assert sum(1 for c in CASES if c["expected"] is None) >= 20  # outputs that give no answer

@@ -3,10 +3,10 @@
 import json
 
 import pytest
+from conftest import FIXTURES
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa import PRIVATE_SOURCE, PUBLIC_SOURCE, load_private, load_public, normalise_record
-from conftest import FIXTURES
 
 SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
 

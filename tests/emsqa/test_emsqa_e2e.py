@@ -6,7 +6,6 @@ import re
 import shlex
 
 import pytest
-
 from conftest import FIXTURES, REPO_ROOT, find_results, run_cli, run_lm_eval_cli
 
 # Every test here runs lm-eval (in-process with the scripted model, or the documented commands).
@@ -132,8 +131,20 @@ def test_medeval_run_with_scripted_model_matches_recomputation(tmp_path):
     (tmp_path / "table.json").write_text(json.dumps(table))
     out = tmp_path / "out"
     proc = run_cli(
-        ["run", "--tasks", "emsqa_private", "--model", "medeval-scripted", "--model_args", f"table={tmp_path / 'table.json'}",
-         "--metadata", json.dumps({"emsqa_private_path": str(SYNTHETIC)}), "--output_path", str(out), "--log_samples"],
+        [
+            "run",
+            "--tasks",
+            "emsqa_private",
+            "--model",
+            "medeval-scripted",
+            "--model_args",
+            f"table={tmp_path / 'table.json'}",
+            "--metadata",
+            json.dumps({"emsqa_private_path": str(SYNTHETIC)}),
+            "--output_path",
+            str(out),
+            "--log_samples",
+        ],
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -172,10 +183,14 @@ def documented_smoke_run(tiny_model, public_dir, output_path) -> list[str]:
     lines = block.group(1).replace("\\\n", " ").splitlines()
     assert "medeval make-tiny-model /tmp/tiny-lm" in lines  # what the tiny_model fixture builds
     args = shlex.split(next(line for line in lines if line.startswith("medeval run ")))[2:]
-    replace = {"--model_args": ("pretrained=/tmp/tiny-lm", f"pretrained={tiny_model}"),
-               "--metadata": ('{"emsqa_public_path": "/path/to/EMSQA/data/final"}',
-                              json.dumps({"emsqa_public_path": str(public_dir)})),
-               "--output_path": ("/tmp/medeval-smoke", str(output_path))}
+    replace = {
+        "--model_args": ("pretrained=/tmp/tiny-lm", f"pretrained={tiny_model}"),
+        "--metadata": (
+            '{"emsqa_public_path": "/path/to/EMSQA/data/final"}',
+            json.dumps({"emsqa_public_path": str(public_dir)}),
+        ),
+        "--output_path": ("/tmp/medeval-smoke", str(output_path)),
+    }
     for flag, (documented, here) in replace.items():
         assert args[args.index(flag) + 1] == documented, flag
         args[args.index(flag) + 1] = here
@@ -188,8 +203,9 @@ def test_documented_commands_with_the_tiny_model(tmp_path, tiny_model, emsqa_pub
     via_medeval = run_cli(["run", *documented_smoke_run(tiny_model, emsqa_public_dir, tmp_path / "a")], cwd=tmp_path)
     assert via_medeval.returncode == 0, via_medeval.stderr[-3000:]
     tasks_dir = run_cli(["tasks-path"], cwd=tmp_path).stdout.strip()
-    via_lm_eval = run_lm_eval_cli([*documented_smoke_run(tiny_model, emsqa_public_dir, tmp_path / "b"),
-                                   "--include_path", tasks_dir], cwd=tmp_path)
+    via_lm_eval = run_lm_eval_cli(
+        [*documented_smoke_run(tiny_model, emsqa_public_dir, tmp_path / "b"), "--include_path", tasks_dir], cwd=tmp_path
+    )
     assert via_lm_eval.returncode == 0, via_lm_eval.stderr[-3000:]
     for proc in (via_medeval, via_lm_eval):
         table = proc.stdout
@@ -198,9 +214,14 @@ def test_documented_commands_with_the_tiny_model(tmp_path, tiny_model, emsqa_pub
             assert row, f"no {metric} row with numeric stderr in:\n{table}"
     results_a, samples_a = find_results(tmp_path / "a")
     results_b, _ = find_results(tmp_path / "b")
-    assert results_a["results"]["emsqa_public"]["acc,extract_answer"] == results_b["results"]["emsqa_public"]["acc,extract_answer"]
+    assert (
+        results_a["results"]["emsqa_public"]["acc,extract_answer"]
+        == results_b["results"]["emsqa_public"]["acc,extract_answer"]
+    )
     assert len(samples_a["emsqa_public"]) == min(20, len(json.loads((emsqa_public_dir / "test_open.json").read_text())))
-    assert results_a["versions"]["emsqa_public"] == 4  # version 4: issue 20's extraction principles (tasks/emsqa/README.md)
+    assert (
+        results_a["versions"]["emsqa_public"] == 4
+    )  # version 4: issue 20's extraction principles (tasks/emsqa/README.md)
 
 
 def test_results_name_the_scored_file_and_are_identical_across_runs(tmp_path, capsys, monkeypatch):
@@ -208,20 +229,37 @@ def test_results_name_the_scored_file_and_are_identical_across_runs(tmp_path, ca
     # was scored (its name and sha256, never its folder); two identical runs write identical configs
     # (no function addresses).
     from conftest import run_medeval
+
     from medeval_metrics.data import file_sha256
 
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {}, "default": '["a"]'}))
     configs = []
     for run in ("one", "two"):
-        out = run_medeval(["run", "--model", "medeval-scripted", "--model_args", f"table={table}", "--tasks",
-                           "emsqa_private", "--output_path", str(tmp_path / run)], capsys, monkeypatch,
-                          env={"MEDEVAL_EMSQA_PRIVATE_PATH": str(SYNTHETIC)})
+        out = run_medeval(
+            [
+                "run",
+                "--model",
+                "medeval-scripted",
+                "--model_args",
+                f"table={table}",
+                "--tasks",
+                "emsqa_private",
+                "--output_path",
+                str(tmp_path / run),
+            ],
+            capsys,
+            monkeypatch,
+            env={"MEDEVAL_EMSQA_PRIVATE_PATH": str(SYNTHETIC)},
+        )
         assert out.returncode == 0, out.stderr
         results, _ = find_results(tmp_path / run)
         configs.append(results["configs"]["emsqa_private"])
     scored = configs[0]["metadata"]["scored_data"]
-    assert scored == {"description": "the EMSQA private set", "items": len(ITEMS),
-                      "files": [{"file": SYNTHETIC.name, "sha256": file_sha256(SYNTHETIC)}]}
+    assert scored == {
+        "description": "the EMSQA private set",
+        "items": len(ITEMS),
+        "files": [{"file": SYNTHETIC.name, "sha256": file_sha256(SYNTHETIC)}],
+    }
     assert str(SYNTHETIC.parent) not in json.dumps(scored)
     assert " at 0x" not in json.dumps(configs[0]) and configs[0] == configs[1]

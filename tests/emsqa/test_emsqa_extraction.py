@@ -45,9 +45,9 @@ FOUR = ["a", "b", "c", "d"]
         ("**A. Oxygen**", ["a"]),
         # Reasoning blocks are ignored; an unclosed block hides everything after it.
         ("<think>The answer is A</think> The answer is C", ["c"]),
-        ("<think>maybe [\"a\"]... no, [\"b\"]</think>", None),
+        ('<think>maybe ["a"]... no, ["b"]</think>', None),
         ("<think>still thinking, the answer is A", None),
-        ("reasoning the template opened</think>\n[\"d\"]", ["d"]),
+        ('reasoning the template opened</think>\n["d"]', ["d"]),
         # The last answer wins over earlier drafts.
         ('first I think ["a"] but actually ["b"]', ["b"]),
         ("Option B is wrong. The best answer is D", ["d"]),
@@ -160,9 +160,12 @@ def test_a_two_option_reply_that_only_begins_with_an_options_word(output, option
 
 MASK = ["narrow airways", "rounded cheeks", "smaller head", "flat nose and face"]
 DRUGS = ["ibuprofen", "aspirin", "acetaminophen", "morphine"]
-BURNS = ["full-thickness burns involving 5% to 15% of body surface area (bsa)",
-         "full-thickness burns involving 2% to 10% of bsa (excluding hands, feet, face, genitalia, and upper airway)",
-         "partial-thickness burns covering 15% to 30% of bsa", "superficial burns covering more than 50% of bsa"]
+BURNS = [
+    "full-thickness burns involving 5% to 15% of body surface area (bsa)",
+    "full-thickness burns involving 2% to 10% of bsa (excluding hands, feet, face, genitalia, and upper airway)",
+    "partial-thickness burns covering 15% to 30% of bsa",
+    "superficial burns covering more than 50% of bsa",
+]
 
 
 @pytest.mark.parametrize(
@@ -176,20 +179,33 @@ BURNS = ["full-thickness burns involving 5% to 15% of body surface area (bsa)",
         ("A. narrow airways B. rounded cheeks C. smaller head D. flat nose and face", MASK, None),
         # ... also where the first option line carries an answer label (the prompt ends in "Answer:")
         ("Answer: A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face", MASK, None),
-        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nAnswer: A. narrow airways\n"
-         "B. rounded cheeks", MASK, None),
+        (
+            "A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nAnswer: A. narrow airways\n"
+            "B. rounded cheeks",
+            MASK,
+            None,
+        ),
         ("Answer: A. narrow airways\nC. smaller head", MASK, ["a", "c"]),
-        ("The correct answer is A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face",
-         MASK, None),
+        (
+            "The correct answer is A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face",
+            MASK,
+            None,
+        ),
         ("The correct answers are A. narrow airways\nB. rounded cheeks", MASK, ["a", "b"]),
         ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\nAnswer: A.", MASK, ["a"]),
         # ... while a partial list framed as the answer, a list not from the first option, or a pick after it is read
         ("The correct answers are:\nA. narrow airways\nB. rounded cheeks", MASK, ["a", "b"]),
         ("B. rounded cheeks\nD. flat nose and face", MASK, ["b", "d"]),
-        ("A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nThe answer is D.",
-         MASK, ["d"]),
-        ("1. Consider the options:\nA. narrow airways\nB. rounded cheeks\n2. A child's face is flat.\nThe answer is D.",
-         MASK, ["d"]),
+        (
+            "A. narrow airways\nB. rounded cheeks\nC. smaller head\nD. flat nose and face\n\nThe answer is D.",
+            MASK,
+            ["d"],
+        ),
+        (
+            "1. Consider the options:\nA. narrow airways\nB. rounded cheeks\n2. A child's face is flat.\nThe answer is D.",
+            MASK,
+            ["d"],
+        ),
         # A letter with another option's text is a conflict; with its own text, or a sentence about another, it is read
         ("C. aspirin", DRUGS, None),
         ('["a. aspirin"]', DRUGS, None),

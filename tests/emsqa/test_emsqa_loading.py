@@ -7,11 +7,11 @@ import json
 import logging
 
 import pytest
+from conftest import FIXTURES
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa import DeferredPool, fewshot_pool, load_private, load_public, normalise_record
 from medeval_metrics.emsqa import data as emsqa_data
-from conftest import FIXTURES
 
 SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
 LOG = "medeval_metrics.emsqa"
@@ -78,7 +78,10 @@ def test_real_public_set_notice_names_record_1823(shared_data, caplog):
         assert not caplog.records
         assert len(validation) == 1859
     (notice,) = [r.getMessage() for r in caplog.records]
-    assert notice.startswith("medeval: val_open.json as published has 1 record") and "record 1823 (choice 'd' is empty)" in notice
+    assert (
+        notice.startswith("medeval: val_open.json as published has 1 record")
+        and "record 1823 (choice 'd' is empty)" in notice
+    )
 
 
 def test_a_file_concatenated_with_itself_names_both_records(tmp_path):
@@ -142,12 +145,15 @@ def test_wrong_file_kinds_say_what_the_file_should_be(tmp_path, content, kind):
 
 
 def test_a_folder_given_as_the_private_file(tmp_path):
-    with pytest.raises(MedevalDataError, match=r"is a folder; emsqa_private_path must name the private set's file \(JSON"):
+    with pytest.raises(
+        MedevalDataError, match=r"is a folder; emsqa_private_path must name the private set's file \(JSON"
+    ):
         load_private(emsqa_private_path=str(tmp_path))
 
 
-@pytest.mark.parametrize("answer, shown", [("a,b", '["a", "b"]'), ("a, c", '["a", "c"]'), ("A;B;D", '["a", "b", "d"]'),
-                                           ("ab", '["a", "b"]')])
+@pytest.mark.parametrize(
+    "answer, shown", [("a,b", '["a", "b"]'), ("a, c", '["a", "c"]'), ("A;B;D", '["a", "b", "d"]'), ("ab", '["a", "b"]')]
+)
 def test_multi_answer_written_as_text_says_multi_answers_are_lists(answer, shown):
     record = {"question": "q?", "choices": ["a. x", "b. y", "c. z", "d. w"], "answer": answer}
     with pytest.raises(MedevalDataError) as info:
@@ -181,7 +187,9 @@ def _public_run(folder, num_fewshot):
     from medeval_metrics import tasks_path
     from medeval_metrics.testing.scripted import ScriptedLM
 
-    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata={"emsqa_public_path": str(folder)})
+    manager = TaskManager(
+        include_defaults=False, include_path=tasks_path(), metadata={"emsqa_public_path": str(folder)}
+    )
     model = ScriptedLM({"key": "question", "generate": {}, "choose": {}, "default": '["a"]'})
     lm_eval.simple_evaluate(model=model, tasks=["emsqa_public"], task_manager=manager, limit=2, num_fewshot=num_fewshot)
     return model
@@ -221,8 +229,10 @@ def test_loading_restores_the_garbage_collector_even_on_error(tmp_path):
         gc.enable()
 
 
-@pytest.mark.parametrize("value, allowed", [(True, True), ("TRUE", True), ("yes", True), (1, True), ("0", False),
-                                            ("no", False), (False, False)])
+@pytest.mark.parametrize(
+    "value, allowed",
+    [(True, True), ("TRUE", True), ("yes", True), (1, True), ("0", False), ("no", False), (False, False)],
+)
 def test_allow_duplicates_reads_on_off_words(tmp_path, value, allowed):
     records = _synthetic()
     folder = _public_folder(tmp_path, records + [dict(records[0], id="again")], records[:2])

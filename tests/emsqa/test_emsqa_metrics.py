@@ -48,8 +48,13 @@ def test_an_answer_read_by_the_extraction_model_is_scored_and_counted():
     from medeval_metrics.emsqa.fallback import ModelRead
 
     doc = {"letters": ["a", "b", "c", "d"], "gold": ["b", "d"]}
-    assert process_results(doc, [ModelRead(["b"])]) == {"acc": 0.0, "f1": pytest.approx(2 / 3), "unparseable": 0.0,
-                                                        "invalid_letter": 0.0, "extracted_by_model": 1.0}
+    assert process_results(doc, [ModelRead(["b"])]) == {
+        "acc": 0.0,
+        "f1": pytest.approx(2 / 3),
+        "unparseable": 0.0,
+        "invalid_letter": 0.0,
+        "extracted_by_model": 1.0,
+    }
 
 
 def test_multiple_choice_takes_the_single_most_likely_option():

@@ -9,8 +9,8 @@ import logging
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES
+
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.data import SUBJECT_AREAS, load_docs
 from medeval_metrics.emsqa.rag import (
@@ -62,8 +62,11 @@ def docs():
 
 @pytest.fixture
 def metadata(tmp_path, items):
-    return {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)), "rag_cache_dir": str(tmp_path / "cache"),
-            "rag_k": 3}
+    return {
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_k": 3,
+    }
 
 
 def test_every_subject_area_has_a_file_and_terminology_belongs_to_none():
@@ -106,8 +109,12 @@ def test_prompts_place_the_documents_like_the_paper(docs, metadata):
     expert = doc_to_text_rag_expert_cot(doc)
     last_choice = f"{doc['letters'][-1].upper()}. {doc['options'][-1]}"
     assert expert.startswith("You are a certified Emergency Medical Technician (EMT)")
-    assert expert.index("Question:") < expert.index(last_choice) < expert.index("Relevant documents:") < expert.index(
-        "One or more options may be correct")
+    assert (
+        expert.index("Question:")
+        < expert.index(last_choice)
+        < expert.index("Relevant documents:")
+        < expert.index("One or more options may be correct")
+    )
     assert expert.count("\n- ") == len(doc["rag_chunks"])
 
 
@@ -120,13 +127,29 @@ def test_an_item_without_documents_says_so(docs):
 
 
 def test_diagnostics_are_hand_computed(docs):
-    doc = {**docs[1], "rag_own_sources": ["cardiovascular", "trauma"], "fits_context": False,
-           "rag_chunks": [{"id": "a", "source": "trauma", "score": 3.0}, {"id": "b", "source": "medical", "score": 2.0},
-                          {"id": "c", "source": "cardiovascular", "score": 1.0}, {"id": "d", "source": "others", "score": 0.5}]}
+    doc = {
+        **docs[1],
+        "rag_own_sources": ["cardiovascular", "trauma"],
+        "fits_context": False,
+        "rag_chunks": [
+            {"id": "a", "source": "trauma", "score": 3.0},
+            {"id": "b", "source": "medical", "score": 2.0},
+            {"id": "c", "source": "cardiovascular", "score": 1.0},
+            {"id": "d", "source": "others", "score": 0.5},
+        ],
+    }
     metrics = process_results_rag(doc, [["a", "b", "d"]])
-    assert metrics == {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "extracted_by_model": 0.0,
-                       "retrieved_own_area": 0.5,
-                       "retrieved_documents": 4.0, "no_documents": 0.0, "prompt_too_long": 1.0}
+    assert metrics == {
+        "acc": 1.0,
+        "f1": 1.0,
+        "unparseable": 0.0,
+        "invalid_letter": 0.0,
+        "extracted_by_model": 0.0,
+        "retrieved_own_area": 0.5,
+        "retrieved_documents": 4.0,
+        "no_documents": 0.0,
+        "prompt_too_long": 1.0,
+    }
     # With the generation settings lm-eval used (--gen_kwargs included): prompt + budget vs the context.
     sized = {**doc, "prompt_tokens": 1000, "context_limit": 2048}
     assert process_results_rag(sized, [["a"]], generation_kwargs={"max_gen_toks": 1024})["prompt_too_long"] == 0.0
@@ -141,9 +164,11 @@ def test_missing_file_warns_names_the_file_and_can_be_required(docs, metadata, t
     base = {**metadata, "emsqa_knowledge_path": str(folder), "rag_mode": "filter_then_retrieve"}
     with caplog.at_level(logging.WARNING):
         record = add_retrieval(docs, base)
-    assert ("lacks ems_operations.json: 1 of 12 items have a subject area whose file is missing; in mode "
-            "filter_then_retrieve they get documents only from their other areas' files, and the 1 with no other "
-            "area get none.") in caplog.text
+    assert (
+        "lacks ems_operations.json: 1 of 12 items have a subject area whose file is missing; in mode "
+        "filter_then_retrieve they get documents only from their other areas' files, and the 1 with no other "
+        "area get none."
+    ) in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         add_retrieval(docs, base)  # the next RAG task of the same run: said once
@@ -151,14 +176,19 @@ def test_missing_file_warns_names_the_file_and_can_be_required(docs, metadata, t
     assert record["missing_files"] == ["ems_operations"]
     assert docs[7]["rag_chunks"] == [] and docs[7]["rag_sources"] == []  # its only area has no file
     # the switch that made it an error is gone: given, it says what replaced it
-    with pytest.raises(MedevalDataError, match="--metadata rag_require_all_files: the setting rag_require_all_files "
-                       "was removed; a knowledge base that lacks files is named in a warning"):
+    with pytest.raises(
+        MedevalDataError,
+        match="--metadata rag_require_all_files: the setting rag_require_all_files "
+        "was removed; a knowledge base that lacks files is named in a warning",
+    ):
         add_retrieval(docs, {**base, "rag_require_all_files": True})
 
 
 def test_an_area_with_no_file_is_an_error(docs, metadata):
     docs[3]["category"] = ["cardiology"]
-    with pytest.raises(MedevalDataError, match=r"EMSQA item '3': subject area 'cardiology' has no knowledge file\. Known areas"):
+    with pytest.raises(
+        MedevalDataError, match=r"EMSQA item '3': subject area 'cardiology' has no knowledge file\. Known areas"
+    ):
         add_retrieval(docs, metadata)
 
 
@@ -170,8 +200,11 @@ def test_k_larger_than_the_corpus(docs, metadata):
 def test_malformed_knowledge_file_names_file_page_and_fix(docs, metadata, tmp_path, items):
     folder = make_kb(tmp_path / "bad", items)
     (folder / "trauma.json").write_text(json.dumps([{"A": "x"}, {"B": ["not", "text"]}]))
-    with pytest.raises(MedevalDataError, match=r"trauma\.json: page 1, section 'B' of the EMSQA knowledge base holds a list"
-                       r".*Replace it with the published file\. Download the folder knowledge/"):
+    with pytest.raises(
+        MedevalDataError,
+        match=r"trauma\.json: page 1, section 'B' of the EMSQA knowledge base holds a list"
+        r".*Replace it with the published file\. Download the folder knowledge/",
+    ):
         add_retrieval(docs, {**metadata, "emsqa_knowledge_path": str(folder)})
     (folder / "trauma.json").write_text('[{"A": "x"')
     with pytest.raises(MedevalDataError, match=r"trauma\.json: the EMSQA knowledge base is not valid JSON \(line 1"):
@@ -180,9 +213,11 @@ def test_malformed_knowledge_file_names_file_page_and_fix(docs, metadata, tmp_pa
 
 @pytest.mark.parametrize(
     "where, message",
-    [("missing", "emsqa_knowledge_path points at .*missing, which does not exist"),
-     ("file", "is a file; emsqa_knowledge_path must name the folder"),
-     ("empty", "none of the knowledge files")],
+    [
+        ("missing", "emsqa_knowledge_path points at .*missing, which does not exist"),
+        ("file", "is a file; emsqa_knowledge_path must name the folder"),
+        ("empty", "none of the knowledge files"),
+    ],
 )
 def test_knowledge_path_errors(docs, tmp_path, where, message):
     target = tmp_path / where
@@ -197,7 +232,9 @@ def test_knowledge_path_errors(docs, tmp_path, where, message):
 
 def test_no_knowledge_path_offline_says_how_to_point_at_one(docs, tmp_path, monkeypatch):
     monkeypatch.delenv("MEDEVAL_EMSQA_KNOWLEDGE_PATH", raising=False)
-    with pytest.raises(MedevalDataError, match=r"EMSQA knowledge base is not available: the Hub is disabled.*emsqa_knowledge_path"):
+    with pytest.raises(
+        MedevalDataError, match=r"EMSQA knowledge base is not available: the Hub is disabled.*emsqa_knowledge_path"
+    ):
         add_retrieval(docs, {"rag_cache_dir": str(tmp_path / "c")})
 
 
@@ -215,10 +252,12 @@ def test_predicted_areas_file(docs, metadata, tmp_path):
 
 @pytest.mark.parametrize(
     "content, message",
-    [({"0": ["trauma"], "99": ["trauma"]}, r"item id '99' is not in the evaluated set"),
-     ({"0": ["cardio"]}, r"item '0': subject area 'cardio' has no knowledge file"),
-     ({"0": ["trauma"]}, r"11 items have no predicted areas \(first: \['1', '2'"),
-     ({"0": 3}, "the areas must be a list")],
+    [
+        ({"0": ["trauma"], "99": ["trauma"]}, r"item id '99' is not in the evaluated set"),
+        ({"0": ["cardio"]}, r"item '0': subject area 'cardio' has no knowledge file"),
+        ({"0": ["trauma"]}, r"11 items have no predicted areas \(first: \['1', '2'"),
+        ({"0": 3}, "the areas must be a list"),
+    ],
 )
 def test_bad_predicted_areas_files(tmp_path, docs, content, message):
     path = tmp_path / "areas.json"
@@ -238,8 +277,15 @@ def test_precomputed_retrievals_reproduce_without_retrieving(docs, metadata, tmp
     monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
     monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.load", no_retrieval)
     fresh = load_docs(SYNTHETIC, "again")
-    record = add_retrieval(fresh, {**metadata, "rag_mode": "retrieve_then_filter", "rag_retrievals": str(saved),
-                                   "rag_cache_dir": str(tmp_path / "fresh-cache")})  # no cached retrievals to fall back on
+    record = add_retrieval(
+        fresh,
+        {
+            **metadata,
+            "rag_mode": "retrieve_then_filter",
+            "rag_retrievals": str(saved),
+            "rag_cache_dir": str(tmp_path / "fresh-cache"),
+        },
+    )  # no cached retrievals to fall back on
     assert [(d["rag_chunks"], d["rag_context"]) for d in fresh] == expected
     assert record["retrievals_from"] == str(saved)
 
@@ -248,8 +294,10 @@ def test_an_identical_run_reuses_the_retrievals(docs, metadata, monkeypatch):
     add_retrieval(docs, {**metadata, "rag_mode": "filter_then_retrieve"})
     expected = [d["rag_chunks"] for d in docs]
     calls = []
-    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare",
-                        lambda self, queries: calls.append(len(queries)) or [[] for _ in queries])
+    monkeypatch.setattr(
+        "medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare",
+        lambda self, queries: calls.append(len(queries)) or [[] for _ in queries],
+    )
     again = load_docs(SYNTHETIC, "again")
     add_retrieval(again, {**metadata, "rag_mode": "filter_then_retrieve"})
     assert calls == [] and [d["rag_chunks"] for d in again] == expected
@@ -274,7 +322,9 @@ def test_precomputed_file_problems(docs, metadata, tmp_path):
         add_retrieval(load_docs(SYNTHETIC, "again"), {**metadata, "rag_retrievals": str(foreign)})
     unknown_chunk = tmp_path / "chunk.jsonl"
     unknown_chunk.write_text(lines[0] + "\n" + json.dumps({"id": "0", "chunks": [{"id": "trauma_99_0", "score": 1.0}]}))
-    with pytest.raises(MedevalDataError, match=r"chunk 'trauma_99_0' is not in the EMSQA knowledge base as chunked now"):
+    with pytest.raises(
+        MedevalDataError, match=r"chunk 'trauma_99_0' is not in the EMSQA knowledge base as chunked now"
+    ):
         add_retrieval(load_docs(SYNTHETIC, "again"), {**metadata, "rag_retrievals": str(unknown_chunk)})
 
 
@@ -333,8 +383,18 @@ def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
     from medeval_metrics.emsqa import rag
 
     source = Path(rag.__file__).read_text(encoding="utf-8")
-    doc_fields = {"rag_chunks", "rag_chunks_version", "rag_context", "rag_missing", "rag_own_sources", "rag_sources",
-                  "rag_header", "rag_max_gen_toks", "rag_system", "rag_counter"}
+    doc_fields = {
+        "rag_chunks",
+        "rag_chunks_version",
+        "rag_context",
+        "rag_missing",
+        "rag_own_sources",
+        "rag_sources",
+        "rag_header",
+        "rag_max_gen_toks",
+        "rag_system",
+        "rag_counter",
+    }
     read = set(re.findall(r'"((?:rag|emsqa)_[a-z_]+)"', source)) - doc_fields
     assert read <= set(preflight.known_metadata_keys())
     assert "rag_" in preflight.pack_key_prefixes()
@@ -344,18 +404,30 @@ def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
 
 # --- a task owns its retrieval mode; zero-shot runs never read the few-shot pool --------------------
 
+
 def _task_yaml(name):
     from medeval_metrics import tasks_path
 
     return str(Path(tasks_path()) / "emsqa" / f"{name}.yaml")
 
 
-@pytest.mark.parametrize("task, given, instead", [
-    ("emsqa_public_rag", "filter_then_retrieve", "run emsqa_private_expertrag_ftr or emsqa_public_expertrag_ftr instead"),
-    ("emsqa_private_expertrag_ftr", "retrieve_then_filter", "run emsqa_private_expertrag_rtf or emsqa_public_expertrag_rtf instead"),
-    ("emsqa_public_expertrag_rtf", "global", "emsqa_public_rag"),
-    ("emsqa_public_rag", "nearest", "the modes are global, filter_then_retrieve, retrieve_then_filter"),
-])
+@pytest.mark.parametrize(
+    "task, given, instead",
+    [
+        (
+            "emsqa_public_rag",
+            "filter_then_retrieve",
+            "run emsqa_private_expertrag_ftr or emsqa_public_expertrag_ftr instead",
+        ),
+        (
+            "emsqa_private_expertrag_ftr",
+            "retrieve_then_filter",
+            "run emsqa_private_expertrag_rtf or emsqa_public_expertrag_rtf instead",
+        ),
+        ("emsqa_public_expertrag_rtf", "global", "emsqa_public_rag"),
+        ("emsqa_public_rag", "nearest", "the modes are global, filter_then_retrieve, retrieve_then_filter"),
+    ],
+)
 def test_metadata_cannot_run_another_mode_under_a_tasks_name(task, given, instead):
     from medeval_metrics.emsqa.rag import check_task_owns_its_mode
 
@@ -369,7 +441,9 @@ def test_metadata_cannot_run_another_mode_under_a_tasks_name(task, given, instea
 def test_the_tasks_own_mode_and_loaders_outside_lm_eval_pass():
     from medeval_metrics.emsqa.rag import check_task_owns_its_mode
 
-    check_task_owns_its_mode({"config_source": _task_yaml("emsqa_public_expertrag_ftr"), "rag_mode": "filter_then_retrieve"})
+    check_task_owns_its_mode(
+        {"config_source": _task_yaml("emsqa_public_expertrag_ftr"), "rag_mode": "filter_then_retrieve"}
+    )
     check_task_owns_its_mode({"rag_mode": "retrieve_then_filter"})  # no task YAML: a loader called directly
     check_task_owns_its_mode({"config_source": "inline", "rag_mode": "global"})
 
@@ -397,12 +471,20 @@ def test_a_zero_shot_rag_run_never_reads_the_validation_file(tmp_path, items, ca
     (folder / "test_open.json").write_text(json.dumps(items))
     broken = [{"question": "unreadable pool item", "choices": ["a. x", "b. "], "answer": "a"}]
     (folder / "val_open.json").write_text(json.dumps(items[:2] + broken))
-    metadata = {"emsqa_public_path": str(folder), "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)),
-                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 2}
+    metadata = {
+        "emsqa_public_path": str(folder),
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_k": 2,
+    }
     emsqa_data._read_pool.cache_clear()
     model = ScriptedLM({"key": "question", "generate": {}, "choose": {}, "default": '["a"]'})
     with caplog.at_level(logging.WARNING):
-        lm_eval.simple_evaluate(model=model, tasks=["emsqa_public_rag"], limit=2,
-                                task_manager=TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata))
+        lm_eval.simple_evaluate(
+            model=model,
+            tasks=["emsqa_public_rag"],
+            limit=2,
+            task_manager=TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata),
+        )
     assert emsqa_data._read_pool.cache_info().misses == 0
     assert "val_open.json" not in caplog.text and "few-shot example" not in caplog.text

@@ -14,7 +14,6 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import FIXTURES, find_results, run_cli
 from test_emsqa_rag import make_kb, planted_text
 
@@ -53,8 +52,9 @@ def evaluate(task, metadata):
 
     from medeval_metrics import tasks_path
 
-    manager = TaskManager(include_defaults=False, include_path=tasks_path(),
-                          metadata={"emsqa_private_path": str(SYNTHETIC), **metadata})
+    manager = TaskManager(
+        include_defaults=False, include_path=tasks_path(), metadata={"emsqa_private_path": str(SYNTHETIC), **metadata}
+    )
     model = prompt_reading_model()
     results = lm_eval.simple_evaluate(model=model, tasks=[task], task_manager=manager, log_samples=True)
     return results, model
@@ -91,15 +91,24 @@ def test_retrieval_reaches_the_model_and_changes_the_score(tmp_path):
     assert chunks[0]["id"].startswith("terminology_") and chunks[0]["score"] > 0
     assert all(set(c) == {"id", "source", "score"} for s in samples for c in s["doc"]["rag_chunks"])
     recorded = results["configs"]["emsqa_private_rag"]["metadata"]["rag"]
-    assert recorded["settings"] == {"retriever": "bm25", "mode": "global", "k": 2, "chunk_tokens": 512,
-                                    "chunk_overlap": 128, "chunk_tokenizer": "basic"}
+    assert recorded["settings"] == {
+        "retriever": "bm25",
+        "mode": "global",
+        "k": 2,
+        "chunk_tokens": 512,
+        "chunk_overlap": 128,
+        "chunk_tokenizer": "basic",
+    }
     assert len(recorded["corpus_version"]) == 64 and recorded["files"]["trauma"]
     assert recorded["index_from_cache"] is True  # built by the ftr run above: same corpus and settings
 
 
 def test_precomputed_retrievals_give_identical_scores_without_retrieving(tmp_path, monkeypatch):
-    metadata = {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS, wrong_area_for={3})),
-                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 3}
+    metadata = {
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS, wrong_area_for={3})),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_k": 3,
+    }
     saved = tmp_path / "retrievals.jsonl"
     first, first_model = evaluate("emsqa_private_expertrag_rtf", {**metadata, "rag_save_retrievals": str(saved)})
     assert 0 < metrics_of(first, "emsqa_private_expertrag_rtf")["acc"] < 1
@@ -109,11 +118,14 @@ def test_precomputed_retrievals_give_identical_scores_without_retrieving(tmp_pat
 
     monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
     samples_file = tmp_path / "samples_emsqa_private_expertrag_rtf.jsonl"
-    samples_file.write_text("\n".join(json.dumps(s, default=str) for s in first["samples"]["emsqa_private_expertrag_rtf"]))
+    samples_file.write_text(
+        "\n".join(json.dumps(s, default=str) for s in first["samples"]["emsqa_private_expertrag_rtf"])
+    )
     for source in (saved, samples_file):
         fresh_cache = str(tmp_path / f"cache-{source.name}")  # no cached retrievals to fall back on
-        second, second_model = evaluate("emsqa_private_expertrag_rtf",
-                                        {**metadata, "rag_retrievals": str(source), "rag_cache_dir": fresh_cache})
+        second, second_model = evaluate(
+            "emsqa_private_expertrag_rtf", {**metadata, "rag_retrievals": str(source), "rag_cache_dir": fresh_cache}
+        )
         assert metrics_of(second, "emsqa_private_expertrag_rtf") == metrics_of(first, "emsqa_private_expertrag_rtf")
         assert [r.args[0] for r in second_model.requests_seen] == [r.args[0] for r in first_model.requests_seen]
         assert second["configs"]["emsqa_private_expertrag_rtf"]["metadata"]["rag"]["retrievals_from"] == str(source)
@@ -141,8 +153,10 @@ def test_two_processes_build_the_index_once(tmp_path):
         index = open_index(files, RetrievalSettings(k=2), {str(tmp_path / "cache")!r}, "kb", "fix")
         print("chunks", len(index.chunks), index.retrieve(["shock"], None))
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outputs]
     lines = [line for out, _ in outputs for line in out.splitlines()]
@@ -155,13 +169,40 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
     """The issue's "done when": medeval run ... emsqa_public_expertrag_rtf offline on the shared copy;
     the samples show the chunks; a second run from the retrievals file gives identical scores."""
     saved = tmp_path / "retrievals.jsonl"
-    common = ["run", "--tasks", "emsqa_public_expertrag_rtf", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
-              "--limit", "5", "--device", "cpu", "--batch_size", "5", "--gen_kwargs", "max_gen_toks=8", "--log_samples"]
-    metadata = {"emsqa_public_path": str(shared_data / "emsqa"),
-                "emsqa_knowledge_path": str(shared_data / "emsqa" / "knowledge"),
-                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 4}
-    first = run_cli([*common, "--metadata", json.dumps({**metadata, "rag_save_retrievals": str(saved)}),
-                     "--output_path", str(tmp_path / "a")], cwd=tmp_path)
+    common = [
+        "run",
+        "--tasks",
+        "emsqa_public_expertrag_rtf",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={tiny_model}",
+        "--limit",
+        "5",
+        "--device",
+        "cpu",
+        "--batch_size",
+        "5",
+        "--gen_kwargs",
+        "max_gen_toks=8",
+        "--log_samples",
+    ]
+    metadata = {
+        "emsqa_public_path": str(shared_data / "emsqa"),
+        "emsqa_knowledge_path": str(shared_data / "emsqa" / "knowledge"),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_k": 4,
+    }
+    first = run_cli(
+        [
+            *common,
+            "--metadata",
+            json.dumps({**metadata, "rag_save_retrievals": str(saved)}),
+            "--output_path",
+            str(tmp_path / "a"),
+        ],
+        cwd=tmp_path,
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     assert "lacks ems_operations.json" in first.stderr
     results_a, samples_a = find_results(tmp_path / "a")
@@ -183,14 +224,24 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
     # Breakdowns by level and subject area, as for the other EMSQA variants.
     breakdown = json.loads(next((tmp_path / "a").rglob("medeval_breakdowns.json")).read_text())
     by_area = breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]["subject_area"]
-    assert sum(v["acc"]["n"] for v in by_area.values()) >= 5 and "level" in breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]
-    second = run_cli([*common, "--metadata", json.dumps({**metadata, "rag_retrievals": str(saved),
-                                                          "rag_cache_dir": str(tmp_path / "cache-b")}),
-                      "--output_path", str(tmp_path / "b")], cwd=tmp_path)
+    assert (
+        sum(v["acc"]["n"] for v in by_area.values()) >= 5
+        and "level" in breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]
+    )
+    second = run_cli(
+        [
+            *common,
+            "--metadata",
+            json.dumps({**metadata, "rag_retrievals": str(saved), "rag_cache_dir": str(tmp_path / "cache-b")}),
+            "--output_path",
+            str(tmp_path / "b"),
+        ],
+        cwd=tmp_path,
+    )
     assert second.returncode == 0, second.stderr[-3000:]
     results_b, samples_b = find_results(tmp_path / "b")
     task = "emsqa_public_expertrag_rtf"
-    scores = lambda r: {k: v for k, v in r["results"][task].items() if "," in k}  # noqa: E731
+    scores = lambda r: {k: v for k, v in r["results"][task].items() if "," in k}
     assert scores(results_b) == scores(results_a)
     assert [s["arguments"] for s in samples_b[task]] == [s["arguments"] for s in samples_a[task]]
     config_b = results_b["configs"][task]["metadata"]["rag"]
@@ -199,8 +250,12 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
     assert "prompt_too_long" in results_a["results"][task].__repr__()
 
 
-PUBLIC_RAG_TASKS = ["emsqa_public_rag", "emsqa_public_rag_expert_cot", "emsqa_public_expertrag_ftr",
-                    "emsqa_public_expertrag_rtf"]
+PUBLIC_RAG_TASKS = [
+    "emsqa_public_rag",
+    "emsqa_public_rag_expert_cot",
+    "emsqa_public_expertrag_ftr",
+    "emsqa_public_expertrag_rtf",
+]
 
 
 def evaluate_public(tasks, metadata, folder, **kwargs):
@@ -211,8 +266,9 @@ def evaluate_public(tasks, metadata, folder, **kwargs):
 
     folder.mkdir(exist_ok=True)
     (folder / "test_open.json").write_text(json.dumps(ITEMS))
-    manager = TaskManager(include_defaults=False, include_path=tasks_path(),
-                          metadata={"emsqa_public_path": str(folder), **metadata})
+    manager = TaskManager(
+        include_defaults=False, include_path=tasks_path(), metadata={"emsqa_public_path": str(folder), **metadata}
+    )
     model = prompt_reading_model()
     results = lm_eval.simple_evaluate(model=model, tasks=tasks, task_manager=manager, log_samples=True, **kwargs)
     return results, model
@@ -221,8 +277,11 @@ def evaluate_public(tasks, metadata, folder, **kwargs):
 def test_the_four_public_rag_tasks_save_one_file_and_get_their_prompts_back(tmp_path, monkeypatch):
     """The issue's "done when": one run of the four public RAG tasks saves their retrievals; given back,
     every task's prompts are the same, and its scores (the old single-section file gave one task of four)."""
-    metadata = {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS, wrong_area_for={3, 5})),
-                "rag_cache_dir": str(tmp_path / "cache"), "rag_k": 2}
+    metadata = {
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS, wrong_area_for={3, 5})),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_k": 2,
+    }
     saved = tmp_path / "retrievals.jsonl"
     first, _ = evaluate_public(PUBLIC_RAG_TASKS, {**metadata, "rag_save_retrievals": str(saved)}, tmp_path / "data")
     prompts = {t: [s["arguments"][0][0] for s in first["samples"][t]] for t in PUBLIC_RAG_TASKS}
@@ -232,13 +291,16 @@ def test_the_four_public_rag_tasks_save_one_file_and_get_their_prompts_back(tmp_
         raise AssertionError("retrieved although precomputed retrievals were given")
 
     monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare", no_retrieval)
-    second, _ = evaluate_public(PUBLIC_RAG_TASKS, {**metadata, "rag_retrievals": str(saved),
-                                                   "rag_cache_dir": str(tmp_path / "cold")}, tmp_path / "data")
+    second, _ = evaluate_public(
+        PUBLIC_RAG_TASKS,
+        {**metadata, "rag_retrievals": str(saved), "rag_cache_dir": str(tmp_path / "cold")},
+        tmp_path / "data",
+    )
     for task in PUBLIC_RAG_TASKS:
         assert [s["arguments"][0][0] for s in second["samples"][task]] == prompts[task], task
         assert second["results"][task] == first["results"][task] or {
-            k: v for k, v in second["results"][task].items() if "," in k} == {
-            k: v for k, v in first["results"][task].items() if "," in k}
+            k: v for k, v in second["results"][task].items() if "," in k
+        } == {k: v for k, v in first["results"][task].items() if "," in k}
         rag = second["configs"][task]["metadata"]["rag"]
         assert rag["retrievals_from"] == str(saved) and rag["retrievals"]["task"] == task
     # the ftr run shows no document to item 7 only if its area file lacks a match; the count is recorded
@@ -248,16 +310,26 @@ def test_the_four_public_rag_tasks_save_one_file_and_get_their_prompts_back(tmp_
 
 
 def test_the_authors_prompt_sends_their_system_message(tmp_path):
-    metadata = {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)), "rag_cache_dir": str(tmp_path / "cache"),
-                "rag_k": 2, "rag_prompt": "authors"}
+    metadata = {
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_k": 2,
+        "rag_prompt": "authors",
+    }
     results, model = evaluate_public(["emsqa_public_expertrag_ftr"], metadata, tmp_path / "data")
     prompt = model.requests_seen[1].args[0]  # no chat template: system text, then the user text
     areas = str(ITEMS[1]["category"])
-    assert prompt.startswith("You are a helpful EMS expert, and your task is to answer a multi-choice ems question "
-                             "at the requested certification depth")
+    assert prompt.startswith(
+        "You are a helpful EMS expert, and your task is to answer a multi-choice ems question "
+        "at the requested certification depth"
+    )
     assert f"from the standpoint of {areas} and then choose" in prompt
-    assert "JSON schema provided.\n\nCertification Level: ['emt']" in prompt or "JSON schema provided.\n\nCertification Level: [" in prompt
+    assert (
+        "JSON schema provided.\n\nCertification Level: ['emt']" in prompt
+        or "JSON schema provided.\n\nCertification Level: [" in prompt
+    )
     assert results["results"]["emsqa_public_expertrag_ftr"]["acc,extract_answer"] == 1.0  # documents reach it
-    _, pack_model = evaluate_public(["emsqa_public_expertrag_ftr"], {**metadata, "rag_prompt": "pack"},
-                                       tmp_path / "data")
+    _, pack_model = evaluate_public(
+        ["emsqa_public_expertrag_ftr"], {**metadata, "rag_prompt": "pack"}, tmp_path / "data"
+    )
     assert pack_model.requests_seen[1].args[0].startswith("You are a certified ")  # no system message

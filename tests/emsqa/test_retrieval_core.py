@@ -36,13 +36,14 @@ def write_corpus(folder, files):
 
 SMALL = {
     "heart": [
-        {"Chest pain": "chest pain with sweating suggests a heart attack; give aspirin and oxygen",
-         "Cardiac arrest": "start compressions at a rate of 100 to 120 per minute and attach the defibrillator"},
+        {
+            "Chest pain": "chest pain with sweating suggests a heart attack; give aspirin and oxygen",
+            "Cardiac arrest": "start compressions at a rate of 100 to 120 per minute and attach the defibrillator",
+        },
         {"Angina": "nitroglycerin relieves angina chest pain within minutes"},
     ],
     "lungs": [
-        {"Asthma": "wheezing and shortness of breath; give a bronchodilator inhaler",
-         "Empty": "   "},
+        {"Asthma": "wheezing and shortness of breath; give a bronchodilator inhaler", "Empty": "   "},
     ],
     "skin": [{"Burns": "burns are classified by depth; estimate body surface area with the rule of nines"}],
 }
@@ -80,7 +81,13 @@ def test_chunk_ids_titles_and_empty_sections(tmp_path):
     files = corpus_files(write_corpus(tmp_path / "kb", SMALL), None, "the corpus", FIX)
     assert [f.source for f in files] == ["heart", "lungs", "skin"]
     chunks = chunk_corpus(files, BasicTokenizer(), 512, 128, "the corpus", FIX)
-    assert [c.id for c in chunks] == ["heart_0_0", "heart_0_1", "heart_1_0", "lungs_0_0", "skin_0_0"]  # "Empty" gives none
+    assert [c.id for c in chunks] == [
+        "heart_0_0",
+        "heart_0_1",
+        "heart_1_0",
+        "lungs_0_0",
+        "skin_0_0",
+    ]  # "Empty" gives none
     assert chunks[2].indexed_text == "Angina. nitroglycerin relieves angina chest pain within minutes"
     windows = chunk_corpus(files, BasicTokenizer(), 6, 2, "the corpus", FIX)
     heart_0_1 = [c for c in windows if c.id.startswith("heart_0_1_")]
@@ -101,7 +108,10 @@ def test_corpus_version_follows_content(tmp_path):
         ('[{"A": "text"}, {"B": "te', r"bad\.json: the corpus is not valid JSON \(line 1, column"),
         ('{"A": "text"}', r"bad\.json: the corpus is a JSON dict; expected a list of pages"),
         ('[{"A": "x"}, ["not", "a", "page"]]', r"bad\.json: page 1 of the corpus is a list"),
-        ('[{"A": "x"}, {"B": "y", "Vitals": {"pulse": 80}}]', r"bad\.json: page 1, section 'Vitals' of the corpus holds a dict"),
+        (
+            '[{"A": "x"}, {"B": "y", "Vitals": {"pulse": 80}}]',
+            r"bad\.json: page 1, section 'Vitals' of the corpus holds a dict",
+        ),
     ],
 )
 def test_malformed_corpus_files_name_file_page_and_fix(tmp_path, content, message):
@@ -166,8 +176,11 @@ def test_k_larger_than_the_corpus_is_an_error(small_index):
 
 @pytest.mark.parametrize(
     "settings, message",
-    [({"mode": "everything"}, "rag_mode 'everything' is not one of"), ({"k": 0}, "rag_k must be"),
-     ({"retriever": "tfidf"}, "rag_retriever 'tfidf'")],
+    [
+        ({"mode": "everything"}, "rag_mode 'everything' is not one of"),
+        ({"k": 0}, "rag_k must be"),
+        ({"retriever": "tfidf"}, "rag_retriever 'tfidf'"),
+    ],
 )
 def test_bad_settings_are_named(settings, message):
     with pytest.raises(MedevalDataError, match=message):
@@ -205,7 +218,9 @@ def test_concurrent_builders_build_once(tmp_path):
         (folder / "index.bin").write_text("x")
 
     results = []
-    threads = [threading.Thread(target=lambda: results.append(cached_build(tmp_path, {"a": 1}, build))) for _ in range(3)]
+    threads = [
+        threading.Thread(target=lambda: results.append(cached_build(tmp_path, {"a": 1}, build))) for _ in range(3)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -231,7 +246,9 @@ def test_precomputed_file_round_trip_and_sample_logs(tmp_path):
     path = write_retrievals(tmp_path / "r.jsonl", {"chunks_version": "v1"}, [("0", chunks), ("7", [])])
     assert read_retrievals(path, "v1") == {"0": chunks, "7": []}
     samples = tmp_path / "samples_task_2026.jsonl"
-    samples.write_text(json.dumps({"doc_id": 0, "doc": {"id": "3", "rag_chunks": chunks, "rag_chunks_version": "v1"}}) + "\n")
+    samples.write_text(
+        json.dumps({"doc_id": 0, "doc": {"id": "3", "rag_chunks": chunks, "rag_chunks_version": "v1"}}) + "\n"
+    )
     assert read_retrievals(samples, "v1") == {"3": chunks}
     with pytest.raises(MedevalDataError, match="another corpus or chunking"):
         read_retrievals(path, "v2")
@@ -239,8 +256,12 @@ def test_precomputed_file_round_trip_and_sample_logs(tmp_path):
 
 @pytest.mark.parametrize(
     "text, message",
-    [("{not json\n", "line 1 is not valid JSON"), ('{"id": "1"}\n', "line 1 has no item id and chunk list"),
-     ('{"id": "1", "chunks": [{"id": "x"}]}\n', "each chunk needs 'id' and 'score'"), ("\n", "no retrievals")],
+    [
+        ("{not json\n", "line 1 is not valid JSON"),
+        ('{"id": "1"}\n', "line 1 has no item id and chunk list"),
+        ('{"id": "1", "chunks": [{"id": "x"}]}\n', "each chunk needs 'id' and 'score'"),
+        ("\n", "no retrievals"),
+    ],
 )
 def test_bad_precomputed_files_are_named(tmp_path, text, message):
     path = tmp_path / "r.jsonl"
@@ -252,5 +273,8 @@ def test_bad_precomputed_files_are_named(tmp_path, text, message):
 def test_an_unloadable_chunk_tokenizer_is_named(tmp_path):
     from medeval_metrics.emsqa.retrieval.corpus import chunk_tokenizer
 
-    with pytest.raises(MedevalDataError, match="cannot load the tokenizer .*no-tokenizer-here.*as rag_article_encoder, or retrieve with rag_retriever bm25"):
+    with pytest.raises(
+        MedevalDataError,
+        match="cannot load the tokenizer .*no-tokenizer-here.*as rag_article_encoder, or retrieve with rag_retriever bm25",
+    ):
         chunk_tokenizer(str(tmp_path / "no-tokenizer-here"))

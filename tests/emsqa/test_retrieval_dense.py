@@ -9,11 +9,11 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import FIXTURES
+from test_emsqa_rag import make_kb
+
 from medeval_metrics.emsqa.data import load_docs
 from medeval_metrics.emsqa.rag import AREA_FILES, add_retrieval
-from test_emsqa_rag import make_kb
 
 pytestmark = pytest.mark.e2e
 SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
@@ -30,9 +30,15 @@ def encoders(tmp_path_factory):
 def dense_metadata(tmp_path, encoders, **extra):
     items = json.loads(SYNTHETIC.read_text())
     query, article = encoders
-    return {"emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)), "rag_cache_dir": str(tmp_path / "cache"),
-            "rag_retriever": "medcpt", "rag_query_encoder": str(query), "rag_article_encoder": str(article),
-            "rag_k": 4, **extra}
+    return {
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", items)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_retriever": "medcpt",
+        "rag_query_encoder": str(query),
+        "rag_article_encoder": str(article),
+        "rag_k": 4,
+        **extra,
+    }
 
 
 def cls_embeddings(folder, texts, max_tokens):
@@ -86,13 +92,19 @@ def test_dense_filtered_mode_and_cache_reuse(tmp_path, encoders, monkeypatch):
 
 def test_same_encoder_finds_a_chunk_from_its_own_text(tmp_path, encoders):
     # With one encoder on both sides, a query equal to a chunk's indexed text scores 1.0 against it.
-    from medeval_metrics.emsqa.retrieval import RetrievalSettings, open_index
     from medeval_metrics.emsqa.rag import knowledge_files
+    from medeval_metrics.emsqa.retrieval import RetrievalSettings, open_index
 
     metadata = dense_metadata(tmp_path, encoders)
     files, _ = knowledge_files(metadata)
-    settings = RetrievalSettings(retriever="medcpt", query_encoder=str(encoders[1]), article_encoder=str(encoders[1]),
-                                 query_max_tokens=512, k=3, device="cpu")
+    settings = RetrievalSettings(
+        retriever="medcpt",
+        query_encoder=str(encoders[1]),
+        article_encoder=str(encoders[1]),
+        query_max_tokens=512,
+        k=3,
+        device="cpu",
+    )
     index = open_index(files, settings, tmp_path / "cache2", "kb", "fix")
     target = index.chunks[7]
     (position, score), *_ = index.retrieve([target.indexed_text], None)[0]

@@ -62,8 +62,10 @@ def test_global_retrieval_crosses_files_and_finds_the_burns_section(kb):
     top = knowledge.chunks[knowledge.retrieve([items[0]["question"]], None)[0][0][0]]
     assert top.source == "trauma" and "burn" in top.title.lower()
     hits = knowledge.retrieve([item["question"] for item in items[:200]], None)
-    own = [sum(knowledge.chunks[p].source in {AREA_FILES[a] for a in item["category"]} for p, _ in h) / len(h)
-           for item, h in zip(items, hits)]
+    own = [
+        sum(knowledge.chunks[p].source in {AREA_FILES[a] for a in item["category"]} for p, _ in h) / len(h)
+        for item, h in zip(items, hits)
+    ]
     assert 0.3 < sum(own) / len(own) < 1.0  # mostly, not only, the item's own area
 
 

@@ -21,8 +21,14 @@ def tiny_encoder(tmp_path_factory):
     assert tokenizer("water")["input_ids"] == [2, vocab["water"], 3]  # real tokens, not [UNK]
     tokenizer.save_pretrained(folder)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=5 + len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=5 + len(WORDS),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     BertModel(config).eval().save_pretrained(folder)
     return str(folder)
 
@@ -43,8 +49,11 @@ def test_matches_the_bert_score_library(tiny_encoder):
     bert_score = pytest.importorskip("bert_score")
     from medeval_metrics.medicationqa.bertscore import bertscore_f1
 
-    pairs = [("take the tablet with food", "take the tablet with water once a day"),
-             ("do not drink alcohol", "take the tablet twice a day"), ("water", "drink water")]
+    pairs = [
+        ("take the tablet with food", "take the tablet with water once a day"),
+        ("do not drink alcohol", "take the tablet twice a day"),
+        ("water", "drink water"),
+    ]
     scorer = bert_score.BERTScorer(model_type=tiny_encoder, num_layers=2, idf=False, rescale_with_baseline=False)
     _, _, theirs = scorer.score([a for a, _ in pairs], [r for _, r in pairs])
     ours = [bertscore_f1(a, r, tiny_encoder) for a, r in pairs]

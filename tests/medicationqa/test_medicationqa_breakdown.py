@@ -34,16 +34,27 @@ def test_medeval_judge_writes_breakdown_and_verdicts(tmp_path):
     with (folder / "samples_medicationqa_2026-01-01T00-00-00.jsonl").open("w") as handle:
         for i, qtype in enumerate(types):
             doc = {"question": f"q{i}", "answer": "Take with food.", "question_type": qtype}
-            handle.write(json.dumps({"doc_id": i, "doc": doc, "resps": [["Take it with food."]], "filter": "scored"}) + "\n")
-    (folder / "results_2026-01-01T00-00-00.json").write_text(json.dumps({"results": {"medicationqa": {"alias": "medicationqa"}}}))
+            handle.write(
+                json.dumps({"doc_id": i, "doc": doc, "resps": [["Take it with food."]], "filter": "scored"}) + "\n"
+            )
+    (folder / "results_2026-01-01T00-00-00.json").write_text(
+        json.dumps({"results": {"medicationqa": {"alias": "medicationqa"}}})
+    )
     with FakeJudgeServer() as server:
-        panel = panel_from_obj({"judges": [{"name": "a", "backend": "local-chat-completions", "model": "m1", "base_url": server.url}],
-                                "cache": None}, "t")
+        panel = panel_from_obj(
+            {
+                "judges": [{"name": "a", "backend": "local-chat-completions", "model": "m1", "base_url": server.url}],
+                "cache": None,
+            },
+            "t",
+        )
         entry = judge_output(folder, panel, progress=False)[0]
     expected_dose = sum(sum(default_scores("m1", f"q{i}").values()) / 3 for i in (0, 1)) / 2
     results = json.loads((folder / "results_2026-01-01T00-00-00_judged.json").read_text())
     block = results["medeval_judge"]["medicationqa"]
-    assert block["breakdown"]["scored"]["question_type"]["Dose"]["judge_panel_score"]["value"] == pytest.approx(expected_dose)
+    assert block["breakdown"]["scored"]["question_type"]["Dose"]["judge_panel_score"]["value"] == pytest.approx(
+        expected_dose
+    )
     assert block["judges"][0]["model"] == "m1" and block["rubric_version"] == "medicationqa-rubric-v2"
     assert results["results"]["medicationqa"]["sample_len"] == 3
     assert "| Dose | 2 |" in entry["breakdown"]

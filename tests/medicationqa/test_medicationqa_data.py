@@ -13,8 +13,22 @@ from medeval_metrics.data import MedevalDataError
 
 HEADER = ["Question", "Focus (Drug)", "Question Type", "Answer", "Section Title", "URL"]
 ROWS = [
-    ["how much ibuprofen can i take", "ibuprofen", "Dose", "Adults: 200-400 mg every 4-6 hours.", "Dosage", "https://x/1"],
-    ["does metformin cause b12 deficiency", "metformin", "Side effects", "Long-term use can lower B12.", None, "https://x/2"],
+    [
+        "how much ibuprofen can i take",
+        "ibuprofen",
+        "Dose",
+        "Adults: 200-400 mg every 4-6 hours.",
+        "Dosage",
+        "https://x/1",
+    ],
+    [
+        "does metformin cause b12 deficiency",
+        "metformin",
+        "Side effects",
+        "Long-term use can lower B12.",
+        None,
+        "https://x/2",
+    ],
 ]
 
 
@@ -87,7 +101,9 @@ def test_json_and_csv_exports_with_snake_case_columns(tmp_path):
 )
 def test_bad_rows_are_named(tmp_path, header, rows, message):
     path = _write_xlsx(tmp_path / "bad.xlsx", header, rows)
-    with pytest.raises(MedevalDataError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")) as info:
+    with pytest.raises(
+        MedevalDataError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")
+    ) as info:
         mqa.read_local(path)
     assert str(path) in str(info.value)
 
@@ -181,7 +197,9 @@ def test_hub_mirror_is_the_default_source(monkeypatch):
         raise ConnectionError("no route")
 
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
-    with pytest.raises(MedevalDataError, match=r"loading the Hub dataset truehealth/medicationqa failed \(ConnectionError\)"):
+    with pytest.raises(
+        MedevalDataError, match=r"loading the Hub dataset truehealth/medicationqa failed \(ConnectionError\)"
+    ):
         mqa.load_rows({})
 
 
@@ -200,12 +218,16 @@ def _model_like(index: int, rows: list[dict[str, str]]) -> str:
     sentences = [s for s in other["answer"].replace("\n", " ").split(". ") if s]
     style = index % 5
     if style == 0:  # chatty instruction-tuned model
-        return (f"Great question! Here's what you should know about {row['focus_drug'] or 'this medicine'}:\n\n"
-                f"{'. '.join(sentences[:2])}.\n\nHowever, always talk to your doctor or pharmacist before changing "
-                "how you take any medication. Let me know if you have other questions! 😊")
+        return (
+            f"Great question! Here's what you should know about {row['focus_drug'] or 'this medicine'}:\n\n"
+            f"{'. '.join(sentences[:2])}.\n\nHowever, always talk to your doctor or pharmacist before changing "
+            "how you take any medication. Let me know if you have other questions! 😊"
+        )
     if style == 1:  # reasoning model: thinking block, then the answer
-        return (f"<think>\nThe user asks: {row['question']}. I recall that {sentences[0].lower()}... "
-                "Let me make sure about the dose.\n</think>\n\n" + " ".join(reversed(sentences)))
+        return (
+            f"<think>\nThe user asks: {row['question']}. I recall that {sentences[0].lower()}... "
+            "Let me make sure about the dose.\n</think>\n\n" + " ".join(reversed(sentences))
+        )
     if style == 2:  # format-ignoring: markdown bullets, unicode punctuation
         return "**Answer:**\n" + "\n".join(f"• {s.strip()} — see label (200–400 mg/day, ≤3×)" for s in sentences[:4])
     if style == 3:  # base model running on into the next question
@@ -243,7 +265,10 @@ def test_rouge_l_matches_rouge_score_exactly_on_all_real_references(shared_data)
         ("", "anything"),
         ("Take 2 tablets", ""),
         ("!!! ... ???", "— • —"),  # no tokens on either side
-        ("Ibuprofen İbuprofen ÍBUPROFEN straße", "ibuprofen i̇buprofen straße strasse"),  # lower() of İ adds a combining dot
+        (
+            "Ibuprofen İbuprofen ÍBUPROFEN straße",
+            "ibuprofen i̇buprofen straße strasse",
+        ),  # lower() of İ adds a combining dot
         ("the the the the", "the"),  # repeated tokens
         ("a b c d e f g h", "h g f e d c b a"),  # reversed: LCS 1
         ("running runs ran runner", "run running runs"),  # stems meet

@@ -13,16 +13,31 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-from medeval_metrics.testing.fake_judge import FakeJudgeServer
 from conftest import REPO_ROOT, closed_port_url, find_results, run_cli, two_judge_panel
 
+from medeval_metrics.testing.fake_judge import FakeJudgeServer
+
 CANARY = "sk-canary-e2e-0000-leak-check"
-JUDGE_METRICS = ("judge_accuracy", "judge_completeness", "judge_clarity", "judge_panel_score", "judge_reward",
-                 "judge_unscored_rate", "judge_agreement", "judge_success_a", "judge_success_b")
+JUDGE_METRICS = (
+    "judge_accuracy",
+    "judge_completeness",
+    "judge_clarity",
+    "judge_panel_score",
+    "judge_reward",
+    "judge_unscored_rate",
+    "judge_agreement",
+    "judge_success_a",
+    "judge_success_b",
+)
 ROWS = [
-    {"question": f"can i take drug{i} with food", "focus_drug": f"drug{i}", "question_type": ["Dose", "Usage", "Interaction"][i % 3],
-     "answer": f"Drug{i} can be taken with or without food.", "section_title": "How to use", "url": f"https://example.org/{i}"}
+    {
+        "question": f"can i take drug{i} with food",
+        "focus_drug": f"drug{i}",
+        "question_type": ["Dose", "Usage", "Interaction"][i % 3],
+        "answer": f"Drug{i} can be taken with or without food.",
+        "section_title": "How to use",
+        "url": f"https://example.org/{i}",
+    }
     for i in range(12)
 ]
 
@@ -46,10 +61,35 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
     cache, out = tmp_path / "cache.sqlite", tmp_path / "out"
     script = {("judge-a", ROWS[0]["question"]): [{"status": 429, "headers": {"Retry-After": "0"}}, {"status": 500}]}
     with FakeJudgeServer(script=script) as server:
-        env = {"MEDEVAL_JUDGES": _judges(server, cache), "E2E_JUDGE_KEY": CANARY, "MEDEVAL_MEDICATIONQA_PATH": str(_data_file(tmp_path))}
-        run = run_cli(["run", "--tasks", "medicationqa", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
-                       "--limit", "10", "--device", "cpu", "--batch_size", "10", "--gen_kwargs", "max_gen_toks=16",
-                       "--output_path", str(out), "--log_samples"], cwd=tmp_path, env=env)
+        env = {
+            "MEDEVAL_JUDGES": _judges(server, cache),
+            "E2E_JUDGE_KEY": CANARY,
+            "MEDEVAL_MEDICATIONQA_PATH": str(_data_file(tmp_path)),
+        }
+        run = run_cli(
+            [
+                "run",
+                "--tasks",
+                "medicationqa",
+                "--model",
+                "hf",
+                "--model_args",
+                f"pretrained={tiny_model}",
+                "--limit",
+                "10",
+                "--device",
+                "cpu",
+                "--batch_size",
+                "10",
+                "--gen_kwargs",
+                "max_gen_toks=16",
+                "--output_path",
+                str(out),
+                "--log_samples",
+            ],
+            cwd=tmp_path,
+            env=env,
+        )
         assert run.returncode == 0, run.stderr[-3000:]
         checks = sum(1 for r in server.requests if r["question"] == "")  # the health check: one per judge
         assert checks == 2
@@ -84,7 +124,14 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
     assert len(verdict_lines) == 10 and set(verdict_lines[0]["verdicts"]) == {"a", "b"}
     assert verdict_lines[0]["question_type"] == "Dose"
 
-    everything = run.stdout + run.stderr + judged.stdout + judged.stderr + _all_text(out) + cache.read_bytes().decode("utf-8", "replace")
+    everything = (
+        run.stdout
+        + run.stderr
+        + judged.stdout
+        + judged.stderr
+        + _all_text(out)
+        + cache.read_bytes().decode("utf-8", "replace")
+    )
     assert CANARY not in everything
 
 
@@ -93,9 +140,17 @@ def _write_samples(folder: Path, n: int) -> Path:
     path = folder / "samples_medicationqa_2026-01-01T00-00-00.000000.jsonl"
     with path.open("w") as handle:
         for i in range(n):
-            doc = {"question": f"question {i}", "answer": f"reference {i}", "question_type": "Dose", "focus_drug": "x",
-                   "section_title": "", "url": ""}
-            handle.write(json.dumps({"doc_id": i, "doc": doc, "resps": [[f"model answer {i}"]], "filter": "scored"}) + "\n")
+            doc = {
+                "question": f"question {i}",
+                "answer": f"reference {i}",
+                "question_type": "Dose",
+                "focus_drug": "x",
+                "section_title": "",
+                "url": "",
+            }
+            handle.write(
+                json.dumps({"doc_id": i, "doc": doc, "resps": [[f"model answer {i}"]], "filter": "scored"}) + "\n"
+            )
     return path
 
 
@@ -134,7 +189,9 @@ def test_killed_judging_run_resumes_from_cache(tmp_path, monkeypatch):
         config["cache"] = str(tmp_path / "other.sqlite")
         monkeypatch.setenv("E2E_JUDGE_KEY", CANARY)
         straight = judge_output(tmp_path / "straight", panel_from_obj(config, "t"), progress=False)[0]
-    resumed_results = json.loads(next((tmp_path / "interrupted").glob("*_judged.json")).read_text())["results"]["medicationqa"]
+    resumed_results = json.loads(next((tmp_path / "interrupted").glob("*_judged.json")).read_text())["results"][
+        "medicationqa"
+    ]
     for metric, stats in straight["summary"].items():
         assert resumed_results[f"{metric},scored"] == pytest.approx(stats["value"]), metric
     assert CANARY not in resumed.stdout + resumed.stderr
@@ -146,14 +203,18 @@ def test_task_without_judges_runs_and_says_so(tmp_path, monkeypatch, caplog):
     from lm_eval.tasks import TaskManager
 
     import medeval_metrics
-    import medeval_metrics.testing.scripted  # noqa: F401  (registers medeval-scripted)
+    import medeval_metrics.testing.scripted
 
     monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
-    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
-                          metadata={"medicationqa_path": str(_data_file(tmp_path))})
+    manager = TaskManager(
+        include_defaults=False,
+        include_path=medeval_metrics.tasks_path(),
+        metadata={"medicationqa_path": str(_data_file(tmp_path))},
+    )
     table = {"generate": {ROWS[0]["question"]: ROWS[0]["answer"]}, "default": "Ask your pharmacist."}
-    results = lm_eval.simple_evaluate(model="medeval-scripted", model_args={"table": table}, tasks=["medicationqa"],
-                                      task_manager=manager, limit=4)
+    results = lm_eval.simple_evaluate(
+        model="medeval-scripted", model_args={"table": table}, tasks=["medicationqa"], task_manager=manager, limit=4
+    )
     task = results["results"]["medicationqa"]
     assert task["judge_computed,scored"] == 0.0
     assert not any(key.startswith(("judge_panel", "judge_reward", "judge_accuracy")) for key in task)
@@ -170,8 +231,11 @@ def _evaluate(tmp_path, metadata, model=None, limit=3):
     import medeval_metrics
     from medeval_metrics.testing.scripted import ScriptedLM
 
-    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
-                          metadata={"medicationqa_path": str(_data_file(tmp_path)), **metadata})
+    manager = TaskManager(
+        include_defaults=False,
+        include_path=medeval_metrics.tasks_path(),
+        metadata={"medicationqa_path": str(_data_file(tmp_path)), **metadata},
+    )
     model = model or ScriptedLM({"default": "Take it with food."})
     return lm_eval.simple_evaluate(model=model, tasks=["medicationqa"], task_manager=manager, limit=limit), model
 
@@ -206,7 +270,9 @@ def test_bad_judge_setup_fails_before_any_generation(tmp_path, monkeypatch):
         _evaluate(tmp_path, {}, model=model)
     assert model.requests_seen == []
     with pytest.raises(MedevalDataError, match="unknown field"):
-        _evaluate(tmp_path, {"medeval_judges": {"judges": [{"backend": "hf", "model": "m", "colour": "red"}]}}, model=model)
+        _evaluate(
+            tmp_path, {"medeval_judges": {"judges": [{"backend": "hf", "model": "m", "colour": "red"}]}}, model=model
+        )
     assert model.requests_seen == []
 
 
@@ -219,10 +285,15 @@ def test_chat_template_prompt(tmp_path, monkeypatch):
     from medeval_metrics.testing.scripted import ScriptedLM
 
     monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
-    manager = TaskManager(include_defaults=False, include_path=medeval_metrics.tasks_path(),
-                          metadata={"medicationqa_path": str(_data_file(tmp_path))})
+    manager = TaskManager(
+        include_defaults=False,
+        include_path=medeval_metrics.tasks_path(),
+        metadata={"medicationqa_path": str(_data_file(tmp_path))},
+    )
     model = ScriptedLM({"default": "Take it with food."})
-    lm_eval.simple_evaluate(model=model, tasks=["medicationqa"], task_manager=manager, limit=2, apply_chat_template=True)
+    lm_eval.simple_evaluate(
+        model=model, tasks=["medicationqa"], task_manager=manager, limit=2, apply_chat_template=True
+    )
     prompt, gen_kwargs = model.requests_seen[0].args
     assert prompt.startswith("<|user|>\nAnswer the following question about a medication")
     assert prompt.endswith(f"Question: {ROWS[0]['question']}\nAnswer:\n<|assistant|>\n")
@@ -236,19 +307,41 @@ def test_dead_judge_makes_medeval_run_exit_non_zero_with_one_line(tmp_path):
     table = tmp_path / "table.json"
     table.write_text(json.dumps({"key": "question", "generate": {}, "default": "Take it with food."}))
     out = tmp_path / "out"
-    judges = json.dumps({"judges": [{"name": "dead", "backend": "local-chat-completions", "model": "m",
-                                     "base_url": closed_port_url()}],
-                         "cache": None, "max_retries": 0, "backoff_base": 0.01})
+    judges = json.dumps(
+        {
+            "judges": [
+                {"name": "dead", "backend": "local-chat-completions", "model": "m", "base_url": closed_port_url()}
+            ],
+            "cache": None,
+            "max_retries": 0,
+            "backoff_base": 0.01,
+        }
+    )
     env = {"MEDEVAL_JUDGES": judges, "MEDEVAL_MEDICATIONQA_PATH": str(_data_file(tmp_path))}
     # --skip-judge-check: the judge is found dead after generation (issue 21 checks it before: see
     # tests/core/test_judge_health.py), and the last line says how to re-judge without generating again
-    args = ["run", "--tasks", "medicationqa", "--model", "medeval-scripted", "--model_args", f"table={table}",
-            "--limit", "6", "--output_path", str(out), "--log_samples", "--skip-judge-check"]
+    args = [
+        "run",
+        "--tasks",
+        "medicationqa",
+        "--model",
+        "medeval-scripted",
+        "--model_args",
+        f"table={table}",
+        "--limit",
+        "6",
+        "--output_path",
+        str(out),
+        "--log_samples",
+        "--skip-judge-check",
+    ]
     run = run_cli(args, cwd=tmp_path, env=env)
     assert run.returncode == 3, run.stderr[-3000:]
     reason = [line for line in run.stderr.splitlines() if line.startswith("medeval: error:")]
-    assert reason == ["medeval: error: judge(s) scored nothing: dead (medicationqa). Fix them, then re-judge without "
-                      f"generating again: medeval judge {out} (or pass --allow-unscored)."]
+    assert reason == [
+        "medeval: error: judge(s) scored nothing: dead (medicationqa). Fix them, then re-judge without "
+        f"generating again: medeval judge {out} (or pass --allow-unscored)."
+    ]
     assert run.stderr.strip().splitlines()[-1] == reason[0]
     assert "Traceback" not in run.stderr
     assert list(out.rglob("results_*.json"))  # what the run produced is kept
@@ -257,5 +350,7 @@ def test_dead_judge_makes_medeval_run_exit_non_zero_with_one_line(tmp_path):
     # without --output_path too: the exit code comes from the evaluation itself, not a results file
     no_output = run_cli([*args[: args.index("--output_path")], "--skip-judge-check"], cwd=tmp_path, env=env)
     assert no_output.returncode == 3, no_output.stderr[-3000:]
-    assert "judge(s) scored nothing: dead (medicationqa). Fix them, then run again with --output_path DIR " \
-           "--log_samples" in no_output.stderr.splitlines()[-1]
+    assert (
+        "judge(s) scored nothing: dead (medicationqa). Fix them, then run again with --output_path DIR "
+        "--log_samples" in no_output.stderr.splitlines()[-1]
+    )

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import datasets
 
@@ -29,13 +30,19 @@ EVIDENCE_INPUTS = (
     "unknown), entity_type (single, empty or complex) and entities; notes: the clinical note text."
 )
 
-LOGICAL_FORM_FEATURES = datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")})
+LOGICAL_FORM_FEATURES = datasets.Features(
+    {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+)
 LOGICAL_FORM_INPUTS = (
     "predictions: the model's output (its first non-empty line is the predicted logical form); "
     "references: the gold logical forms."
 )
 TEMPLATE_FEATURES = datasets.Features(
-    {"predictions": datasets.Value("string"), "references": datasets.Value("string"), "templates": datasets.Value("string")}
+    {
+        "predictions": datasets.Value("string"),
+        "references": datasets.Value("string"),
+        "templates": datasets.Value("string"),
+    }
 )
 TEMPLATE_INPUTS = LOGICAL_FORM_INPUTS + " templates: the gold logical-form templates (slots written |name|)."
 
@@ -66,7 +73,9 @@ def _gold_answers(answers_json: str) -> list[Any]:
 def evidence_scorer(key: str) -> Callable[..., float]:
     """``key`` (relaxed_em, f1 or strict_em) of ``score_evidence``, as ``process_evidence`` calls it."""
     return staticmethod(
-        lambda output, answers_json, notes: emrqa_metrics.score_evidence(output or "", _gold_answers(answers_json), notes)[key]
+        lambda output, answers_json, notes: emrqa_metrics.score_evidence(
+            output or "", _gold_answers(answers_json), notes
+        )[key]
     )
 
 

@@ -9,12 +9,31 @@ files written by one run and read by another). Whether a prompt with its documen
 """
 
 from medeval_metrics.emsqa.retrieval.cache import cached_build, default_cache_root
-from medeval_metrics.emsqa.retrieval.corpus import Chunk, CorpusFile, chunk_corpus, corpus_files, corpus_version, file_sha256
+from medeval_metrics.emsqa.retrieval.corpus import (
+    Chunk,
+    CorpusFile,
+    chunk_corpus,
+    corpus_files,
+    corpus_version,
+    file_sha256,
+)
 from medeval_metrics.emsqa.retrieval.index import MODES, KnowledgeIndex, RetrievalSettings, chunks_version, open_index
 from medeval_metrics.emsqa.retrieval.precomputed import read_retrievals, write_retrievals
 
 __all__ = [
-    "Chunk", "CorpusFile", "chunk_corpus", "corpus_files", "corpus_version", "file_sha256", "cached_build",
-    "default_cache_root", "MODES", "KnowledgeIndex", "RetrievalSettings", "chunks_version", "open_index",
-    "read_retrievals", "write_retrievals",
+    "MODES",
+    "Chunk",
+    "CorpusFile",
+    "KnowledgeIndex",
+    "RetrievalSettings",
+    "cached_build",
+    "chunk_corpus",
+    "chunks_version",
+    "corpus_files",
+    "corpus_version",
+    "default_cache_root",
+    "file_sha256",
+    "open_index",
+    "read_retrievals",
+    "write_retrievals",
 ]

@@ -14,8 +14,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from medeval_metrics.files import exclusive_lock
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Protocol
 
-from medeval_metrics.data import MedevalDataError, file_sha256  # noqa: F401 (file_sha256: re-exported)
+from medeval_metrics.data import MedevalDataError, file_sha256
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class BasicTokenizer:
 
     def windows(self, text: str, size: int, overlap: int) -> list[str]:
         spans = [m.span() for m in _BASIC_TOKEN.finditer(text)]
-        return [text[spans[start][0]:spans[end - 1][1]] for start, end in window_bounds(len(spans), size, overlap)]
+        return [text[spans[start][0] : spans[end - 1][1]] for start, end in window_bounds(len(spans), size, overlap)]
 
 
 class HFTokenizer:
@@ -168,8 +169,9 @@ def read_pages(file: CorpusFile, what: str, fix: str) -> list[dict[str, str]]:
     return data
 
 
-def chunk_corpus(files: Sequence[CorpusFile], tokenizer: WindowTokenizer, size: int, overlap: int,
-                 what: str, fix: str) -> list[Chunk]:
+def chunk_corpus(
+    files: Sequence[CorpusFile], tokenizer: WindowTokenizer, size: int, overlap: int, what: str, fix: str
+) -> list[Chunk]:
     """Every section of every file as windows; sections with no text give no chunk."""
     chunks: list[Chunk] = []
     for file in files:
@@ -183,5 +185,3 @@ def chunk_corpus(files: Sequence[CorpusFile], tokenizer: WindowTokenizer, size: 
     if not chunks:
         raise MedevalDataError(f"{', '.join(str(f.path) for f in files)}: {what} holds no text to retrieve. {fix}")
     return chunks
-
-

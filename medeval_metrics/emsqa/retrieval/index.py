@@ -14,9 +14,10 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,9 +70,12 @@ class RetrievalSettings:
 
     def chunking(self) -> dict[str, Any]:
         name = self.tokenizer_name
-        return {"tokens": self.chunk_tokens, "overlap": self.chunk_overlap,
-                "tokenizer": name if name == "basic" else model_fingerprint(name, small_files_only=True),
-                "text": "title. chunk"}
+        return {
+            "tokens": self.chunk_tokens,
+            "overlap": self.chunk_overlap,
+            "tokenizer": name if name == "basic" else model_fingerprint(name, small_files_only=True),
+            "text": "title. chunk",
+        }
 
     def record(self) -> dict[str, Any]:
         """The settings as written into the results' config."""
@@ -88,8 +92,14 @@ class RetrievalSettings:
     def make_retriever(self) -> BM25Retriever | DenseRetriever:
         if self.retriever == "bm25":
             return BM25Retriever()
-        return DenseRetriever(self.query_encoder, self.article_encoder, self.query_max_tokens,
-                              self.chunk_tokens, self.batch_size, self.device)
+        return DenseRetriever(
+            self.query_encoder,
+            self.article_encoder,
+            self.query_max_tokens,
+            self.chunk_tokens,
+            self.batch_size,
+            self.device,
+        )
 
 
 def chunks_version(files: Sequence[CorpusFile], settings: RetrievalSettings) -> str:
@@ -120,7 +130,9 @@ class KnowledgeIndex:
         self.position_of = {chunk_id: position for position, chunk_id in enumerate(ids)}
         self.chunk_ids, self.chunk_sources = list(ids), list(sources)
 
-    def retrieve(self, queries: Sequence[str], sources: Sequence[Sequence[str]] | None) -> list[list[tuple[int, float]]]:
+    def retrieve(
+        self, queries: Sequence[str], sources: Sequence[Sequence[str]] | None
+    ) -> list[list[tuple[int, float]]]:
         """Hits (chunk position, score) per query; ``sources[i]`` limits query i in the filtered modes."""
         settings = self.settings
         mode, k = settings.mode, settings.k
@@ -148,13 +160,21 @@ class KnowledgeIndex:
         for source in sorted({s for item in sources for s in item}):
             rows = [i for i, item in enumerate(sources) if source in item]
             subset = prepared[rows] if isinstance(prepared, np.ndarray) else [prepared[i] for i in rows]
-            for row, hits in zip(rows, self.retriever.search(subset, k, self.positions_by_source.get(source, np.empty(0, np.int64)))):
+            for row, hits in zip(
+                rows, self.retriever.search(subset, k, self.positions_by_source.get(source, np.empty(0, np.int64)))
+            ):
                 merged[row].extend(hits)
         return [sorted(set(hits), key=lambda h: (-h[1], h[0]))[:k] for hits in merged]
 
 
-def open_index(files: Sequence[CorpusFile], settings: RetrievalSettings, cache_root: Path, what: str, fix: str,
-               with_retriever: bool = True) -> KnowledgeIndex:
+def open_index(
+    files: Sequence[CorpusFile],
+    settings: RetrievalSettings,
+    cache_root: Path,
+    what: str,
+    fix: str,
+    with_retriever: bool = True,
+) -> KnowledgeIndex:
     """Chunks and retriever for ``files`` from the cache, building them there first if needed."""
     started = time.perf_counter()
     chunking = settings.chunking()
@@ -173,11 +193,19 @@ def open_index(files: Sequence[CorpusFile], settings: RetrievalSettings, cache_r
         def build_index(folder: Path) -> None:
             retriever.build(chunks, folder)
 
-        index_folder, index_built = cached_build(cache_root, {"kind": "index", **base_spec, "retriever": retriever.spec}, build_index)
+        index_folder, index_built = cached_build(
+            cache_root, {"kind": "index", **base_spec, "retriever": retriever.spec}, build_index
+        )
         if not index_built:
             pending = index_folder  # loaded when first searched: a run whose retrievals are cached never needs it
         built = built or index_built
     seconds = time.perf_counter() - started
-    log.info("medeval: %s: %d chunks, %s index %s in %.2f s", what, len(chunks), settings.retriever,
-             "built" if built else "loaded from cache", seconds)
+    log.info(
+        "medeval: %s: %d chunks, %s index %s in %.2f s",
+        what,
+        len(chunks),
+        settings.retriever,
+        "built" if built else "loaded from cache",
+        seconds,
+    )
     return KnowledgeIndex(chunks, retriever, settings, chunks_version(files, settings), built, seconds, pending)

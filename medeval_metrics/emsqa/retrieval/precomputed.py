@@ -52,7 +52,9 @@ def _write(path: Path, sections: Sequence[Section]) -> None:
                 handle.write(json.dumps(line) + "\n")
 
 
-def write_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> Path:
+def write_retrievals(
+    path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]
+) -> Path:
     """A file of one section (the retrieval cache's)."""
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +62,9 @@ def write_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[tupl
     return path
 
 
-def save_task_retrievals(path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]) -> Path:
+def save_task_retrievals(
+    path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]
+) -> Path:
     """Write ``header["task"]``'s section into ``path``, keeping the sections of the other tasks there."""
     from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
 
@@ -84,8 +88,9 @@ def checked_text(path: Path, description: str) -> str:
         return path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise MedevalDataError(f"{path}: {description} is not UTF-8 text (byte {exc.start}, line {line}). Re-save "
-                               "the file as UTF-8.") from exc
+        raise MedevalDataError(
+            f"{path}: {description} is not UTF-8 text (byte {exc.start}, line {line}). Re-save the file as UTF-8."
+        ) from exc
     except OSError as exc:
         raise MedevalDataError(f"{path}: cannot read {description} ({exc.strerror}).") from exc
 
@@ -132,12 +137,15 @@ def read_sections(path: Path) -> list[Section]:
             continue
         entry = record.get("doc", record)
         if not isinstance(entry, dict):
-            raise MedevalDataError(f"{path}: line {line_number}: its 'doc' is a {type(entry).__name__}, not an "
-                                   f"object. {_FIX}")
+            raise MedevalDataError(
+                f"{path}: line {line_number}: its 'doc' is a {type(entry).__name__}, not an object. {_FIX}"
+            )
         item_id, chunks = entry.get("id"), entry.get("rag_chunks", entry.get("chunks"))
         if item_id is not None and not _is_id(item_id):
-            raise MedevalDataError(f"{path}: line {line_number}: the item id is a {type(item_id).__name__}; "
-                                   f"expected a string or a number. {_FIX}")
+            raise MedevalDataError(
+                f"{path}: line {line_number}: the item id is a {type(item_id).__name__}; "
+                f"expected a string or a number. {_FIX}"
+            )
         if item_id is None or not isinstance(chunks, list):
             raise MedevalDataError(
                 f"{path}: line {line_number} has no item id and chunk list (fields 'id' and 'chunks', or a "
@@ -149,7 +157,8 @@ def read_sections(path: Path) -> list[Section]:
             if not _is_id(chunk["id"]) or not _is_score(chunk["score"]):
                 raise MedevalDataError(
                     f"{path}: line {line_number}, chunk {number}: 'id' must be a string and 'score' a number "
-                    f"(got {type(chunk['id']).__name__} and {type(chunk['score']).__name__}). {_FIX}")
+                    f"(got {type(chunk['id']).__name__} and {type(chunk['score']).__name__}). {_FIX}"
+                )
         if "doc" in record:  # a sample: its doc carries the header it was retrieved under
             header = entry.get("rag_header") if isinstance(entry.get("rag_header"), dict) else None
             key = ("sample", json.dumps(header, sort_keys=True))

@@ -11,8 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 import operator
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +56,15 @@ class BM25Retriever:
     def spec(self) -> dict[str, Any]:
         import bm25s
 
-        return {"kind": "bm25", "library": f"bm25s {bm25s.__version__}", "method": "lucene", "k1": self.k1,
-                "b": self.b, "stopwords": "en", "token_pattern": "bm25s default"}
+        return {
+            "kind": "bm25",
+            "library": f"bm25s {bm25s.__version__}",
+            "method": "lucene",
+            "k1": self.k1,
+            "b": self.b,
+            "stopwords": "en",
+            "token_pattern": "bm25s default",
+        }
 
     @staticmethod
     def _tokens(texts: Sequence[str]) -> list[list[str]]:
@@ -96,8 +104,15 @@ class DenseRetriever:
     Any pair of BERT-style encoders given by Hub name or local folder works the same way.
     """
 
-    def __init__(self, query_encoder: str, article_encoder: str, query_max_tokens: int = 64,
-                 article_max_tokens: int = 512, batch_size: int = 32, device: str | None = None) -> None:
+    def __init__(
+        self,
+        query_encoder: str,
+        article_encoder: str,
+        query_max_tokens: int = 64,
+        article_max_tokens: int = 512,
+        batch_size: int = 32,
+        device: str | None = None,
+    ) -> None:
         self.query_encoder, self.article_encoder = str(query_encoder), str(article_encoder)
         self.query_max_tokens, self.article_max_tokens = int(query_max_tokens), int(article_max_tokens)
         self.batch_size = int(batch_size)
@@ -107,10 +122,16 @@ class DenseRetriever:
 
     @property
     def spec(self) -> dict[str, Any]:
-        return {"kind": "dense", "pooling": "cls", "normalized": True, "search": "faiss IndexFlatIP",
-                "query_encoder": model_fingerprint(self.query_encoder),
-                "article_encoder": model_fingerprint(self.article_encoder),
-                "query_max_tokens": self.query_max_tokens, "article_max_tokens": self.article_max_tokens}
+        return {
+            "kind": "dense",
+            "pooling": "cls",
+            "normalized": True,
+            "search": "faiss IndexFlatIP",
+            "query_encoder": model_fingerprint(self.query_encoder),
+            "article_encoder": model_fingerprint(self.article_encoder),
+            "query_max_tokens": self.query_max_tokens,
+            "article_max_tokens": self.article_max_tokens,
+        }
 
     def _device(self) -> str:
         if self.device:
@@ -140,9 +161,10 @@ class DenseRetriever:
         out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
-                batch = order[start:start + self.batch_size]
-                encoded = tokenizer([texts[i] for i in batch], truncation=True, padding=True,
-                                    max_length=max_tokens, return_tensors="pt").to(model.device)
+                batch = order[start : start + self.batch_size]
+                encoded = tokenizer(
+                    [texts[i] for i in batch], truncation=True, padding=True, max_length=max_tokens, return_tensors="pt"
+                ).to(model.device)
                 cls = model(**encoded).last_hidden_state[:, 0, :].float()
                 out[batch] = torch.nn.functional.normalize(cls, dim=-1).cpu().numpy()
         return out
@@ -188,8 +210,10 @@ class DenseRetriever:
         if k <= 0:
             return [[] for _ in range(len(prepared))]
         scores, ids = self._index.search(np.ascontiguousarray(prepared, dtype=np.float32), k, params=params)
-        return [[(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i >= 0]
-                for row_ids, row_scores in zip(ids, scores)]
+        return [
+            [(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i >= 0]
+            for row_ids, row_scores in zip(ids, scores)
+        ]
 
 
 def save_chunks(chunks: Sequence[Chunk], folder: Path) -> None:
@@ -229,8 +253,12 @@ class StoredChunks(Sequence[Chunk]):
             if self._text is None:
                 self._text = (self._folder / "chunks.txt").read_text(encoding="utf-8")
             start = self._ends[position - 1] if position else 0
-            chunk = Chunk(self.ids[position], self.sources[position], self._titles[position],
-                          self._text[start:self._ends[position]])
+            chunk = Chunk(
+                self.ids[position],
+                self.sources[position],
+                self._titles[position],
+                self._text[start : self._ends[position]],
+            )
             self._made[position] = chunk
         return chunk
 

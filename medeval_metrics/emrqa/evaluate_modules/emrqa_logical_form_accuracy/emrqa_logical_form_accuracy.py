@@ -1,7 +1,7 @@
 """emrQL logical-form accuracy (the ``lf_acc`` of emrqa_emrql_1 and emrqa_emrql_2) as an evaluate module."""
 
-import medeval_metrics.evaluate_modules.base as base
 import medeval_metrics.emrqa.evaluate_modules.inputs as emrqa_inputs
+from medeval_metrics.evaluate_modules import base
 
 
 class EmrqaLogicalFormAccuracy(base.PerItemMeanMetric):

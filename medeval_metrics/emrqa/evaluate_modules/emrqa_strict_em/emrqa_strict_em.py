@@ -1,7 +1,7 @@
 """emrQA evidence strict exact match (the ``strict_em`` of the evidence tasks) as an evaluate module."""
 
-import medeval_metrics.evaluate_modules.base as base
 import medeval_metrics.emrqa.evaluate_modules.inputs as emrqa_inputs
+from medeval_metrics.evaluate_modules import base
 
 
 class EmrqaStrictEm(base.PerItemMeanMetric):

@@ -1,7 +1,7 @@
 """EMSQA per-item set F1, averaged (the ``f1`` of the emsqa_* tasks) as an evaluate module."""
 
-import medeval_metrics.emsqa as emsqa
-import medeval_metrics.evaluate_modules.base as base
+from medeval_metrics import emsqa
+from medeval_metrics.evaluate_modules import base
 
 
 class EmsqaSetF1(base.PerItemMeanMetric):
