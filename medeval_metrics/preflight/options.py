@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.files import unwritable_reason
 from medeval_metrics.preflight.argv import parse_metadata
 
 
@@ -104,21 +105,3 @@ def _model_problem(name: str) -> str | None:
     close = difflib.get_close_matches(name, known, n=2, cutoff=0.5)
     suggestion = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return f"--model {name!r} is not a model backend lm-eval knows.{suggestion} Known: {', '.join(known)}."
-
-
-def unwritable_reason(folder: Path) -> str | None:
-    """Why files cannot be written into ``folder`` (created as needed), or None. Checked by really creating (and
-    removing) a folder in its nearest existing ancestor: permission bits do not tell for root or for /proc."""
-    import tempfile
-
-    folder = Path(folder).expanduser()
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is a file, not a folder"
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".medeval-write-check-", dir=existing))
-    except OSError as exc:
-        return f"{existing} is not writable ({exc.strerror or type(exc).__name__})"
-    return None
