@@ -155,6 +155,7 @@ def test_medicationqa_panel_two_ranks_equal_one_and_judge_each_item_once(tmp_pat
                 "--output_path",
                 str(out),
                 "--log_samples",
+                "--skip-judge-check",  # its one fixed request per judge would be counted as judging
             ]
             before = len(server.requests)
             proc = _run(args, tmp_path, env, processes)
