@@ -150,6 +150,10 @@ def test_medeval_run_with_dead_judges_fails_before_the_model_is_built(tmp_path, 
         json.dumps([{"question": f"can i take drug{i} with food", "answer": "Yes, with food."} for i in range(3)])
     )
     dead = closed_port_url()
+    # a folder the pre-run model check accepts (it has a config.json) but that holds no model: building it fails
+    model = tmp_path / "not-a-model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
     args = [
         "run",
         "--tasks",
@@ -157,7 +161,7 @@ def test_medeval_run_with_dead_judges_fails_before_the_model_is_built(tmp_path, 
         "--model",
         "hf",
         "--model_args",
-        "pretrained=/no/such/model",
+        f"pretrained={model}",
         "--judge-model",
         "a",
         "--judge-model",
@@ -173,5 +177,5 @@ def test_medeval_run_with_dead_judges_fails_before_the_model_is_built(tmp_path, 
     assert all("cannot connect to 127.0.0.1:" in line for line in errors)
     # the model was never built: with the check skipped, building it is what fails
     skipped = run_cli([*args, "--skip-judge-check"], cwd=tmp_path, env=env)
-    assert skipped.returncode != 0 and "/no/such/model" in skipped.stderr
+    assert skipped.returncode != 0 and "not-a-model" in skipped.stderr
     assert "cannot connect" not in skipped.stderr
