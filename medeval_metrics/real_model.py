@@ -163,7 +163,9 @@ def _convert(gguf: Path, target: Path) -> None:
     try:
         import gguf as _gguf  # noqa: F401  transformers needs it to read the file; say so before it does
     except ImportError:
-        raise RealModelError("convert", "the `gguf` package is needed to read the model: pip install gguf") from None
+        raise RealModelError(
+            "convert", "the `gguf` package is needed to read the model: pip install gguf (the pack's real-model extra)"
+        ) from None
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one line of output: the folder
