@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import EMSQA_ITEMS as ITEMS
 from conftest import EMSQA_SYNTHETIC as SYNTHETIC
-from conftest import REPO_ROOT, emsqa_gold
+from conftest import emsqa_gold
 
+import medeval_metrics
 from medeval_metrics import evaluate_modules
 
 
@@ -148,7 +149,9 @@ def test_modules_equal_what_the_task_reports(modules):
 def test_wheel_ships_the_report_and_the_evaluate_modules(built_wheel):
     names = set(zipfile.ZipFile(built_wheel).namelist())
     for name in evaluate_modules.available():
-        folder = Path(evaluate_modules.path(name)).relative_to(REPO_ROOT).as_posix()  # medeval_metrics/<benchmark>/...
+        # medeval_metrics/<benchmark>/evaluate_modules/<name>, whether the pack is installed or a checkout
+        path = Path(evaluate_modules.path(name))
+        folder = path.relative_to(Path(medeval_metrics.__file__).parent.parent).as_posix()
         assert f"{folder}/{name}.py" in names
         assert f"{folder}/README.md" in names
     assert "medeval_metrics/evaluate_modules/base.py" in names

@@ -86,6 +86,7 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
                 "--output_path",
                 str(out),
                 "--log_samples",
+                "--breakdown",  # print the breakdown tables (a plain run prints one line per task)
             ],
             cwd=tmp_path,
             env=env,
@@ -108,7 +109,7 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
         # a full panel always scores all dimensions, so the MedARC reward is the HELM score / 5
         assert task["judge_reward,scored"] == pytest.approx(task["judge_panel_score,scored"] / 5)
         assert len(samples["medicationqa"]) == 10
-        assert "**medicationqa** by question_type" in run.stdout  # breakdown printed after the run
+        assert "**medicationqa** by question_type" in run.stdout  # --breakdown printed the tables after the run
 
         judged = run_cli(["judge", str(out), "--quiet"], cwd=tmp_path, env=env)
         assert judged.returncode == 0, judged.stderr[-3000:]
