@@ -335,13 +335,22 @@ class _Connection(asyncio.Protocol):
 
 def main() -> None:
     import argparse
+    import signal
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     server = FakeJudgeServer(latency=args.latency, port=args.port, precise_timers=True)
+
+    def stop(*_: object) -> None:
+        if server._loop is not None and server._stop is not None:
+            server._loop.call_soon_threadsafe(server._stop.set)
+
+    # on SIGTERM: stop and say what was served, so a caller checks concurrency by count, not by the clock
+    signal.signal(signal.SIGTERM, stop)
     server.serve_forever(on_ready=lambda url: print(url, flush=True))
+    print(f"served {server.count()} requests, at most {server.max_in_flight} at once", flush=True)
 
 
 if __name__ == "__main__":

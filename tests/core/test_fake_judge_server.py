@@ -62,7 +62,7 @@ def test_latency_is_waited_before_the_reply():
         start = time.perf_counter()
         post(server, body())
         elapsed = time.perf_counter() - start
-    assert 0.15 <= elapsed < 1.0
+    assert 0.15 <= elapsed < 5.0  # the lower bound is the point; the upper only catches a hang
 
 
 def test_one_kept_alive_connection_answers_requests_in_order_also_when_pipelined():
@@ -211,7 +211,13 @@ def test_standalone_server_process_as_the_benchmark_grid_runs_it():
     import sys
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "medeval_metrics.testing.fake_judge", "--latency", "0.5"],
+        [
+            sys.executable,
+            "-m",
+            "medeval_metrics.testing.fake_judge",
+            "--latency",
+            "2.0",
+        ],  # long enough that all four start first
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -226,13 +232,13 @@ def test_standalone_server_process_as_the_benchmark_grid_runs_it():
             },
             "test",
         )
-        start = time.perf_counter()
         out = PanelRunner(panel, RUBRIC).judge([JudgeItem(f"q{i}", "ref", f"a{i}") for i in range(4)], progress=False)
-        assert 0.5 <= time.perf_counter() - start < 1.5  # four at once: one latency, not four (2 s)
         assert [row["judge_m"]["scores"] for row in out] == [default_scores("m", f"q{i}") for i in range(4)]
     finally:
         process.terminate()
-        assert process.wait(timeout=10) is not None
+        assert process.wait(timeout=10) == 0
+    # four at once, counted by the server (a wall-clock bound failed on a loaded CI machine)
+    assert process.stdout.read().strip() == "served 4 requests, at most 4 at once"
 
 
 def test_precise_timers_serve_from_a_select_loop_with_the_same_replies():
