@@ -1,7 +1,8 @@
 """EMSQA with retrieval: the paper's knowledge-base RAG (global) and ExpertRAG (filtered by the item's
 subject areas) settings.
 
-The loaders retrieve once per item when the dataset is built and store in each doc what it got:
+The loaders retrieve for an item when lm-eval first reaches it (``RetrievedSplit``: a ``--limit 40`` run
+retrieves for 40 items) and store in each doc what it got:
 ``rag_chunks`` (chunk ids, source files and scores: visible in ``--log_samples``), ``rag_context``
 (the documents block the prompt shows) and ``rag_header`` (how they were retrieved). The prompt's
 length is counted when the item is scored (``prompt_too_long``), so a ``--limit`` run counts only
@@ -24,15 +25,14 @@ sets ``rag_mode``:
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from medeval_metrics.context_fit import ContextFit
 from medeval_metrics.data import MedevalDataError, download_hub_file, setting
@@ -43,7 +43,6 @@ from medeval_metrics.emsqa.retrieval import (
     MODES,
     CorpusFile,
     RetrievalSettings,
-    cached_build,
     corpus_version,
     default_cache_root,
     file_sha256,
@@ -421,60 +420,65 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     if task_config is not None and isinstance(getattr(task_config, "generation_kwargs", None), dict):
         max_gen_toks = int(task_config.generation_kwargs.get("max_gen_toks", max_gen_toks))
     prompt = getattr(task_config, "doc_to_text", None)
-    docs = dataset["test"].to_list()
+    test = dataset["test"]
+    docs = test.to_list()
     task = str(getattr(task_config, "task", "") or "")
-    record = add_retrieval(
-        docs, metadata, max_gen_toks, prompt if callable(prompt) else doc_to_text_rag_expert_cot, task
-    )
+    retrieval = TaskRetrieval(docs, metadata, max_gen_toks, prompt if callable(prompt) else None, task)
     if task_config is not None:
-        task_config.metadata = {**(task_config.metadata or {}), "rag": record}
-    import datasets
-
+        task_config.metadata = {**(task_config.metadata or {}), "rag": retrieval.record}
     # the other splits as they came (the public validation pool stays unread until examples are drawn)
-    return EmsqaSplits({**dataset, "test": datasets.Dataset.from_list(docs)})
+    return EmsqaSplits({**dataset, "test": RetrievedSplit(docs, list(test.features), retrieval)})
 
 
-def _cached_retrieval(
-    index: Any, ids: Sequence[str], questions: Sequence[str], sources: Sequence[Sequence[str]] | None, cache_root: Path
-) -> dict[str, list[dict[str, Any]]]:
-    """Retrieve for every item, or read what an identical earlier run retrieved (same chunks, retriever,
-    settings, items and areas): lm-eval runs of one task on many models retrieve once."""
-    settings = index.settings
-    queries = json.dumps([ids, questions, sources], ensure_ascii=False)
-    spec = {
-        "kind": "retrievals",
-        "store": "npz",
-        "chunks": index.version,
-        "retriever": index.retriever.spec,
-        "mode": settings.mode,
-        "k": settings.k,
-        "pool_factor": settings.pool_factor,
-        "queries": hashlib.sha256(queries.encode()).hexdigest(),
-    }
+class RetrievedSplit(Sequence):
+    """A RAG task's test split whose items are retrieved for when lm-eval first reaches them: a
+    ``--limit 40`` run retrieves 40 items, not 3,721 (lm-eval slices the split's iterator).
 
-    def retrieve(folder: Path) -> None:
-        # positions and scores as arrays: read back in a fraction of the time 3,721 JSON lines take
-        hits = index.retrieve(questions, sources)
-        np.savez(
-            folder / "retrievals.npz",
-            counts=np.asarray([len(h) for h in hits], dtype=np.int64),
-            positions=np.asarray([p for h in hits for p, _ in h], dtype=np.int64),
-            scores=np.asarray([s for h in hits for _, s in h], dtype=np.float64),
-        )
+    lm-eval needs of a split only ``features`` (names), ``len``, indexing and iteration. When an
+    iteration ends (or at exit) the task's retrievals are saved and its no-documents line logged.
+    """
 
-    folder, _ = cached_build(cache_root, spec, retrieve)
-    stored = np.load(folder / "retrievals.npz")
-    positions, scores = stored["positions"].tolist(), stored["scores"].tolist()
-    ends = np.cumsum(stored["counts"]).tolist()
-    chunk_ids, chunk_sources = index.chunk_ids, index.chunk_sources
-    out, start = {}, 0
-    for item_id, end in zip(ids, ends):
-        out[item_id] = [
-            {"id": chunk_ids[p], "source": chunk_sources[p], "score": s}
-            for p, s in zip(positions[start:end], scores[start:end])
-        ]
-        start = end
-    return out
+    def __init__(self, docs: list[dict[str, Any]], features: Sequence[str], retrieval: TaskRetrieval) -> None:
+        self._docs, self.retrieval = docs, retrieval
+        self.features = {name: None for name in [*features, *_RAG_FIELDS]}
+        atexit.register(retrieval.finish)
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._docs)))]
+        doc = self._docs[index]
+        if "rag_chunks" not in doc:
+            self.retrieval.fill([doc])
+        return doc
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        try:
+            for index in range(len(self._docs)):
+                yield self[index]
+        finally:  # also when lm-eval stops at --limit: the generator is closed when dropped
+            self.retrieval.finish()
+
+
+# what each doc gets (besides its own fields)
+_RAG_FIELDS = (
+    "rag_own_sources",
+    "rag_sources",
+    "rag_chunks_version",
+    "rag_header",
+    "rag_prompt",
+    "rag_counter",
+    "rag_max_gen_toks",
+    "prompt_tokens",
+    "context_limit",
+    "fits_context",
+    "rag_missing",
+    "rag_chunks",
+    "rag_context",
+    "rag_system",
+)
 
 
 def check_writable_settings(metadata: Mapping[str, Any]) -> Path:
@@ -508,147 +512,198 @@ def add_retrieval(
     Returns what the results' config records: how the documents were retrieved (``retrievals``: mode, k,
     areas, retriever, knowledge, chunking), what the prompts showed (``shown``), files, timings.
     """
-    started = time.perf_counter()
-    settings = retrieval_settings(metadata)
-    style = prompt_style(metadata)
-    files, origin = knowledge_files(metadata)
-    present = {f.source for f in files}
-    missing_files = [stem for stem in KNOWLEDGE_FILES if stem not in present]
-    ids = [str(doc["id"]) for doc in docs]
+    retrieval = TaskRetrieval(docs, metadata, max_gen_toks, prompt, task)
+    retrieval.fill(docs)
+    retrieval.finish()
+    return retrieval.record
 
-    areas_setting = str(setting(metadata, "rag_areas", "gold"))
-    if areas_setting == "gold":
-        areas = {i: _check_areas(doc["category"], f"EMSQA item {i!r}") for i, doc in zip(ids, docs)}
-    else:
-        areas = read_predicted_areas(Path(areas_setting), ids)
-    filtered = settings.mode != "global"
-    sources = [[AREA_FILES[a] for a in areas[i] if AREA_FILES[a] in present] for i in ids]
-    if missing_files:
-        needed = [stem for stem in missing_files if stem != "terminology"]
-        affected = sum(1 for i in ids if any(AREA_FILES[a] in needed for a in areas[i]))
-        only = sum(1 for i in ids if areas[i] and all(AREA_FILES[a] in needed for a in areas[i]))
-        message = (
-            f"{_WHAT} at {origin} lacks {', '.join(f + '.json' for f in missing_files)}: "
-            + (
-                f"{affected} of {len(ids)} items have a subject area whose file is missing; in mode {settings.mode} "
-                f"they get documents only from their other areas' files, and the {only} with no other area get "
-                "none. "
-                if filtered
-                else "global retrieval searches the files present. "
+
+class TaskRetrieval:
+    """One RAG task's retrieval. Made once per task, over all its items: settings, knowledge files, index,
+    the header a retrievals file must match, and the results' record. ``fill`` retrieves for the docs
+    given (stored in each doc); ``record["shown"]`` counts the docs filled so far; ``finish`` saves the
+    retrievals (``rag_save_retrievals``) and logs the items that got no document."""
+
+    def __init__(
+        self,
+        docs: Sequence[Mapping[str, Any]],
+        metadata: Mapping[str, Any],
+        max_gen_toks: int = _DEFAULT_MAX_GEN_TOKS,
+        prompt: Any = None,
+        task: str = "",
+    ) -> None:
+        started = time.perf_counter()
+        self.task, self.metadata = task, metadata
+        self.settings = settings = retrieval_settings(metadata)
+        self.style = prompt_style(metadata)
+        files, origin = knowledge_files(metadata)
+        self.present = present = {f.source for f in files}
+        missing_files = [stem for stem in KNOWLEDGE_FILES if stem not in present]
+        ids = [str(doc["id"]) for doc in docs]
+
+        areas_setting = str(setting(metadata, "rag_areas", "gold"))
+        if areas_setting == "gold":
+            self.areas = {i: _check_areas(doc["category"], f"EMSQA item {i!r}") for i, doc in zip(ids, docs)}
+        else:
+            self.areas = read_predicted_areas(Path(areas_setting), ids)
+        areas = self.areas
+        self.filtered = filtered = settings.mode != "global"
+        if missing_files:
+            needed = [stem for stem in missing_files if stem != "terminology"]
+            affected = sum(1 for i in ids if any(AREA_FILES[a] in needed for a in areas[i]))
+            only = sum(1 for i in ids if areas[i] and all(AREA_FILES[a] in needed for a in areas[i]))
+            message = (
+                f"{_WHAT} at {origin} lacks {', '.join(f + '.json' for f in missing_files)}: "
+                + (
+                    f"{affected} of {len(ids)} items have a subject area whose file is missing; in mode {settings.mode} "
+                    f"they get documents only from their other areas' files, and the {only} with no other area get "
+                    "none. "
+                    if filtered
+                    else "global retrieval searches the files present. "
+                )
+                + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
             )
-            + f"Add the missing file(s) to the folder to retrieve as the paper did ({KNOWLEDGE_SOURCE.how_to_get})"
-        )
-        if message not in _noticed:  # once per run, not once per RAG task of a group
-            _noticed.add(message)
-            log.warning("medeval: %s", message)
+            if message not in _noticed:  # once per run, not once per RAG task of a group
+                _noticed.add(message)
+                log.warning("medeval: %s", message)
 
-    cache_root = check_writable_settings(metadata)
-    precomputed_path = setting(metadata, "rag_retrievals")
-    index = open_index(files, settings, cache_root, _WHAT, _FIX, with_retriever=precomputed_path is None)
-    header = retrieval_header(
-        task, settings, files, index, areas_setting, [areas[i] for i in ids] if filtered else None
-    )
-    retrieve_started = time.perf_counter()
-    if precomputed_path is None:
-        retrieved = _cached_retrieval(
-            index, ids, [doc["question"] for doc in docs], sources if filtered else None, cache_root
+        cache_root = check_writable_settings(metadata)
+        precomputed_path = setting(metadata, "rag_retrievals")
+        self.index = index = open_index(
+            files, settings, cache_root, _WHAT, _FIX, with_retriever=precomputed_path is None
         )
-    else:
-        retrieved = precomputed_retrievals(Path(precomputed_path), header, ids, index)
-    retrieve_seconds = time.perf_counter() - retrieve_started
+        self.header = retrieval_header(
+            task, settings, files, index, areas_setting, [areas[i] for i in ids] if filtered else None
+        )
+        self.precomputed_path = precomputed_path
+        self.precomputed = (
+            None
+            if precomputed_path is None
+            else precomputed_retrievals(Path(precomputed_path), self.header, ids, index)
+        )
+        self.save_path = setting(metadata, "rag_save_retrievals")
+        self.expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
+        self.max_gen_toks = int(max_gen_toks)
+        self.counter_key = f"{task or 'emsqa'}#{len(_COUNTERS)}"
+        self.saved: dict[str, list[dict[str, Any]]] = {}  # what rag_save_retrievals writes
+        self._written = self._reported = -1  # how many items the file / the log line had
+        self._counts: list[int] = []
+        self.record = {
+            "chunks_version": index.version,
+            "corpus_version": self.header["knowledge"],
+            "settings": settings.record(),
+            "areas": areas_setting,
+            "retrievals": {k: v for k, v in self.header.items() if k != "chunks_version"},
+            "shown": {},
+            "knowledge": origin,
+            "files": {f.source: f.sha256 for f in files},
+            "missing_files": missing_files,
+            "retrievals_from": str(precomputed_path) if precomputed_path else None,
+            "retrievals_saved_to": str(self.save_path) if self.save_path else None,
+            "index_from_cache": not index.built,
+            "prompt_length": "counted when each item is scored (prompt_too_long)",
+            "seconds": {"index": round(index.seconds, 3), "retrieval": 0.0, "total": 0.0},
+        }
+        self._update_shown()
+        _COUNTERS[self.counter_key] = {
+            "task": task,
+            "metadata": dict(metadata),
+            "max_gen_toks": self.max_gen_toks,
+            "cache_root": cache_root,
+            "prompt": prompt or doc_to_text_rag_expert_cot,
+            "fit": None,
+            "record": self.record,
+        }
+        self._add_seconds("total", time.perf_counter() - started)
 
-    counter_key = f"{task or 'emsqa'}#{len(_COUNTERS)}"
-    for item_id, doc, item_sources in zip(ids, docs, sources):
-        doc["rag_own_sources"] = sorted({AREA_FILES[a] for a in doc["category"] if a in AREA_FILES})
-        doc["rag_sources"] = sorted(set(item_sources)) if filtered else []
-        doc["rag_chunks_version"] = index.version
-        doc["rag_header"] = header  # a sample log given back as rag_retrievals is checked against it
-        doc["rag_prompt"] = style
-        doc["rag_counter"], doc["rag_max_gen_toks"] = counter_key, int(max_gen_toks)
-        doc["prompt_tokens"], doc["context_limit"], doc["fits_context"] = None, None, True  # set when scored
-        chunks = retrieved.get(item_id)
-        if chunks is None:
-            doc["rag_missing"] = str(precomputed_path)
-            doc["rag_chunks"], doc["rag_context"], doc["rag_system"] = [], None, ""
-            continue
-        doc["rag_missing"] = ""
-        stored = [index.chunks[index.position_of[c["id"]]] for c in chunks]
-        doc["rag_chunks"] = [
-            {"id": c["id"], "source": c.get("source", chunk.source), "score": float(c["score"])}
-            for c, chunk in zip(chunks, stored)
-        ]
-        doc["rag_context"] = documents_block([{"title": c.title, "text": c.text} for c in stored], style)
-        expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
-        doc["rag_system"] = authors_system_message(doc, expert) if style == "authors" else ""
+    def _add_seconds(self, key: str, seconds: float) -> None:
+        timings = self.record["seconds"]
+        timings[key] = round(timings[key] + seconds, 4)
 
-    save_path = setting(metadata, "rag_save_retrievals")
-    if save_path:
-        written = save_task_retrievals(
-            Path(save_path), header, ((i, d["rag_chunks"]) for i, d in zip(ids, docs) if not d["rag_missing"])
-        )
-        log.info(
-            "medeval: wrote the retrievals of %d items of %s to %s (reuse with rag_retrievals)",
-            len(docs),
-            task or "the task",
-            written,
+    def fill(self, docs: Sequence[dict[str, Any]]) -> None:
+        """Retrieve for ``docs`` (or take their precomputed retrievals) and store what each got in it."""
+        started = time.perf_counter()
+        index, filtered = self.index, self.filtered
+        ids = [str(doc["id"]) for doc in docs]
+        sources = [[AREA_FILES[a] for a in self.areas[i] if AREA_FILES[a] in self.present] for i in ids]
+        if self.precomputed is None:
+            hits = index.retrieve([doc["question"] for doc in docs], sources if filtered else None)
+            retrieved = {
+                item_id: [{"id": index.chunk_ids[p], "source": index.chunk_sources[p], "score": s} for p, s in item]
+                for item_id, item in zip(ids, hits)
+            }
+        else:
+            retrieved = self.precomputed
+        self._add_seconds("retrieval", time.perf_counter() - started)
+        for item_id, doc, item_sources in zip(ids, docs, sources):
+            doc["rag_own_sources"] = sorted({AREA_FILES[a] for a in doc["category"] if a in AREA_FILES})
+            doc["rag_sources"] = sorted(set(item_sources)) if filtered else []
+            doc["rag_chunks_version"] = index.version
+            doc["rag_header"] = self.header  # a sample log given back as rag_retrievals is checked against it
+            doc["rag_prompt"] = self.style
+            doc["rag_counter"], doc["rag_max_gen_toks"] = self.counter_key, self.max_gen_toks
+            doc["prompt_tokens"], doc["context_limit"], doc["fits_context"] = None, None, True  # set when scored
+            chunks = retrieved.get(item_id)
+            if chunks is None:
+                doc["rag_missing"] = str(self.precomputed_path)
+                doc["rag_chunks"], doc["rag_context"], doc["rag_system"] = [], None, ""
+                continue
+            doc["rag_missing"] = ""
+            stored = [index.chunks[index.position_of[c["id"]]] for c in chunks]
+            doc["rag_chunks"] = [
+                {"id": c["id"], "source": c.get("source", chunk.source), "score": float(c["score"])}
+                for c, chunk in zip(chunks, stored)
+            ]
+            doc["rag_context"] = documents_block([{"title": c.title, "text": c.text} for c in stored], self.style)
+            doc["rag_system"] = authors_system_message(doc, self.expert) if self.style == "authors" else ""
+            self.saved[item_id] = doc["rag_chunks"]
+            self._counts.append(len(doc["rag_chunks"]))
+        self._update_shown()
+        self._add_seconds("total", time.perf_counter() - started)
+
+    def _update_shown(self) -> None:
+        counts, settings = self._counts, self.settings
+        none = sum(1 for n in counts if n == 0)
+        self.record["shown"].update(
+            {
+                "mode": settings.mode,
+                "k": settings.k,
+                "prompt": self.style,
+                "items": len(counts),
+                "documents_per_item": {
+                    "mean": round(sum(counts) / len(counts), 3) if counts else 0.0,
+                    "min": min(counts, default=0),
+                    "max": max(counts, default=0),
+                },
+                "no_documents": {"items": none, "share": round(none / len(counts), 4) if counts else 0.0},
+            }
         )
 
-    with_entry = [d for d in docs if not d["rag_missing"]]
-    counts = [len(d["rag_chunks"]) for d in with_entry]
-    none = sum(1 for n in counts if n == 0)
-    shown_record = {
-        "mode": settings.mode,
-        "k": settings.k,
-        "prompt": style,
-        "items": len(with_entry),
-        "documents_per_item": {
-            "mean": round(sum(counts) / len(counts), 3) if counts else 0.0,
-            "min": min(counts, default=0),
-            "max": max(counts, default=0),
-        },
-        "no_documents": {"items": none, "share": round(none / len(with_entry), 4) if with_entry else 0.0},
-    }
-    if none:
-        log.warning(
-            "medeval: %s: %d of %d items (%.1f%%) got no documents (mode %s, k %d); the metric no_documents "
-            "is their share",
-            task or "EMSQA RAG",
-            none,
-            len(with_entry),
-            100 * none / len(with_entry),
-            settings.mode,
-            settings.k,
-        )
-    record = {
-        "chunks_version": index.version,
-        "corpus_version": header["knowledge"],
-        "settings": settings.record(),
-        "areas": areas_setting,
-        "retrievals": {k: v for k, v in header.items() if k != "chunks_version"},
-        "shown": shown_record,
-        "knowledge": origin,
-        "files": {f.source: f.sha256 for f in files},
-        "missing_files": missing_files,
-        "retrievals_from": str(precomputed_path) if precomputed_path else None,
-        "retrievals_saved_to": str(save_path) if save_path else None,
-        "index_from_cache": not index.built,
-        "prompt_length": "counted when each item is scored (prompt_too_long)",
-        "seconds": {
-            "index": round(index.seconds, 3),
-            "retrieval": round(retrieve_seconds, 3),
-            "total": round(time.perf_counter() - started, 3),
-        },
-    }
-    _COUNTERS[counter_key] = {
-        "task": task,
-        "metadata": dict(metadata),
-        "max_gen_toks": int(max_gen_toks),
-        "cache_root": cache_root,
-        "prompt": prompt or doc_to_text_rag_expert_cot,
-        "fit": None,
-        "record": record,
-    }
-    return record
+    def finish(self) -> None:
+        """Save the retrievals made so far and log how many items got no document (each once per count)."""
+        if self.save_path and len(self.saved) != self._written:
+            self._written = len(self.saved)
+            written = save_task_retrievals(Path(self.save_path), self.header, self.saved.items())
+            log.info(
+                "medeval: wrote the retrievals of %d items of %s to %s (reuse with rag_retrievals)",
+                len(self.saved),
+                self.task or "the task",
+                written,
+            )
+        shown = self.record["shown"]
+        none = shown["no_documents"]["items"]
+        if none and shown["items"] != self._reported:
+            self._reported = shown["items"]
+            log.warning(
+                "medeval: %s: %d of %d items (%.1f%%) got no documents (mode %s, k %d); the metric no_documents "
+                "is their share",
+                self.task or "EMSQA RAG",
+                none,
+                shown["items"],
+                100 * none / shown["items"],
+                self.settings.mode,
+                self.settings.k,
+            )
 
 
 def retrieval_header(

@@ -290,19 +290,35 @@ def test_precomputed_retrievals_reproduce_without_retrieving(docs, metadata, tmp
     assert record["retrievals_from"] == str(saved)
 
 
-def test_an_identical_run_reuses_the_retrievals(docs, metadata, monkeypatch):
-    add_retrieval(docs, {**metadata, "rag_mode": "filter_then_retrieve"})
-    expected = [d["rag_chunks"] for d in docs]
-    calls = []
+def test_the_split_retrieves_only_the_items_lm_eval_reaches(docs, metadata, tmp_path, monkeypatch):
+    import itertools
+
+    from medeval_metrics.emsqa.rag import RetrievedSplit, TaskRetrieval
+    from medeval_metrics.emsqa.retrieval.retrievers import BM25Retriever
+
+    eager = load_docs(SYNTHETIC, "eager")
+    add_retrieval(eager, {**metadata, "rag_mode": "filter_then_retrieve"})
+    queries = []
+    real_prepare = BM25Retriever.prepare
     monkeypatch.setattr(
         "medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.prepare",
-        lambda self, queries: calls.append(len(queries)) or [[] for _ in queries],
+        lambda self, q: queries.extend(q) or real_prepare(self, q),
     )
-    again = load_docs(SYNTHETIC, "again")
-    add_retrieval(again, {**metadata, "rag_mode": "filter_then_retrieve"})
-    assert calls == [] and [d["rag_chunks"] for d in again] == expected
-    add_retrieval(again, {**metadata, "rag_mode": "filter_then_retrieve", "rag_k": 2})  # other settings: retrieved
-    assert calls == [12]
+    saved = tmp_path / "saved.jsonl"
+    lazy_metadata = {**metadata, "rag_mode": "filter_then_retrieve", "rag_save_retrievals": str(saved)}
+    retrieval = TaskRetrieval(docs, lazy_metadata, task="t")
+    split = RetrievedSplit(docs, ["id", "question"], retrieval)
+    assert len(split) == 12 and queries == [] and "rag_context" in split.features and "question" in split.features
+    assert split[0]["rag_chunks"] == eager[0]["rag_chunks"]  # lm-eval's test of one doc
+    # as lm-eval's --limit 5 iterates: islice over enumerate(split); the iteration's end saves and reports
+    reached = [doc for _, doc in itertools.islice(enumerate(split), 0, 5)]
+    assert [d["rag_chunks"] for d in reached] == [d["rag_chunks"] for d in eager[:5]]
+    assert queries == [d["question"] for d in docs[:5]]  # item 0 once: it was filled when first indexed
+    assert all("rag_chunks" not in d for d in docs[5:])
+    assert retrieval.record["shown"]["items"] == 5
+    del reached
+    lines = saved.read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines[1:]] == [d["id"] for d in docs[:5]]
 
 
 def test_precomputed_file_problems(docs, metadata, tmp_path):

@@ -197,7 +197,7 @@ def open_index(
             cache_root, {"kind": "index", **base_spec, "retriever": retriever.spec}, build_index
         )
         if not index_built:
-            pending = index_folder  # loaded when first searched: a run whose retrievals are cached never needs it
+            pending = index_folder  # loaded when first searched
         built = built or index_built
     seconds = time.perf_counter() - started
     log.info(

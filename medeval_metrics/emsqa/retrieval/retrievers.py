@@ -225,7 +225,7 @@ def save_chunks(chunks: Sequence[Chunk], folder: Path) -> None:
 
 class StoredChunks(Sequence[Chunk]):
     """The chunks of a cache folder; a chunk's text is cut from the texts file when first asked for, so a
-    run whose retrievals are cached makes only the chunks its prompts show (not all 14,679)."""
+    run makes only the chunks its prompts show (not all 14,679)."""
 
     def __init__(self, folder: Path) -> None:
         records = json.loads((folder / "chunks.json").read_text(encoding="utf-8"))
