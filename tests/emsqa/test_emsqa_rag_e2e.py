@@ -209,6 +209,15 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
     docs = [s["doc"] for s in samples_a["emsqa_public_expertrag_rtf"]]
     assert len(docs) == 5 and all(c["id"] and isinstance(c["score"], float) for d in docs for c in d["rag_chunks"])
     assert all({c["source"] for c in d["rag_chunks"]} <= set(d["rag_sources"]) for d in docs)
+    # retrieved for the 5 items the run reached, not the 3,721 of the set: the record and the file say 5
+    shown = results_a["configs"]["emsqa_public_expertrag_rtf"]["metadata"]["rag"]["shown"]
+    assert shown["items"] == 5 and len(saved.read_text().splitlines()) == 1 + 5
+    # item 1's only area is ems_operations, whose file the shared copy lacks: one console line says so
+    assert shown["no_documents"] == {"items": 1, "share": 0.2}
+    assert [line for line in first.stderr.splitlines() if "got no documents" in line] == [
+        "medeval: emsqa_public_expertrag_rtf: 1 of 5 items (20.0%) got no documents (mode retrieve_then_filter, "
+        "k 4); the metric no_documents is their share"
+    ]
     # The prompt length, counted when the item is scored, is the whole prompt's as lm-eval sent it.
     from transformers import AutoTokenizer
 
