@@ -49,8 +49,16 @@ from medeval_metrics.emsqa.reasoning import strip_reasoning
 _LETTER_IN_LIST = r"\s*[\"'`]?\s*([a-zA-Z])\s*[\"'`]?\s*"
 _JSON_LIST = re.compile(r"\[((?:" + _LETTER_IN_LIST + r",){0,15}" + _LETTER_IN_LIST + r")?\]")
 _ANSWER_FIELD = re.compile(
-    r"[\"'](?:final[_ ])?answers?[\"']\s*:\s*(\[[^\[\]]{0,200}\]|\"[^\"\n]{0,120}\"|'[^'\n]{0,120}')",
+    r"[\"'](?:final[_ ])?answers?[\"']\s*:\s*(\[[^\[\]]{0,200}\]|\"[^\"\n]{0,120}\"|'[^'\n]{0,120}'"
+    # the authors' RAG templates write the field as List(A, B) or List([C]); models copy that form
+    r"|List\(\s*\[?[^()\[\]\n]{0,200}\]?\s*\))",
     re.IGNORECASE,
+)
+# the authors' format line itself, echoed: its letters are an example, not an answer
+_TEMPLATE_ECHO = re.compile(r"List\(\s*A\s*,\s*B\s*\)\s*or\s+List\(\s*\[\s*C\s*\]\s*\)", re.IGNORECASE)
+# complete "key": value pairs of a JSON object, up to the field being read
+_PAIRS_BEFORE = re.compile(
+    r'\s*(?:"[^"\n]{0,80}"\s*:\s*(?:"(?:[^"\\\n]|\\.){0,4000}"|-?[\d.]{1,20}|true|false|null)\s*,)*\s*'
 )
 # A base model continuing a few-shot prompt writes the next item; its answer is not this item's.
 _CONTINUATION = re.compile(
@@ -508,10 +516,18 @@ def _structured(body: str, valid: set[str] | None = None, keys: Mapping[str, str
     does (``["pull on the legs to deliver"]``); the options restated in order are no answer.
     """
     keys = keys or {}
+    if "List(" in body or "list(" in body:
+        body = _TEMPLATE_ECHO.sub(lambda m: " " * len(m.group()), body)
     for match in reversed(_last(_ANSWER_FIELD.finditer(body))):
-        if _framed_as_no_answer(body, match.start(), match.end()):
+        # a later field of a JSON object: the words framing it are those before the object, not the
+        # earlier fields' values ({"step_by_step_thinking": "like the template says", "answer": ["c"]})
+        brace = body.rfind("{", max(0, match.start() - 4000), match.start())
+        framed_at = brace if brace >= 0 and _PAIRS_BEFORE.fullmatch(body, brace + 1, match.start()) else match.start()
+        if _framed_as_no_answer(body, framed_at, match.end()):
             continue  # the instruction's own example echoed ('e.g. {"answer": ["b"]} or {"answer": ["a", "c"]}')
         inner = match.group(1)
+        if inner[:5].lower() == "list(":
+            inner = "[" + inner[5:-1].strip().strip("[]") + "]"
         if inner.startswith("["):
             named = _list_letters(inner, keys) if keys and re.search(r"[\"'][^\"'\n]{2,}[\"']", inner) else None
             if named:

@@ -274,12 +274,18 @@ def test_an_item_without_documents_in_the_authors_prompt_keeps_their_empty_block
         # the answer formats the authors' templates ask for, as models write them
         ('{"step_by_step_thinking": "Moderate burns are 2-10% full thickness.", "answer": ["A", "C"]}', ["a", "c"]),
         ('```json\n{"step_by_step_thinking": "Aspirin first.", "answer": "B"}\n```', ["b"]),
-        pytest.param(
-            'Dict{"step_by_step_thinking": "copying the template", "answer": List([C])}',
-            ["c"],
-            # read by extraction version 3; version 4 (main, 21:20) returns None: reported to the lead
-            marks=pytest.mark.xfail(strict=True, reason="answer extraction v4 does not read List([C])"),
+        # the template's own List(...) form, copied (read by version 3, not by 4; version 5 again)
+        ('Dict{"step_by_step_thinking": "copying the template", "answer": List([C])}', ["c"]),
+        ('{"step_by_step_thinking": "Both apply.", "answer": List(A, C)}', ["a", "c"]),
+        ('{"step_by_step_thinking": "For example, a child.", "answer": List([B])}', ["b"]),
+        # the format line echoed is no answer, and a real answer after it is read
+        ('Dict{"step_by_step_thinking": Str(explanation), "answer": List(A, B) or List([C])}', None),
+        (
+            'Dict{"step_by_step_thinking": Str(explanation), "answer": List(A, B) or List([C])}\n{"answer": ["d"]}',
+            ["d"],
         ),
+        # a JSON answer given as an example stays no answer
+        ('Write it like {"step_by_step_thinking": "...", "answer": ["b"]}', None),
         ('Based on the relevant documents, from the standpoint of trauma the splint comes first.\n["d"]', ["d"]),
         ('<think>Document 2 says oxygen.</think>\n["b", "c"]', ["b", "c"]),
     ],
