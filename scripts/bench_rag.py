@@ -4,10 +4,10 @@ Prints, measured in this one run (CPU):
 - bm25 on the knowledge-base copy (../shared/data/emsqa/knowledge, or MEDEVAL_EMSQA_KNOWLEDGE_PATH):
   chunking + index build (cold cache), cached load (target < 1 s), retrieval for all public test
   questions in each mode;
-- an `emsqa_public_rag --limit 40` run with the tiny model: first with this model (index and
-  retrievals cached by the sections before), again (all cached), and with nothing cached: wall time
-  and retrieval's part (the loader's own timings in the results' config: building the documents, and
-  counting the prompt lengths of the items scored; target < 5 %);
+- an `emsqa_public_rag --limit 40` run with the tiny model: first with this model (index cached by
+  the section before), again (all cached), and with nothing cached: wall time and retrieval's part
+  (the loader's own timings in the results' config: index, retrieval for the 40 items reached and
+  their documents, and counting the prompt lengths of the items scored; target < 5 %);
 - dense: article chunks embedded per second with the tiny random BERT, and with a random encoder of
   MedCPT's size (BERT-base: 12 layers, hidden 768) on a few chunks, and the full-index time each implies;
 - prompt length per k for the public test set (characters/4 estimate: no real tokenizer offline).
@@ -87,11 +87,11 @@ def _tiny_run(lines: list[str], work: Path) -> None:
 
     model = build_tiny_model(work / "tiny-lm")
     rows = []
-    # index and retrievals cached by the sections before; then nothing cached at all (a fresh cache folder)
+    # the index cached by the section before; then nothing cached at all (a fresh cache folder)
     runs = [
-        ("first run of the task with this model (index and retrievals cached, token counts not)", "cache", 16),
+        ("first run of the task with this model (index cached, token counts not)", "cache", 16),
         ("second run (everything cached)", "cache", 16),
-        ("first run on this machine (nothing cached: index built, all 3,721 retrieved)", "cold-cache", 16),
+        ("first run on this machine (nothing cached: the index built)", "cold-cache", 16),
     ]
     for attempt, cache, new_tokens in runs:
         shutil.rmtree(work / "cold-cache", ignore_errors=True)

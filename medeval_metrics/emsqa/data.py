@@ -283,8 +283,12 @@ def _read_pool(path: str, mtime_ns: int, size: int, description: str, allow_dupl
 
 
 def fewshot_pool(docs: Any) -> Any:
-    """``fewshot_config.process_docs``: a deferred pool goes to the sampler unread, wrapped in a list."""
-    return [docs] if isinstance(docs, DeferredPool) else docs
+    """``fewshot_config.process_docs``: a deferred pool goes to the sampler unread, wrapped in a list; a RAG
+    task's own items (the private tasks) as examples without documents (``RetrievedSplit.example_docs``)."""
+    if isinstance(docs, DeferredPool):
+        return [docs]
+    examples = getattr(docs, "example_docs", None)
+    return examples() if callable(examples) else docs
 
 
 def _deferred_sampler_class():
@@ -297,6 +301,13 @@ def _deferred_sampler_class():
             if n > 0 and len(self.df) == 1 and isinstance(self.df[0], DeferredPool):
                 self.df = list(self.df[0])
             return super().sample(n, eval_doc=eval_doc, df=df, **kwargs)
+
+        @staticmethod
+        def rm_eval_doc(doc, _iter, n=None):
+            # by id, not by equality: a RAG item's example copy lacks the documents its eval doc has
+            key = doc.get("id") if isinstance(doc, dict) else None
+            kept = [x for x in _iter if (x.get("id") != key if key is not None and isinstance(x, dict) else x != doc)]
+            return kept if n is None else kept[:n]
 
     DeferredFirstNSampler.__module__ = __name__
     DeferredFirstNSampler.__qualname__ = "DeferredFirstNSampler"  # named in results JSON without "<locals>"
@@ -396,11 +407,24 @@ def load_public(**metadata: Any):
     if val_path is not None:
         splits["validation"] = DeferredPool(val_path, "the EMSQA public validation set", duplicates_ok)
     else:
-        log.warning(
-            "medeval: no EMSQA validation file found next to %s; few-shot examples come from the test set", test_path
-        )
-        splits["validation"] = splits["test"]
+        splits["validation"] = NoValidationPool(test_path)
     return splits
+
+
+class NoValidationPool(DeferredPool):
+    """The few-shot pool of a public test file with no validation file beside it. Drawing from it is an
+    error: examples from the test set itself would show an item its own answer (lm-eval leaves the
+    evaluated item in a pool that is not the test split), so zero-shot runs go on and few-shot ones stop."""
+
+    def __init__(self, test_path: Path) -> None:
+        super().__init__(test_path, "the EMSQA public test set")
+
+    def docs(self) -> tuple[dict[str, Any], ...]:
+        raise MedevalDataError(
+            f"{self.path}: no EMSQA validation file (val_open.json) beside it, so there is no pool for few-shot "
+            "examples (the test items would show their own answers). Put the published val_open.json next to "
+            "it, or run zero-shot (--num_fewshot 0)."
+        )
 
 
 def load_private(**metadata: Any):

@@ -29,6 +29,7 @@ import atexit
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -48,7 +49,12 @@ from medeval_metrics.emsqa.retrieval import (
     file_sha256,
     open_index,
 )
-from medeval_metrics.emsqa.retrieval.precomputed import header_difference, read_sections, save_task_retrievals
+from medeval_metrics.emsqa.retrieval.precomputed import (
+    check_save_target,
+    header_difference,
+    read_sections,
+    save_task_retrievals,
+)
 from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.files import unwritable_reason
 from medeval_metrics.lm_eval_compat import loading_task_config, pass_generation_kwargs_to_process_results
@@ -79,10 +85,16 @@ def retrieval_settings(metadata: Mapping[str, Any]) -> RetrievalSettings:
         value = setting(metadata, key)
         if value is None:
             continue
+        whole = kind is not int or (not isinstance(value, bool) and re.fullmatch(r"\s*-?\d+\s*", str(value)))
         try:
+            if not whole:  # int(3.9) is 3 and int(True) is 1: a typo must not run another k
+                raise ValueError(value)
             values[name] = kind(value)
         except (TypeError, ValueError) as exc:
-            raise MedevalDataError(f"{key}={value!r} is not a {kind.__name__}.") from exc
+            what = "a whole number" if kind is int else "text"
+            raise MedevalDataError(
+                f"{key}={value!r} is not {what}; e.g. {key}=32 (see tasks/emsqa/README.md)."
+            ) from exc
     if str(values.get("retriever", "")).lower() == "dense":
         values["retriever"] = "medcpt"
     return RetrievalSettings(**values)
@@ -148,18 +160,29 @@ def read_predicted_areas(path: Path, item_ids: Sequence[str]) -> dict[str, list[
     description = "the predicted-areas file"
     text = checked_text(path, description)
     try:
+        raw = None
         if text.lstrip().startswith("{") and "\n{" not in text.strip():
             raw = checked_loads(text, path, description)
-            entries = list(raw.items()) if isinstance(raw, dict) else None
+        if isinstance(raw, dict) and not ("id" in raw and ("areas" in raw or "category" in raw)):
+            entries = list(raw.items())  # {id: [areas]}; one {"id", "areas"} line is JSON Lines
+        elif raw is not None and not isinstance(raw, dict):
+            entries = None
         else:
             entries = []
             for number, line in enumerate(text.splitlines(), start=1):
                 if line.strip():
-                    record = checked_loads(line, path, description, f" (line {number})")
+                    try:
+                        record = checked_loads(line, path, description, f" (line {number})")
+                    except json.JSONDecodeError as exc:  # its line number counts within this one line
+                        raise MedevalDataError(
+                            f"{path}: line {number} of {description} is not valid JSON ({exc.msg}). {fix}"
+                        ) from exc
                     if not isinstance(record, dict):
                         raise MedevalDataError(
                             f"{path}: line {number} of {description} is a {type(record).__name__}, not an object. {fix}"
                         )
+                    if record.get("id") is None:
+                        raise MedevalDataError(f"{path}: line {number} of {description} has no 'id'. {fix}")
                     entries.append((record.get("id"), record.get("areas", record.get("category"))))
     except json.JSONDecodeError as exc:
         raise MedevalDataError(
@@ -319,7 +342,7 @@ def _counter(doc: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def prompt_tokens(doc: Mapping[str, Any]) -> tuple[int, int] | None:
-    """(tokens of the item's whole prompt, system message included; the model's context limit), or None
+    """(tokens of the item's prompt, system message included, few-shot examples not; the model's context limit), or None
     for a doc no loader of this process registered. Counts are cached per tokenizer by content."""
     started = time.perf_counter()
     counter = _counter(doc)
@@ -432,7 +455,8 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
 
 class RetrievedSplit(Sequence):
     """A RAG task's test split whose items are retrieved for when lm-eval first reaches them: a
-    ``--limit 40`` run retrieves 40 items, not 3,721 (lm-eval slices the split's iterator).
+    ``--limit 40`` run retrieves 40 items, not 3,721 (lm-eval slices the split's iterator). lm-eval's
+    ``--samples`` and multi-process runs iterate past the items they keep, so those retrieve for all.
 
     lm-eval needs of a split only ``features`` (names), ``len``, indexing and iteration. When an
     iteration ends (or at exit) the task's retrievals are saved and its no-documents line logged.
@@ -441,7 +465,12 @@ class RetrievedSplit(Sequence):
     def __init__(self, docs: list[dict[str, Any]], features: Sequence[str], retrieval: TaskRetrieval) -> None:
         self._docs, self.retrieval = docs, retrieval
         self.features = {name: None for name in [*features, *_RAG_FIELDS]}
-        atexit.register(retrieval.finish)
+        atexit.register(retrieval.finish_or_report)
+
+    def example_docs(self) -> list[dict[str, Any]]:
+        """The items as few-shot examples (a private task draws them from its own set): without documents,
+        like the public tasks' validation examples, and without retrieving for the whole set."""
+        return [{k: v for k, v in doc.items() if k not in _RAG_FIELDS} for doc in self._docs]
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -459,7 +488,7 @@ class RetrievedSplit(Sequence):
             for index in range(len(self._docs)):
                 yield self[index]
         finally:  # also when lm-eval stops at --limit: the generator is closed when dropped
-            self.retrieval.finish()
+            self.retrieval.finish_or_report()
 
 
 # what each doc gets (besides its own fields)
@@ -582,6 +611,9 @@ class TaskRetrieval:
             else precomputed_retrievals(Path(precomputed_path), self.header, ids, index)
         )
         self.save_path = setting(metadata, "rag_save_retrievals")
+        if self.save_path:
+            check_save_target(Path(self.save_path))  # a file that is not ours is refused now, not at the end
+        self._save_failed = False
         self.expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
         self.max_gen_toks = int(max_gen_toks)
         self.counter_key = f"{task or 'emsqa'}#{len(_COUNTERS)}"
@@ -679,11 +711,26 @@ class TaskRetrieval:
             }
         )
 
+    def finish_or_report(self) -> None:
+        """``finish`` where an exception would be lost (a generator being closed, exit): a failed save is
+        one error line and the run goes on; its sample log holds the same retrievals."""
+        try:
+            self.finish()
+        except (OSError, MedevalDataError) as exc:
+            self._save_failed = True
+            log.error(
+                "medeval: %s: the retrievals were not saved to %s (%s). The run goes on; a --log_samples run's "
+                "samples_<task>_*.jsonl holds the same retrievals (give it as rag_retrievals).",
+                self.task or "EMSQA RAG",
+                self.save_path,
+                exc,
+            )
+
     def finish(self) -> None:
         """Save the retrievals made so far and log how many items got no document (each once per count)."""
-        if self.save_path and len(self.saved) != self._written:
-            self._written = len(self.saved)
+        if self.save_path and len(self.saved) != self._written and not self._save_failed:
             written = save_task_retrievals(Path(self.save_path), self.header, self.saved.items())
+            self._written = len(self.saved)
             log.info(
                 "medeval: wrote the retrievals of %d items of %s to %s (reuse with rag_retrievals)",
                 len(self.saved),

@@ -350,7 +350,7 @@ def test_settings_from_metadata_then_environment(monkeypatch):
     settings = retrieval_settings({"rag_mode": "filter_then_retrieve"})
     assert (settings.k, settings.mode, settings.retriever) == (8, "filter_then_retrieve", "medcpt")
     assert retrieval_settings({"rag_k": "16"}).k == 16
-    with pytest.raises(MedevalDataError, match=r"rag_k='many' is not a int"):
+    with pytest.raises(MedevalDataError, match=r"rag_k='many' is not a whole number"):
         retrieval_settings({"rag_k": "many"})
 
 
@@ -504,3 +504,96 @@ def test_a_zero_shot_rag_run_never_reads_the_validation_file(tmp_path, items, ca
         )
     assert emsqa_data._read_pool.cache_info().misses == 0
     assert "val_open.json" not in caplog.text and "few-shot example" not in caplog.text
+
+
+def test_saving_a_limited_run_keeps_a_full_section_made_the_same_way(docs, metadata, tmp_path):
+    import itertools
+
+    from medeval_metrics.emsqa.rag import RetrievedSplit, TaskRetrieval
+
+    saved = tmp_path / "saved.jsonl"
+    add_retrieval(docs, {**metadata, "rag_save_retrievals": str(saved), "rag_mode": "filter_then_retrieve"}, task="t")
+    fresh = load_docs(SYNTHETIC, "again")
+    split = RetrievedSplit(fresh, [], TaskRetrieval(fresh, {**metadata, "rag_save_retrievals": str(saved)}, task="t"))
+    list(itertools.islice(split, 2))  # the same task, another mode: its section is replaced
+    assert len(saved.read_text().splitlines()) == 1 + 2
+    again = load_docs(SYNTHETIC, "again")
+    split = RetrievedSplit(again, [], TaskRetrieval(again, {**metadata, "rag_save_retrievals": str(saved)}, task="t"))
+    split[4]  # made the same way: item 4 is added to items 0 and 1
+    split.retrieval.finish()
+    assert [json.loads(line)["id"] for line in saved.read_text().splitlines()[1:]] == ["0", "1", "4"]
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        ('[{"question": "q", "choices": ["a. x"], "answer": "a"}]', "line 1 is not a JSON object"),
+        ('{"id": "0", "chunks": []}', "holds retrievals it did not save"),
+    ],
+    ids=["a data set", "a sample log"],
+)
+def test_saving_over_a_file_that_is_not_a_retrievals_file_is_refused(docs, metadata, tmp_path, content, reason):
+    target = tmp_path / "test_open.json"
+    target.write_text(content)
+    with pytest.raises(MedevalDataError, match=rf"rag_save_retrievals: {target}.*{reason}.*Name a new file"):
+        add_retrieval(docs, {**metadata, "rag_save_retrievals": str(target)})
+    assert target.read_text() == content  # untouched
+
+
+def test_a_failed_save_at_the_end_of_an_iteration_is_one_error_line_and_the_run_goes_on(
+    docs, metadata, tmp_path, monkeypatch, caplog
+):
+    from medeval_metrics.emsqa.rag import RetrievedSplit, TaskRetrieval
+
+    saved = tmp_path / "saved.jsonl"
+    split = RetrievedSplit(docs, [], TaskRetrieval(docs, {**metadata, "rag_save_retrievals": str(saved)}, task="t"))
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("medeval_metrics.emsqa.rag.save_task_retrievals", full_disk)
+    with caplog.at_level(logging.ERROR, logger="medeval_metrics.emsqa"):
+        assert len(list(split)) == 12  # the iteration ends normally
+        split.retrieval.finish_or_report()  # at exit: not tried again
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and f"the retrievals were not saved to {saved}" in errors[0]
+    assert "No space left on device" in errors[0] and "rag_retrievals" in errors[0]
+    assert not saved.exists()
+
+
+def test_a_public_test_file_without_a_validation_file_runs_zero_shot_and_refuses_few_shot(tmp_path):
+    from medeval_metrics.emsqa.data import fewshot_pool, load_public
+
+    (tmp_path / "test_open.json").write_text(SYNTHETIC.read_text())
+    splits = load_public(emsqa_public_path=str(tmp_path))
+    assert len(splits["test"]) == 12
+    pool = fewshot_pool(splits["validation"])  # what lm-eval lists at task build: nothing read yet
+    with pytest.raises(MedevalDataError, match=r"test_open.json: no EMSQA validation file .*\(--num_fewshot 0\)"):
+        list(pool[0])  # drawing examples: the test items would show their own answers
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"id": "0", "areas": ["trauma"]}\n', {"0": ["trauma"]}),  # one JSON Lines record, not an object of ids
+        ('{"0": ["trauma"]}', {"0": ["trauma"]}),
+        ('{"id": "0", "areas": ["trauma"]}\n{"id": "1", "areas": []}\n{"id": 2,,}\n', "line 3 of .* is not valid JSON"),
+        ('{"areas": ["trauma"]}\n{"id": "1", "areas": ["trauma"]}\n', "line 1 of .* has no 'id'"),
+    ],
+    ids=["one record", "object", "bad line 3", "no id"],
+)
+def test_predicted_areas_files_read_or_name_the_line(tmp_path, text, expected):
+    path = tmp_path / "areas.jsonl"
+    path.write_text(text)
+    if isinstance(expected, dict):
+        assert read_predicted_areas(path, ["0"]) == expected
+    else:
+        with pytest.raises(MedevalDataError, match=expected):
+            read_predicted_areas(path, ["0", "1", "2"])
+
+
+@pytest.mark.parametrize("value", [3.9, True, "abc", "4.0"])
+def test_rag_k_must_be_a_whole_number(value):
+    with pytest.raises(MedevalDataError, match=rf"rag_k={value!r} is not a whole number"):
+        retrieval_settings({"rag_k": value})
+    assert retrieval_settings({"rag_k": " 8 "}).k == 8

@@ -342,3 +342,37 @@ def test_the_authors_prompt_sends_their_system_message(tmp_path):
         ["emsqa_public_expertrag_ftr"], {**metadata, "rag_prompt": "pack"}, tmp_path / "data"
     )
     assert pack_model.requests_seen[1].args[0].startswith("You are a certified ")  # no system message
+
+
+def test_a_private_rag_run_retrieves_only_its_items_and_its_examples_show_no_documents(tmp_path, monkeypatch):
+    """The private set is its own few-shot pool: lm-eval lists the pool when it builds the task, which must
+    not retrieve for every item; an example shows no documents (as the public validation examples) and is
+    never the evaluated item itself."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+    from medeval_metrics.emsqa.retrieval.retrievers import BM25Retriever
+
+    queries = []
+    real_prepare = BM25Retriever.prepare
+    monkeypatch.setattr(BM25Retriever, "prepare", lambda self, q: queries.extend(q) or real_prepare(self, q))
+    metadata = {
+        "emsqa_private_path": str(SYNTHETIC),
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_k": 2,
+    }
+    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata)
+    model = prompt_reading_model()
+    results = lm_eval.simple_evaluate(
+        model=model, tasks=["emsqa_private_rag"], task_manager=manager, limit=3, num_fewshot=1, log_samples=True
+    )
+    assert queries == [item["question"] for item in ITEMS[:3]]
+    assert results["configs"]["emsqa_private_rag"]["metadata"]["rag"]["shown"]["items"] == 3
+    for request in model.requests_seen:
+        prompt, index = request.args[0], ITEMS.index(next(i for i in ITEMS if i["question"] == request.doc["question"]))
+        assert prompt.count("Relevant documents:") == 1  # the item's own block; the example has none
+        example = 1 if index == 0 else 0  # first_n, the evaluated item left out
+        own, shown = f"Question: {ITEMS[index]['question']}", f"Question: {ITEMS[example]['question']}"
+        assert prompt.count(own) == 1 and prompt.index(shown) < prompt.index(own)

@@ -1,4 +1,4 @@
-"""Retrieval for retrieval-augmented tasks, used when a dataset is built (once per item, not per request).
+"""Retrieval for retrieval-augmented tasks: once per item, when a run first reaches it (not per request).
 
 Generic: names no benchmark. ``corpus`` (files of titled sections -> overlapping token windows),
 ``retrievers`` (bm25 via ``bm25s``; dense with two encoders and FAISS inner product, the ``[rag]``

@@ -55,7 +55,7 @@ def _write(path: Path, sections: Sequence[Section]) -> None:
 def write_retrievals(
     path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]
 ) -> Path:
-    """A file of one section (the retrieval cache's)."""
+    """A file of one section."""
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     _write(path, [Section(header.get("task"), dict(header), {i: list(c) for i, c in items})])
@@ -65,21 +65,44 @@ def write_retrievals(
 def save_task_retrievals(
     path: Path, header: Mapping[str, Any], items: Iterable[tuple[str, Sequence[Mapping[str, Any]]]]
 ) -> Path:
-    """Write ``header["task"]``'s section into ``path``, keeping the sections of the other tasks there."""
+    """Write ``header["task"]``'s section into ``path``, keeping the sections of the other tasks there. A
+    section the task saved before with the same header keeps its items (a ``--limit`` run adds, it does not
+    cut a full run's section); a file there that holds no retrievals is refused, not overwritten."""
     from medeval_metrics.emsqa.retrieval.cache import exclusive_lock
 
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     task = str(header["task"])
     with exclusive_lock(path.with_name(f".{path.name}.lock")):
-        kept: list[Section] = []
-        if path.is_file():
-            try:
-                kept = [s for s in read_sections(path) if s.task is not None and s.task != task]
-            except MedevalDataError:  # not a file of sections (an older format): replaced
-                kept = []
-        _write(path, [*kept, Section(task, dict(header), {i: list(c) for i, c in items})])
+        sections = check_save_target(path)
+        kept = [s for s in sections if s.task is not None and s.task != task]
+        earlier = next((s for s in sections if s.task == task and header_difference(s.header, header) is None), None)
+        merged = dict(earlier.items) if earlier is not None else {}
+        merged.update({i: list(c) for i, c in items})
+        _write(path, [*kept, Section(task, dict(header), merged)])
     return path
+
+
+def check_save_target(path: Path) -> list[Section]:
+    """The sections already in ``rag_save_retrievals``'s file (none when there is no file); an error naming
+    the file when it is something else (a data set, say), which saving would overwrite."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        return []
+    try:
+        sections = read_sections(path)
+    except MedevalDataError as exc:
+        reason = str(exc).removeprefix(f"{path}: ").split(". ")[0]
+        raise MedevalDataError(
+            f"rag_save_retrievals: {path} is not a retrievals file ({reason}), and saving would overwrite it. "
+            "Name a new file (or one a previous run saved)."
+        ) from None
+    if any(s.task is None for s in sections):
+        raise MedevalDataError(
+            f"rag_save_retrievals: {path} holds retrievals it did not save (an lm-eval sample log, or a file of "
+            "an older version), and saving would overwrite it. Name a new file; give this one as rag_retrievals."
+        )
+    return sections
 
 
 def checked_text(path: Path, description: str) -> str:
@@ -199,7 +222,7 @@ def header_difference(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any])
 
 
 def read_retrievals(path: Path, chunks_version_now: str) -> dict[str, list[dict[str, Any]]]:
-    """item id -> its chunks, from a one-section file (the retrieval cache's), checked against the chunks."""
+    """item id -> its chunks, from every section of a file, checked against the chunks version."""
     sections = read_sections(path)
     stale = {str((s.header or {}).get("chunks_version")) for s in sections if s.header and "chunks_version" in s.header}
     stale -= {chunks_version_now}
