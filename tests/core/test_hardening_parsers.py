@@ -292,6 +292,9 @@ def test_parser_never_raises_and_returns_documented_type(parser: ParserSpec, tex
     assert parser.returns_documented_type(result), f"{parser.name} returned {result!r}"
 
 
+# The 1 MB stress tests put a megabyte through every parser about 200 times (25 s): CI runs them (e2e); the
+# fast loop keeps the property test above, on the same parsers.
+@pytest.mark.e2e
 @pytest.mark.parametrize("parser", PARSERS, ids=PARSER_IDS)
 @settings(
     max_examples=6,
@@ -324,6 +327,7 @@ PATHOLOGICAL = [
 ]
 
 
+@pytest.mark.e2e  # 1 MB stress, as above
 @pytest.mark.parametrize("parser", PARSERS, ids=PARSER_IDS)
 @pytest.mark.parametrize("seed", PATHOLOGICAL)
 def test_parser_handles_pathological_repetition(parser: ParserSpec, seed: str) -> None:
