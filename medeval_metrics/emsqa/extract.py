@@ -163,6 +163,14 @@ _VERDICT = re.compile(
 )
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 # a word after a lowercase letter makes it an article ("a fracture"), unless it joins the next letter ("a, b and c")
+# after a capital "A" these words go on with the answer ("A because ...", "A is right"); another lowercase
+# word makes it the article ("The correct answer is: A bag valve mask ...", SmolLM2 on the authors' prompt)
+_LETTER_GOES_ON = re.compile(
+    r"[ \t]+(?:because|since|as|is|was|are|and|or|nor|for|which|that|with|in|on|here|it|seems|would|should|could"
+    r"|appears|fits|matches|best|only|also|then|so|since|due|given|from|according|based|per|again|too|"
+    r"only|alone|instead|rather|either|both|if|when|while|but|though|although|option|choice|not|over|vs)\b",
+    re.IGNORECASE,
+)
 _WORD_AFTER_LOWER = re.compile(r"[ \t]+(?!(?:and|or|nor)[ \t]+\(?[a-h](?![A-Za-z0-9'’-]))[a-z]")
 # A real reply names its answer a handful of times; only the last mentions of each kind are read,
 # so 1 MB of repeated answer-like text costs one regex scan, not 100,000 span readings.
@@ -280,6 +288,13 @@ class _Span:
                 and not self._option_text_at(chunk, after, letter)
             ):
                 break  # "a fracture": an article, not a letter
+            if (
+                token.group(3) == "A"
+                and _WORD_AFTER_LOWER.match(text, pos + after)
+                and not _LETTER_GOES_ON.match(text, pos + after)
+                and not self._option_text_at(text, pos + after, letter)
+            ):
+                break  # "The correct answer is: A bag valve mask ...": the article (read past the chunk's end)
             letters.append(letter.lower())
             at = self._skip_option_text(chunk, after, letter.lower())
             if self._other_options_text(chunk, after, letter.lower()):

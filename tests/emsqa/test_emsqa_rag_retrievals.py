@@ -303,3 +303,53 @@ def test_the_report_shows_the_share_of_items_without_documents():
         "emsqa_public_expertrag_ftr", "emsqa", 2, "extract_answer", "no_documents", 712 / 3721, 0.0064, 0, 3721, 3721
     )
     assert "| Items shown no retrieved document (`no_documents`) | 0.1913 |" in results_table([row])
+
+
+BURNS = [
+    "full-thickness burns involving 5% to 15% of body surface area (bsa)",
+    "full-thickness burns involving 2% to 10% of bsa (excluding hands, feet, face, genitalia, and upper airway)",
+    "partial-thickness burns covering 15% to 30% of bsa",
+    "superficial burns covering more than 50% of bsa",
+]
+CHILD_FACE = ["narrow airways", "rounded cheeks", "smaller head", "flat nose and face"]
+
+
+@pytest.mark.parametrize(
+    "reply, options, letters",
+    [
+        # SmolLM2-135M-Instruct on emsqa_public_expertrag_ftr / _rag with rag_prompt authors, k 2, chat
+        # template, 2026-12-01 (labels by hand): it never writes the authors' JSON
+        (
+            "1. A bag valve mask is a nonrebreathing mask that delivers up to 95% oxygen and allows the patient to "
+            "exhale carbon dioxide without rebreathing it.\n2. The correct answer is: A bag valve mask is a "
+            "nonrebreathing mask that delivers up to 95% oxygen",
+            CHILD_FACE,
+            None,  # "A bag valve mask": the article, and no option's text (was read as a)
+        ),
+        ('1.\n\nThe correct answer is: "a".', CHILD_FACE, ["a"]),
+        (
+            "d. partial-thickness burns covering 15% to 30% of bsa\n\nThe answer is: d. partial-thickness burns "
+            "covering 15% to 30% of bsa",
+            BURNS,
+            None,  # letter d with option c's text
+        ),
+        (
+            "1. The answer is a. narrow airways\n\nThe answer is a. narrow airways\n\nThe other options are b. "
+            "rounded cheeks and c. smaller head",
+            CHILD_FACE,
+            ["a"],
+        ),
+        ("A. Full-thickness Burns\n\nThe correct answer is: A. Full-thickness Burns", BURNS, ["a"]),
+        # a capital A that goes on with the answer stays the letter
+        ("The answer is A because the airways are narrow.", CHILD_FACE, ["a"]),
+        ("A is the correct answer.", CHILD_FACE, ["a"]),
+        ("I choose A since it fits.", CHILD_FACE, ["a"]),
+        ("The answer is A not B.", CHILD_FACE, ["a"]),
+        ("The answer is: A small child has narrow airways.", CHILD_FACE, None),
+    ],
+)
+def test_real_replies_to_the_authors_prompt_are_read_as_a_grader_reads_them(reply, options, letters):
+    from medeval_metrics.emsqa.extract import extract_answer
+
+    letters_of = ["a", "b", "c", "d"]
+    assert extract_answer(reply, letters_of, dict(zip(letters_of, options))) == letters
