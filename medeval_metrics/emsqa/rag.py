@@ -475,7 +475,22 @@ class RetrievedSplit(Sequence):
     def __len__(self) -> int:
         return len(self._docs)
 
+    def filter(self, function: Any, **kwargs: Any) -> RetrievedSplit:
+        """Like ``datasets.Dataset.filter`` (a user's ``process_docs`` keeping some items): still lazy."""
+        kept = [doc for doc in self._docs if function({k: v for k, v in doc.items() if k not in _RAG_FIELDS})]
+        return RetrievedSplit(kept, [k for k in self.features if k not in _RAG_FIELDS], self.retrieval)
+
+    def __getattr__(self, name: str) -> Any:
+        # anything else a datasets.Dataset offers (.map, .select, ...): on the whole split, retrieved
+        if name.startswith("_") or name in ("retrieval", "features"):
+            raise AttributeError(name)
+        import datasets
+
+        return getattr(datasets.Dataset.from_list([self[i] for i in range(len(self))]), name)
+
     def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, str):  # a column, as a Dataset gives it
+            return [self[i][index] for i in range(len(self._docs))]
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self._docs)))]
         doc = self._docs[index]

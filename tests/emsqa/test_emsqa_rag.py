@@ -597,3 +597,16 @@ def test_rag_k_must_be_a_whole_number(value):
     with pytest.raises(MedevalDataError, match=rf"rag_k={value!r} is not a whole number"):
         retrieval_settings({"rag_k": value})
     assert retrieval_settings({"rag_k": " 8 "}).k == 8
+
+
+def test_a_user_s_process_docs_can_filter_map_and_read_columns_of_the_split(docs, metadata):
+    from medeval_metrics.emsqa.rag import RetrievedSplit, TaskRetrieval
+
+    split = RetrievedSplit(docs, ["id", "question"], TaskRetrieval(docs, metadata, task="t"))
+    first_two = split.filter(lambda doc: doc["id"] in ("0", "1"))  # e.g. keep one certification level
+    assert isinstance(first_two, RetrievedSplit) and len(first_two) == 2 and "rag_chunks" not in docs[0]
+    assert [d["id"] for d in first_two] == ["0", "1"] and all(d["rag_chunks"] is not None for d in first_two)
+    assert "rag_chunks" not in docs[2]  # still retrieved for only the items reached
+    assert split["id"] == [d["id"] for d in docs]  # a column
+    mapped = split.map(lambda doc: {"question": doc["question"].upper()})  # a Dataset method: the whole split
+    assert mapped[3]["question"] == docs[3]["question"].upper() and mapped[3]["rag_context"] == docs[3]["rag_context"]
