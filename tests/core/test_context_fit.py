@@ -57,6 +57,7 @@ def test_the_answers_tokens_are_reserved():
     assert fit.fits(80) and not fit.fits(81)
 
 
+@pytest.mark.e2e  # builds the tiny model (about 3 s, once per session)
 def test_counts_with_the_models_tokenizer_and_caches_them(tiny_model, tmp_path):
     fit = ContextFit({"pretrained": str(tiny_model)}, 16, cache_dir=tmp_path)
     assert fit.method.startswith("tokenizer ") and fit.limit > 0
@@ -77,6 +78,7 @@ def test_counts_with_the_models_tokenizer_and_caches_them(tiny_model, tmp_path):
     assert again.count(["Give oxygen.", "Give oxygen."]) == [direct[1], direct[1]]
 
 
+@pytest.mark.e2e  # the tiny model
 def test_counts_are_written_in_batches(tiny_model, tmp_path, monkeypatch):
     from medeval_metrics import context_fit
 

@@ -76,6 +76,7 @@ def test_validate_panel_refuses_cuda_before_the_run(monkeypatch):
     validate_panel(hf_panel(), check_backends=False)  # no device: the CPU, no problem
 
 
+@pytest.mark.e2e  # the tiny model
 def test_medeval_run_stops_before_generation_on_a_cuda_judge_without_cuda(monkeypatch, capsys, tiny_model, shared_data):
     import torch
     from conftest import clear_medeval_settings, run_medeval
