@@ -25,12 +25,12 @@ sets ``rag_mode``:
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import logging
 import re
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -465,7 +465,9 @@ class RetrievedSplit(Sequence):
     def __init__(self, docs: list[dict[str, Any]], features: Sequence[str], retrieval: TaskRetrieval) -> None:
         self._docs, self.retrieval = docs, retrieval
         self.features = {name: None for name in [*features, *_RAG_FIELDS]}
-        atexit.register(retrieval.finish_or_report)
+        # when the split goes (the task is dropped) or at exit: the last items reached are saved, then the
+        # index is freed (an atexit hook would keep every task's index of a long-lived process)
+        weakref.finalize(self, retrieval.finish_or_report)
 
     def example_docs(self) -> list[dict[str, Any]]:
         """The items as few-shot examples (a private task draws them from its own set): without documents,

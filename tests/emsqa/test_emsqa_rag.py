@@ -610,3 +610,21 @@ def test_a_user_s_process_docs_can_filter_map_and_read_columns_of_the_split(docs
     assert split["id"] == [d["id"] for d in docs]  # a column
     mapped = split.map(lambda doc: {"question": doc["question"].upper()})  # a Dataset method: the whole split
     assert mapped[3]["question"] == docs[3]["question"].upper() and mapped[3]["rag_context"] == docs[3]["rag_context"]
+
+
+def test_a_dropped_split_saves_what_was_reached_and_frees_its_index(docs, metadata, tmp_path):
+    import gc
+    import weakref
+
+    from medeval_metrics.emsqa.rag import RetrievedSplit, TaskRetrieval
+
+    saved = tmp_path / "saved.jsonl"
+    retrieval = TaskRetrieval(docs, {**metadata, "rag_save_retrievals": str(saved)}, task="t")
+    alive = weakref.ref(retrieval)
+    split = RetrievedSplit(docs, [], retrieval)
+    del retrieval
+    split[3]  # indexed only (lm-eval's test of one doc), no iteration that would save
+    del split
+    gc.collect()
+    assert alive() is None  # a long-lived process does not keep every task's index
+    assert [json.loads(line)["id"] for line in saved.read_text().splitlines()[1:]] == ["3"]
