@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from medeval_metrics.data import setting
 from medeval_metrics.preflight import model as model_check
-from medeval_metrics.preflight.argv import include_path, parse_metadata, requested_task_names, take_pack_options
+from medeval_metrics.preflight.argv import (
+    RunSettings,
+    include_path,
+    requested_task_names,
+    run_settings,
+    take_pack_options,
+)
 from medeval_metrics.preflight.catalogue import JUDGES_KEY, sources_for
 from medeval_metrics.preflight.data_checks import data_source_problems, group_problems, user_task_problems
 from medeval_metrics.preflight.judges import check_judge_panel, needs_judges
@@ -50,19 +56,21 @@ def run_checks(
     argv, allowed = take_pack_options(argv)
     allow_unknown_metadata = allow_unknown_metadata or allowed
     probe = hub_reachable or model_check.hub_reachable
-    where = include_path(argv)
+    problems: list[str] = []
+    unread: list[str] = []  # reported after the options and the model, which come first
+    # --tasks, --metadata, --include_path as lm-eval's parser reads them (abbreviations, repeated flags merged)
+    settings = collect(unread, run_settings, argv)
+    metadata_read = settings is not None  # else the data checks would blame settings they cannot see
+    settings = settings or RunSettings(requested_task_names(argv), {}, include_path(argv))
+    where, metadata, names = settings.include_path, settings.metadata, settings.tasks
     if lm_eval_names is None:
         lm_eval_names = lambda: lm_eval_task_names(where)
-    problems: list[str] = []
     if argv and check_options:  # `medeval run` alone prints lm-eval's help
         config, problem = lm_eval_config(argv)
         problems += [problem] if problem else run_option_problems(argv, config)
         if config is not None:
             problems += [p for p in [model_check.model_problem(config.model, config.model_args, environ, probe)] if p]
-    before = len(problems)
-    metadata = collect(problems, parse_metadata, argv) or {}
-    metadata_read = len(problems) == before  # else the data checks would blame settings they cannot see
-    names = requested_task_names(argv)
+    problems += unread
     selection, name_problems = select(names, lm_eval_names, where is not None, where) if names else (None, [])
     # keys the user's own tasks might read are theirs to allow; with only the pack's tasks, none is
     problems += metadata_key_problems(metadata, allow_unknown_metadata)
