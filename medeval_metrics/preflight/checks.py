@@ -83,7 +83,7 @@ def run_checks(
     if (selection.pack_tasks or selection.user_tasks) and metadata_read:  # the data of the tasks named right
         groups, left_out = group_problems(selection, metadata)
         checked = [t for t in selection.pack_tasks if t not in left_out]
-        meant = keys_meant(metadata, environ)
+        meant = keys_meant(metadata, environ, allow_unknown_metadata)
         every = checked + [pack_task for pack_task, _ in selection.user_tasks.values()]
         if not model_check.hub_disabled(environ) and _hub_needed(every, metadata) and not probe():
             model_check.mark_hub_unreachable()  # each download fails at once instead of retrying

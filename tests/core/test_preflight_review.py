@@ -5,6 +5,8 @@ a short list, the network probe a stub."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import FIXTURES, clear_medeval_settings
 
@@ -79,3 +81,40 @@ def test_an_abbreviated_tasks_list_is_normalised_for_lm_eval_too():
     # lm-eval would look for a task named " b"; the pack's checks, which strip names, would have passed it
     assert preflight.normalise_task_list(["--task", "a, b,", "--model", "hf"]) == ["--tasks", "a,b", "--model", "hf"]
     assert preflight.normalise_task_list(["--tas=a, b"]) == ["--tasks", "a,b"]
+
+
+# ---------------------------------------------------------------- 2. "meant" only from a reported typo
+
+
+def test_a_credential_variable_does_not_switch_off_the_judge_panel_check(monkeypatch, tmp_path):
+    monkeypatch.setenv("MEDEVAL_JUDGE_KEY", "sk-not-a-setting")
+    monkeypatch.setenv("MEDEVAL_JUDGES", str(tmp_path / "no-judges.yaml"))
+    found = problems_of(
+        "--tasks", "medicationqa", "--metadata", json.dumps({"medicationqa_path": medicationqa_csv(tmp_path)})
+    )
+    assert len(found) == 1 and "no-judges.yaml" in found[0], found
+
+
+def test_a_benchmark_script_variable_does_not_switch_off_a_data_check(monkeypatch, tmp_path):
+    monkeypatch.setenv("MEDEVAL_BENCH_EMSQA_PUBLIC", "1")
+    missing = tmp_path / "nonexistent.json"
+    (problem,) = problems_of("--tasks", "emsqa_public", "--metadata", json.dumps({"emsqa_public_path": str(missing)}))
+    assert f"emsqa_public_path points at {missing}, which does not exist" in problem
+
+
+def test_an_allowed_unknown_key_does_not_switch_off_a_data_check(tmp_path):
+    missing = tmp_path / "nonexistent.xlsx"
+    meta = json.dumps({"path": "x", "medicationqa_path": str(missing)})
+    found = problems_of("--tasks", "medicationqa", "--metadata", meta, "--allow-unknown-metadata")
+    assert any(f"medicationqa_path points at {missing}, which does not exist" in p for p in found), found
+
+
+def test_a_reported_typo_still_stands_in_for_the_missing_data():
+    found = problems_of("--tasks", "emsqa_public", "--metadata", json.dumps({"emsqa_public_pth": "/data/x.json"}))
+    assert found == ["--metadata key 'emsqa_public_pth' is not one the pack reads. Did you mean 'emsqa_public_path'?"]
+
+
+def test_a_misspelled_variable_still_stands_in_for_the_missing_data(monkeypatch):
+    monkeypatch.setenv("MEDEVAL_EMSQA_PRIVATE_PTH", SYNTHETIC)
+    (problem,) = problems_of("--tasks", "emsqa_private")
+    assert problem.startswith("environment variable MEDEVAL_EMSQA_PRIVATE_PTH is not a setting") and "PATH" in problem
