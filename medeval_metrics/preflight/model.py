@@ -62,6 +62,27 @@ def mark_hub_unreachable() -> None:
         pass
 
 
+def _invalid_hub_id(value: str) -> str | None:
+    """Why huggingface_hub refuses ``value`` as a repo id (it raises before any lookup), or None."""
+    try:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    except ImportError:
+        return None
+    try:
+        validate_repo_id(value)
+    except HFValidationError:
+        pass
+    else:
+        return None
+    if "--" in value or ".." in value:
+        return "it holds '--' or '..'"
+    if len(value) > 96:
+        return f"{len(value)} characters, more than 96"
+    if value.count("/") > 1:
+        return "more than one '/'"
+    return "a part starts or ends with '-' or '.', or holds a character other than letters, digits, '-', '_', '.'"
+
+
 def _in_hub_cache(repo_id: str, filename: str, revision: str | None) -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
@@ -114,6 +135,12 @@ def model_problem(
             )
         return None
     # a Hub id: fine if cached, else the Hub must be reachable
+    invalid = _invalid_hub_id(pretrained)
+    if invalid:
+        return (
+            f"--model_args pretrained={pretrained}: not a folder that exists, nor a valid Hub id ({invalid}). Give "
+            "the model's folder (config.json and weights), or a Hub id as org/name, e.g. Qwen/Qwen2.5-0.5B-Instruct."
+        )
     wanted = gguf or "config.json"
     if _in_hub_cache(pretrained, wanted, revision):
         return None

@@ -118,3 +118,30 @@ def test_a_misspelled_variable_still_stands_in_for_the_missing_data(monkeypatch)
     monkeypatch.setenv("MEDEVAL_EMSQA_PRIVATE_PTH", SYNTHETIC)
     (problem,) = problems_of("--tasks", "emsqa_private")
     assert problem.startswith("environment variable MEDEVAL_EMSQA_PRIVATE_PTH is not a setting") and "PATH" in problem
+
+
+# ---------------------------------------------------------------- 3. invalid Hub ids
+
+
+def model_problems(model_args, **kwargs):
+    meta = json.dumps({"emsqa_private_path": SYNTHETIC})
+    return problems_of(
+        "--model",
+        "hf",
+        "--model_args",
+        model_args,
+        "--tasks",
+        "emsqa_private",
+        "--metadata",
+        meta,
+        check_options=True,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("pretrained", ["org--name", "a..b/c", "x" * 100, "org/name."])
+def test_an_invalid_hub_id_is_one_line_naming_it(pretrained, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    (problem,) = model_problems(f"pretrained={pretrained}", hub_reachable=lambda: pytest.fail("probed"))
+    assert problem.startswith(f"--model_args pretrained={pretrained}: not a folder that exists, nor a valid Hub id")
+    assert "Qwen/Qwen2.5-0.5B-Instruct" in problem and "\n" not in problem
