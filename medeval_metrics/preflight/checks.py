@@ -26,6 +26,7 @@ from medeval_metrics.preflight.keys import environment_problems, flag_problems, 
 from medeval_metrics.preflight.options import lm_eval_config, run_option_problems
 from medeval_metrics.preflight.problems import collect, raise_problems
 from medeval_metrics.preflight.selection import Selection, lm_eval_task_names, select
+from medeval_metrics.sources import clear_hub_unreachable, hub_unreachable, mark_hub_unreachable
 
 
 def _hub_needed(tasks: Sequence[str], metadata: Mapping) -> bool:
@@ -50,8 +51,25 @@ def run_checks(
     ``lm_eval_names`` lists lm-eval's tasks (default: its full index, built only for a name not the pack's).
     ``check_options``: also lm-eval's own options and the model (``run_option_problems``), as ``medeval run``
     does. ``hub_reachable``: the network probe (default: a connection to the Hub's host, made only when a
-    Hub download is needed and the Hub is not switched off).
+    Hub download is needed and the Hub is not switched off). A Hub found unreachable stays marked so for the
+    run that follows (``medeval run`` clears it when the run ends); when a problem stops the run, it is cleared.
     """
+    clear_hub_unreachable()  # each run probes afresh
+    try:
+        return _run_checks(argv, lm_eval_names, environ, check_options, allow_unknown_metadata, hub_reachable)
+    except BaseException:
+        clear_hub_unreachable()
+        raise
+
+
+def _run_checks(
+    argv: Sequence[str],
+    lm_eval_names: Callable[[], list[str]] | None = None,
+    environ: Mapping[str, str] | None = None,
+    check_options: bool = False,
+    allow_unknown_metadata: bool = False,
+    hub_reachable: Callable[[], bool] | None = None,
+) -> Selection | None:
     environ = os.environ if environ is None else environ
     argv, allowed = take_pack_options(argv)
     allow_unknown_metadata = allow_unknown_metadata or allowed
@@ -85,8 +103,13 @@ def run_checks(
         checked = [t for t in selection.pack_tasks if t not in left_out]
         meant = keys_meant(metadata, environ, allow_unknown_metadata)
         every = checked + [pack_task for pack_task, _ in selection.user_tasks.values()]
-        if not model_check.hub_disabled(environ) and _hub_needed(every, metadata) and not probe():
-            model_check.mark_hub_unreachable()  # each download fails at once instead of retrying
+        if (
+            not model_check.hub_disabled(environ)
+            and not hub_unreachable()
+            and _hub_needed(every, metadata)
+            and not probe()
+        ):
+            mark_hub_unreachable()  # each download fails at once instead of retrying
         problems += data_source_problems(checked, metadata, skip=meant)
         problems += user_task_problems(selection, metadata, skip=meant)
         if needs_judges(every) and JUDGES_KEY not in meant:

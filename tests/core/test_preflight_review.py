@@ -6,6 +6,7 @@ a short list, the network probe a stub."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import FIXTURES, clear_medeval_settings
@@ -145,3 +146,47 @@ def test_an_invalid_hub_id_is_one_line_naming_it(pretrained, monkeypatch, tmp_pa
     (problem,) = model_problems(f"pretrained={pretrained}", hub_reachable=lambda: pytest.fail("probed"))
     assert problem.startswith(f"--model_args pretrained={pretrained}: not a folder that exists, nor a valid Hub id")
     assert "Qwen/Qwen2.5-0.5B-Instruct" in problem and "\n" not in problem
+
+
+# ---------------------------------------------------------------- 4. an unreachable Hub
+
+
+@pytest.fixture
+def hub_on(monkeypatch, tmp_path):
+    for name in HUB_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    yield
+    from medeval_metrics import sources
+
+    assert not sources.hub_offline()  # nothing is left marked for later runs in this process
+
+
+def test_an_unreachable_hub_is_named_with_its_endpoint_and_no_variable_is_set(hub_on, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.example.invalid")
+    (problem,) = model_problems("pretrained=Qwen/Qwen2.5-0.5B-Instruct", hub_reachable=lambda: False)
+    assert "the Hub cannot be reached (https://hub.example.invalid)" in problem and "huggingface.co" not in problem
+    assert [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") if v in os.environ] == []
+
+
+def test_a_data_source_after_a_failed_probe_says_unreachable_not_disabled(hub_on, tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    found = problems_of(
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={tmp_path}",
+        "--tasks",
+        "emsqa_public",
+        check_options=True,
+        hub_reachable=lambda: False,
+    )
+    assert found and "the Hub cannot be reached (https://huggingface.co)" in found[0], found
+    assert not any("HF_HUB_OFFLINE" in p for p in found), found
+    assert [v for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") if v in os.environ] == []
+
+
+def test_a_user_s_offline_setting_is_still_named(tmp_path):
+    found = problems_of("--tasks", "emsqa_public")
+    assert found and "the Hub is disabled (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE)" in found[0]
