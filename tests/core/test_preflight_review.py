@@ -190,3 +190,49 @@ def test_a_data_source_after_a_failed_probe_says_unreachable_not_disabled(hub_on
 def test_a_user_s_offline_setting_is_still_named(tmp_path):
     found = problems_of("--tasks", "emsqa_public")
     assert found and "the Hub is disabled (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE)" in found[0]
+
+
+# ---------------------------------------------------------------- 5. the EMSQA RAG settings
+
+
+@pytest.fixture
+def knowledge(tmp_path):
+    from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES
+
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for stem in KNOWLEDGE_FILES:
+        (folder / f"{stem}.json").write_text(json.dumps([{"Scene safety": "assess the scene for hazards"}]))
+    return {"emsqa_private_path": SYNTHETIC, "emsqa_knowledge_path": str(folder), "rag_cache_dir": str(tmp_path / "c")}
+
+
+def rag_problems(metadata, task="emsqa_private_rag"):
+    return problems_of("--tasks", task, "--metadata", json.dumps(metadata))
+
+
+def test_good_rag_settings_pass(knowledge, tmp_path):
+    areas = tmp_path / "areas.json"
+    areas.write_text("{}")
+    assert rag_problems({**knowledge, "rag_prompt": "authors", "rag_k": "5", "rag_retriever": "bm25"}) == []
+    assert rag_problems({**knowledge, "rag_areas": "gold"}) == []
+
+
+@pytest.mark.parametrize(
+    "setting, value, expected",
+    [
+        ("rag_prompt", "author", "rag_prompt='author' is not one of"),
+        ("rag_k", "abc", "rag_k='abc' is not a int"),
+        ("rag_k", "0", "rag_k must be a whole number of at least 1"),
+        ("rag_retriever", "bm24", "rag_retriever 'bm24' is not one of"),
+        ("rag_retrievals", "/nonexistent/retrievals.jsonl", "rag_retrievals points at /nonexistent/retrievals.jsonl"),
+        ("rag_areas", "/nonexistent/areas.json", "rag_areas points at /nonexistent/areas.json"),
+    ],
+)
+def test_a_bad_rag_setting_is_one_line_before_the_model(knowledge, setting, value, expected):
+    (problem,) = rag_problems({**knowledge, setting: value})
+    assert expected in problem and "\n" not in problem, problem
+
+
+def test_every_bad_rag_setting_is_reported_at_once(knowledge):
+    found = rag_problems({**knowledge, "rag_prompt": "author", "rag_k": "abc", "rag_areas": "/nonexistent/a.json"})
+    assert len(found) == 3 and all(k in " ".join(found) for k in ("rag_prompt", "rag_k", "rag_areas")), found
