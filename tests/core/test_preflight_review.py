@@ -73,6 +73,18 @@ def test_an_abbreviated_include_path_makes_the_user_s_task_known(tmp_path):
     assert problems_of("--tasks", "my_own_task", "--include", str(tasks), lm_eval_names=None) == []
 
 
+def test_a_config_file_s_tasks_and_metadata_are_checked_where_the_command_line_gives_none(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text(f"tasks: [emsqa_private]\nmetadata:\n  emsqa_private_path: {SYNTHETIC}\n")
+    assert problems_of("--config", str(config)) == []
+    config.write_text("tasks: emsqa_pubic\n")
+    (problem,) = problems_of("--config", str(config))
+    assert "emsqa_pubic" in problem and "emsqa_public" in problem
+    # the command line's --tasks wins over the file's, as in lm-eval
+    (problem,) = problems_of("--config", str(config), "--tasks", "emsqa_private")
+    assert problem.startswith("the EMSQA private set is not available: no file was given")
+
+
 def test_bad_metadata_json_is_still_the_pack_s_one_line():
     (problem,) = problems_of("--tasks", "emsqa_private", "--metadata", "{'emsqa_private_path': 'x'}")
     assert problem.startswith("--metadata is not valid JSON") and "\n" not in problem
