@@ -90,7 +90,8 @@ def _run_checks(
             problems += [p for p in [model_check.model_problem(config.model, config.model_args, environ, probe)] if p]
     problems += unread
     selection, name_problems = select(names, lm_eval_names, where is not None, where) if names else (None, [])
-    # keys the user's own tasks might read are theirs to allow; with only the pack's tasks, none is
+    # a key the pack does not read is refused unless --allow-unknown-metadata lets it through (meant for the user's
+    # own tasks or lm-eval's, but it works with the pack's tasks alone too); a near-miss of a pack key always is
     problems += metadata_key_problems(metadata, allow_unknown_metadata)
     problems += environment_problems(environ)
     problems += flag_problems(metadata, environ)

@@ -105,13 +105,6 @@ def _metadata_key_findings(metadata: Mapping[str, Any], allow_unknown: bool) -> 
     return findings
 
 
-def check_metadata_keys(metadata: dict[str, Any], allow_unknown: bool = False) -> None:
-    """Every ``metadata_key_problems`` problem, in one error."""
-    from medeval_metrics.preflight.problems import raise_problems
-
-    raise_problems(metadata_key_problems(metadata, allow_unknown))
-
-
 def keys_meant(metadata: Mapping[str, Any], environ: Mapping[str, str], allow_unknown: bool = False) -> set[str]:
     """The known keys that reported typos (a ``--metadata`` key or ``MEDEVAL_*`` variable that got "did you
     mean") were meant for: their data sources look unset only because of the typo, so the typo's error is the
@@ -179,14 +172,6 @@ def environment_variable(key: str) -> str:
     return env_var(key)
 
 
-def check_environment_keys(environ: Mapping[str, str]) -> None:
-    """A ``MEDEVAL_*`` variable the pack does not read is a typo (``MEDEVAL_EMSQA_PUBLIC_PTH``, ``MEDEVAL_JUDGE``):
-    an error naming the closest known variable; every such variable in one error."""
-    from medeval_metrics.preflight.problems import raise_problems
-
-    raise_problems(environment_problems(environ))
-
-
 def environment_problems(environ: Mapping[str, str]) -> list[str]:
     return [problem for problem, _ in _environment_findings(environ)]
 
@@ -242,8 +227,6 @@ __all__ = [
     "CLOSE_KEY_CUTOFF",
     "FULL_INDEX_ENV",
     "JUDGES_KEY",
-    "check_environment_keys",
-    "check_metadata_keys",
     "environment_problems",
     "environment_variable",
     "flag_problems",

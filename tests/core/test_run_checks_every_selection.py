@@ -11,6 +11,15 @@ from conftest import FIXTURES, clear_medeval_settings
 
 from medeval_metrics import cli, preflight
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.preflight.selection import select
+
+
+def select_tasks(names, lm_eval_names=None, user_tasks=False):
+    """The selection ``run_checks`` makes of ``names``; a wrong name raises its problem."""
+    selection, problems = select(names, lm_eval_names, user_tasks)
+    preflight.raise_problems(problems)
+    return selection
+
 
 LM_EVAL_TASKS = ["hellaswag", "arc_easy", "mmlu"]
 
@@ -31,7 +40,7 @@ def problems_of(*argv, **kwargs) -> list[str]:
 
 
 def test_the_pack_s_tag_is_a_selection_like_a_group():
-    selection = preflight.select_tasks(["medeval"], lambda: pytest.fail("indexed lm-eval"))
+    selection = select_tasks(["medeval"], lambda: pytest.fail("indexed lm-eval"))
     assert selection.only_pack and selection.pack_tasks[0] == "emsqa_public" and "medicationqa" in selection.pack_tasks
     assert {"emsqa_private", "emrqa_risk", "emrqa_emrql_1", "medicationqa"} <= set(selection.pack_tasks)
     assert selection.requested_groups["medeval"] == selection.pack_tasks
@@ -74,7 +83,7 @@ def test_medeval_run_with_the_tag_stops_before_lm_eval_and_its_full_index(monkey
     ],
 )
 def test_a_pattern_of_the_pack_s_names_selects_its_tasks_and_checks_their_data(pattern, tasks):
-    selection = preflight.select_tasks([pattern], lambda: pytest.fail("indexed lm-eval"))
+    selection = select_tasks([pattern], lambda: pytest.fail("indexed lm-eval"))
     assert selection.only_pack and set(tasks) <= set(selection.pack_tasks)
     found = problems_of("--tasks", pattern)
     assert found and all("not set" in p or "not available" in p for p in found), found
