@@ -547,7 +547,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
-        return run_lm_eval(argv[1:])
+        from medeval_metrics.sources import clear_hub_unreachable
+
+        try:
+            return run_lm_eval(argv[1:])
+        finally:
+            clear_hub_unreachable()  # the pre-run probe's finding holds for that run only
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

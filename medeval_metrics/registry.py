@@ -7,20 +7,19 @@ first use, once per process; they import only light modules, so ``medeval list``
 
 Lookups by task name: ``task(name)``, ``benchmark_of(name)``, ``breakdown_for(name)``,
 ``judging_for(name)``; over the pack: ``benchmarks()``, ``all_tasks()``, ``groups()``,
-``sources_for(names)``, ``metadata_keys()``.
+``metadata_keys()``.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import medeval_metrics
 from medeval_metrics import task_yaml
-from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, Judging, Reporting, Source, Task
+from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, Judging, Reporting, Task
 
 SPEC_MODULE = "spec"  # medeval_metrics.<package>.spec
 SPEC_ATTRIBUTE = "SPEC"
@@ -178,14 +177,3 @@ def removed_options() -> dict[str, str]:
 def flag_options() -> tuple[str, ...]:
     """The metadata keys that are on/off switches (``BenchmarkSpec.flag_options``), sorted."""
     return tuple(sorted({o for spec in _load() for o in spec.flag_options}))
-
-
-def sources_for(task_names: Iterable[str]) -> dict[str, Source]:
-    """The data sources the given tasks read, by metadata key, in first-use order (KeyError for a task
-    outside the pack)."""
-    out: dict[str, Source] = {}
-    for name in task_names:
-        declared = task(name)
-        for key in declared.reads:
-            out.setdefault(key, benchmark_of(name).source(key))
-    return out

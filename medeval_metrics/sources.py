@@ -59,8 +59,42 @@ class DataSource:
         )
 
 
-def hub_offline() -> bool:
+# The endpoint `medeval run`'s pre-run probe found unreachable, for the rest of that run: the pack's downloads
+# fail at once instead of retrying for seconds. Kept here, not in HF_HUB_OFFLINE, so the user's environment is
+# left as it was and messages do not blame a variable the user never set.
+_unreachable: dict[str, str] = {}
+
+
+def hub_endpoint() -> str:
+    return os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+
+
+def mark_hub_unreachable() -> None:
+    _unreachable["endpoint"] = hub_endpoint()
+
+
+def clear_hub_unreachable() -> None:
+    _unreachable.clear()
+
+
+def hub_unreachable() -> str | None:
+    """The endpoint found unreachable in this run, or None."""
+    return _unreachable.get("endpoint")
+
+
+def _hub_disabled_by_user() -> bool:
     return any(is_true(os.environ.get(var, "")) for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def hub_offline() -> bool:
+    return _hub_disabled_by_user() or hub_unreachable() is not None
+
+
+def hub_off_reason() -> str:
+    """Why the pack does not download: the user's switch, or the probe that found the Hub unreachable."""
+    if _hub_disabled_by_user():
+        return "the Hub is disabled (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE)"
+    return f"the Hub cannot be reached ({hub_unreachable() or hub_endpoint()})"
 
 
 def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revision: str | None = None) -> Path:
@@ -72,7 +106,7 @@ def download_hub_file(source: DataSource, filename_suffixes: Iterable[str], revi
     if source.hub_repo is None:
         raise source.missing("it has no public download")
     if hub_offline():
-        raise source.missing("the Hub is disabled (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE) and no local copy is set")
+        raise source.missing(f"{hub_off_reason()} and no local copy is set")
     suffixes = tuple(filename_suffixes)
     try:
         from huggingface_hub import hf_hub_download, list_repo_files

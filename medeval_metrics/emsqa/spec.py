@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from medeval_metrics.data import MedevalDataError
@@ -35,13 +36,44 @@ def check_private(metadata: Mapping[str, Any]) -> None:
 
 
 def check_knowledge(metadata: Mapping[str, Any]) -> None:
-    """The knowledge base resolves: a folder holding the subject files, or the Hub copy."""
+    """The knowledge base resolves (a folder holding the subject files, or the Hub copy) and the RAG settings
+    read as the loader reads them (its own validators), every problem at once: the RAG tasks' pre-run check."""
     # lazily: retrieval (numpy, bm25s) costs ~0.6 s, and `medeval list` imports every spec
     from medeval_metrics.emsqa import rag
 
     refuse_removed(metadata, RAG_REMOVED)
-    rag.knowledge_files(dict(metadata))
-    rag.check_writable_settings(dict(metadata))  # the index cache and a retrievals file to write
+    metadata = dict(metadata)
+    problems: list[str] = []
+    for check in (rag.knowledge_files, rag.retrieval_settings, rag.prompt_style, rag.check_writable_settings):
+        try:
+            check(metadata)
+        except MedevalDataError as exc:
+            problems.append(str(exc))
+    problems += _rag_file_problems(metadata)
+    if problems:
+        error = MedevalDataError(problems[0])
+        error.problems = problems  # type: ignore[attr-defined]  (read by the pre-run checks: one line each)
+        raise error
+
+
+def _rag_file_problems(metadata: Mapping[str, Any]) -> list[str]:
+    """rag_retrievals and rag_areas (unless "gold") name files that exist: the loader reads them only once the
+    model is loaded."""
+    from medeval_metrics.settings import setting
+
+    problems = []
+    for key, what, fix in (
+        ("rag_retrievals", "the retrievals a run saved (rag_save_retrievals)", "leave rag_retrievals out to retrieve"),
+        ("rag_areas", "the predicted areas per item", 'leave rag_areas out (or "gold") for the items\' own areas'),
+    ):
+        value = setting(metadata, key)
+        if value is None or (key == "rag_areas" and str(value).strip() == "gold"):
+            continue
+        path = Path(str(value)).expanduser()
+        if not path.is_file():
+            state = "a folder" if path.is_dir() else "not there"
+            problems.append(f"{key} points at {path}, which is {state}: give the file of {what}, or {fix}.")
+    return problems
 
 
 SPEC = BenchmarkSpec(

@@ -18,6 +18,7 @@ from medeval_metrics.data import (
     refuse_wrong_file_kind,
 )
 from medeval_metrics.lm_eval_compat import install_redaction
+from medeval_metrics.sources import hub_off_reason
 
 log = logging.getLogger("medeval.medicationqa")
 
@@ -243,7 +244,7 @@ def read_local(path: Path) -> list[dict[str, str]]:
 
 def _read_hub() -> list[dict[str, str]]:
     if hub_offline():
-        raise SOURCE.missing("the Hub is disabled (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE) and no local copy is set")
+        raise SOURCE.missing(f"{hub_off_reason()} and no local copy is set")
     try:
         import datasets
 

@@ -32,12 +32,9 @@ from medeval_metrics.preflight.catalogue import (
     task_set_keys,
 )
 from medeval_metrics.preflight.checks import run_checks
-from medeval_metrics.preflight.data_checks import check_groups_have_data
 from medeval_metrics.preflight.judges import check_judge_panel
 from medeval_metrics.preflight.keys import (
     FULL_INDEX_ENV,
-    check_environment_keys,
-    check_metadata_keys,
     environment_problems,
     environment_variable,
     known_environment_variables,
@@ -45,7 +42,7 @@ from medeval_metrics.preflight.keys import (
 )
 from medeval_metrics.preflight.options import run_option_problems, unwritable_reason
 from medeval_metrics.preflight.problems import RunProblems, raise_problems
-from medeval_metrics.preflight.selection import Selection, select_tasks
+from medeval_metrics.preflight.selection import Selection
 
 __all__ = [
     "ALLOW_UNKNOWN_METADATA",
@@ -53,10 +50,7 @@ __all__ = [
     "JUDGES_KEY",
     "RunProblems",
     "Selection",
-    "check_environment_keys",
-    "check_groups_have_data",
     "check_judge_panel",
-    "check_metadata_keys",
     "environment_problems",
     "environment_variable",
     "flag_setting",
@@ -72,7 +66,6 @@ __all__ = [
     "requested_task_names",
     "run_checks",
     "run_option_problems",
-    "select_tasks",
     "take_pack_options",
     "task_set_keys",
     "unwritable_reason",

@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from medeval_metrics.data import setting
 from medeval_metrics.preflight import model as model_check
-from medeval_metrics.preflight.argv import include_path, parse_metadata, requested_task_names, take_pack_options
+from medeval_metrics.preflight.argv import (
+    RunSettings,
+    include_path,
+    requested_task_names,
+    run_settings,
+    take_pack_options,
+)
 from medeval_metrics.preflight.catalogue import JUDGES_KEY, sources_for
 from medeval_metrics.preflight.data_checks import data_source_problems, group_problems, user_task_problems
 from medeval_metrics.preflight.judges import check_judge_panel, needs_judges
@@ -20,6 +26,7 @@ from medeval_metrics.preflight.keys import environment_problems, flag_problems, 
 from medeval_metrics.preflight.options import lm_eval_config, run_option_problems
 from medeval_metrics.preflight.problems import collect, raise_problems
 from medeval_metrics.preflight.selection import Selection, lm_eval_task_names, select
+from medeval_metrics.sources import clear_hub_unreachable, hub_unreachable, mark_hub_unreachable
 
 
 def _hub_needed(tasks: Sequence[str], metadata: Mapping) -> bool:
@@ -44,27 +51,47 @@ def run_checks(
     ``lm_eval_names`` lists lm-eval's tasks (default: its full index, built only for a name not the pack's).
     ``check_options``: also lm-eval's own options and the model (``run_option_problems``), as ``medeval run``
     does. ``hub_reachable``: the network probe (default: a connection to the Hub's host, made only when a
-    Hub download is needed and the Hub is not switched off).
+    Hub download is needed and the Hub is not switched off). A Hub found unreachable stays marked so for the
+    run that follows (``medeval run`` clears it when the run ends); when a problem stops the run, it is cleared.
     """
+    clear_hub_unreachable()  # each run probes afresh
+    try:
+        return _run_checks(argv, lm_eval_names, environ, check_options, allow_unknown_metadata, hub_reachable)
+    except BaseException:
+        clear_hub_unreachable()
+        raise
+
+
+def _run_checks(
+    argv: Sequence[str],
+    lm_eval_names: Callable[[], list[str]] | None = None,
+    environ: Mapping[str, str] | None = None,
+    check_options: bool = False,
+    allow_unknown_metadata: bool = False,
+    hub_reachable: Callable[[], bool] | None = None,
+) -> Selection | None:
     environ = os.environ if environ is None else environ
     argv, allowed = take_pack_options(argv)
     allow_unknown_metadata = allow_unknown_metadata or allowed
     probe = hub_reachable or model_check.hub_reachable
-    where = include_path(argv)
+    problems: list[str] = []
+    unread: list[str] = []  # reported after the options and the model, which come first
+    # --tasks, --metadata, --include_path as lm-eval's parser reads them (abbreviations, repeated flags merged)
+    settings = collect(unread, run_settings, argv)
+    metadata_read = settings is not None  # else the data checks would blame settings they cannot see
+    settings = settings or RunSettings(requested_task_names(argv), {}, include_path(argv))
+    where, metadata, names = settings.include_path, settings.metadata, settings.tasks
     if lm_eval_names is None:
         lm_eval_names = lambda: lm_eval_task_names(where)
-    problems: list[str] = []
     if argv and check_options:  # `medeval run` alone prints lm-eval's help
         config, problem = lm_eval_config(argv)
         problems += [problem] if problem else run_option_problems(argv, config)
         if config is not None:
             problems += [p for p in [model_check.model_problem(config.model, config.model_args, environ, probe)] if p]
-    before = len(problems)
-    metadata = collect(problems, parse_metadata, argv) or {}
-    metadata_read = len(problems) == before  # else the data checks would blame settings they cannot see
-    names = requested_task_names(argv)
+    problems += unread
     selection, name_problems = select(names, lm_eval_names, where is not None, where) if names else (None, [])
-    # keys the user's own tasks might read are theirs to allow; with only the pack's tasks, none is
+    # a key the pack does not read is refused unless --allow-unknown-metadata lets it through (meant for the user's
+    # own tasks or lm-eval's, but it works with the pack's tasks alone too); a near-miss of a pack key always is
     problems += metadata_key_problems(metadata, allow_unknown_metadata)
     problems += environment_problems(environ)
     problems += flag_problems(metadata, environ)
@@ -75,10 +102,15 @@ def run_checks(
     if (selection.pack_tasks or selection.user_tasks) and metadata_read:  # the data of the tasks named right
         groups, left_out = group_problems(selection, metadata)
         checked = [t for t in selection.pack_tasks if t not in left_out]
-        meant = keys_meant(metadata, environ)
+        meant = keys_meant(metadata, environ, allow_unknown_metadata)
         every = checked + [pack_task for pack_task, _ in selection.user_tasks.values()]
-        if not model_check.hub_disabled(environ) and _hub_needed(every, metadata) and not probe():
-            model_check.mark_hub_unreachable()  # each download fails at once instead of retrying
+        if (
+            not model_check.hub_disabled(environ)
+            and not hub_unreachable()
+            and _hub_needed(every, metadata)
+            and not probe()
+        ):
+            mark_hub_unreachable()  # each download fails at once instead of retrying
         problems += data_source_problems(checked, metadata, skip=meant)
         problems += user_task_problems(selection, metadata, skip=meant)
         if needs_judges(every) and JUDGES_KEY not in meant:

@@ -7,7 +7,7 @@ from typing import Any
 
 from medeval_metrics.data import setting
 from medeval_metrics.preflight.catalogue import pack_names, sources_for, sources_without_a_public_copy
-from medeval_metrics.preflight.problems import collect, raise_problems
+from medeval_metrics.preflight.problems import collect
 from medeval_metrics.preflight.selection import Selection
 
 
@@ -21,11 +21,6 @@ def _validators() -> dict[str, Callable[[Mapping[str, Any]], None]]:
 
 def has_local_copy(source_key: str, metadata: Mapping[str, Any]) -> bool:
     return bool(setting(metadata, source_key))
-
-
-def check_groups_have_data(selection: Selection, metadata: dict[str, Any]) -> None:
-    """A requested group whose member tasks need the user's own data, not given: name them and the way out."""
-    raise_problems(group_problems(selection, metadata)[0])
 
 
 def group_problems(selection: Selection, metadata: Mapping[str, Any]) -> tuple[list[str], set[str]]:

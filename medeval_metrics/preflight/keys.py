@@ -72,50 +72,46 @@ def _did_you_mean(keys: Sequence[str]) -> str:
 def metadata_key_problems(metadata: Mapping[str, Any], allow_unknown: bool = False) -> list[str]:
     """One problem per key that is not one the pack reads: a typo of a known key (always), a key a task sets
     itself (always), any other unknown key unless ``allow_unknown``."""
+    return [problem for problem, _ in _metadata_key_findings(metadata, allow_unknown)]
+
+
+def _metadata_key_findings(metadata: Mapping[str, Any], allow_unknown: bool) -> list[tuple[str, list[str]]]:
+    """Each problem of ``metadata_key_problems`` with the known keys it says the key was meant for."""
     known = known_metadata_keys()
     task_set = task_set_keys()
     removed = registry.removed_options()
-    problems = []
+    findings: list[tuple[str, list[str]]] = []
     for key in metadata:
         if key in removed:
-            problems += removed_problems({key: metadata[key]}, {key: removed[key]}, {})
+            findings += [(p, []) for p in removed_problems({key: metadata[key]}, {key: removed[key]}, {})]
         elif key in task_set:
-            problems.append(task_set_problem(f"--metadata key {key!r}", key, metadata[key], task_set[key]))
+            findings.append((task_set_problem(f"--metadata key {key!r}", key, metadata[key], task_set[key]), []))
         elif key in known:
             continue
         elif meant := meant_keys(key, known, one_word_is_theirs=allow_unknown):
             case = " (keys are lower case)" if str(key).lower() in known else ""
-            problems.append(f"--metadata key {key!r} is not one the pack reads{case}. {_did_you_mean(meant)}")
+            findings.append((f"--metadata key {key!r} is not one the pack reads{case}. {_did_you_mean(meant)}", meant))
         elif str(key).startswith(pack_key_prefixes()):
-            problems.append(f"--metadata key {key!r} is not one the pack reads. Known keys: {', '.join(known)}.")
+            findings.append((f"--metadata key {key!r} is not one the pack reads. Known keys: {', '.join(known)}.", []))
         elif not allow_unknown:
-            problems.append(
-                f"--metadata key {key!r} is not one the pack reads, so it would be ignored. If a task of your own "
-                f"(or one of lm-eval's) reads it, add {ALLOW_UNKNOWN_METADATA}; `medeval run --help` lists the pack's keys."
+            findings.append(
+                (
+                    f"--metadata key {key!r} is not one the pack reads, so it would be ignored. If a task of your own "
+                    f"(or one of lm-eval's) reads it, add {ALLOW_UNKNOWN_METADATA}; `medeval run --help` lists the "
+                    "pack's keys.",
+                    [],
+                )
             )
-    return problems
+    return findings
 
 
-def check_metadata_keys(metadata: dict[str, Any], allow_unknown: bool = False) -> None:
-    """Every ``metadata_key_problems`` problem, in one error."""
-    from medeval_metrics.preflight.problems import raise_problems
-
-    raise_problems(metadata_key_problems(metadata, allow_unknown))
-
-
-def keys_meant(metadata: Mapping[str, Any], environ: Mapping[str, str]) -> set[str]:
-    """The known keys that misspelled ``--metadata`` keys or ``MEDEVAL_*`` variables were probably meant for: their
-    data sources look unset only because of the typo, so the typo's error is the one to show."""
-    known = known_metadata_keys()
-    meant: set[str] = set()
-    for key in metadata:
-        if key not in known:
-            meant |= set(meant_keys(key, known))
-    by_variable = {environment_variable(k): k for k in known}
-    for name in environ:
-        if name.startswith("MEDEVAL_") and name not in by_variable:
-            meant |= {by_variable[c] for c in difflib.get_close_matches(name, list(by_variable), n=1, cutoff=0.6)}
-    return meant
+def keys_meant(metadata: Mapping[str, Any], environ: Mapping[str, str], allow_unknown: bool = False) -> set[str]:
+    """The known keys that reported typos (a ``--metadata`` key or ``MEDEVAL_*`` variable that got "did you
+    mean") were meant for: their data sources look unset only because of the typo, so the typo's error is the
+    one to show. Only a reported typo counts: a variable or key let through (a credential, a benchmark script's
+    variable, a key allowed by --allow-unknown-metadata) never switches a check off."""
+    meant = {key for _, keys in _metadata_key_findings(metadata, allow_unknown) for key in keys}
+    return meant | {key for _, keys in _environment_findings(environ) for key in keys}
 
 
 def task_set_problem(where: str, key: str, value: Any, by_value: Mapping[str, list[str]]) -> str:
@@ -176,39 +172,45 @@ def environment_variable(key: str) -> str:
     return env_var(key)
 
 
-def check_environment_keys(environ: Mapping[str, str]) -> None:
-    """A ``MEDEVAL_*`` variable the pack does not read is a typo (``MEDEVAL_EMSQA_PUBLIC_PTH``, ``MEDEVAL_JUDGE``):
-    an error naming the closest known variable; every such variable in one error."""
-    from medeval_metrics.preflight.problems import raise_problems
-
-    raise_problems(environment_problems(environ))
-
-
 def environment_problems(environ: Mapping[str, str]) -> list[str]:
+    return [problem for problem, _ in _environment_findings(environ)]
+
+
+def _environment_findings(environ: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """Each problem of ``environment_problems`` with the metadata key its "did you mean" names, if any."""
     known = known_environment_variables()
     task_set = {environment_variable(key): key for key in task_set_keys()}
     removed = {environment_variable(key): key for key in registry.removed_options()}
-    problems = []
+    by_variable = {environment_variable(key): key for key in known_metadata_keys()}
+    findings: list[tuple[str, list[str]]] = []
     for name in sorted(environ):
         if not name.startswith("MEDEVAL_") or name.startswith(SCRIPT_VARIABLE_PREFIX):
             continue
         if name in removed:
             key = removed[name]
-            problems += removed_problems({}, {key: registry.removed_options()[key]}, {name: environ[name]})
+            findings += [
+                (p, []) for p in removed_problems({}, {key: registry.removed_options()[key]}, {name: environ[name]})
+            ]
         elif name in task_set:
             key = task_set[name]
-            problems.append(
-                task_set_problem(f"environment variable {name}", key, environ[name], task_set_keys()[key])
-                + f" (`unset {name}`)"
+            findings.append(
+                (
+                    task_set_problem(f"environment variable {name}", key, environ[name], task_set_keys()[key])
+                    + f" (`unset {name}`)",
+                    [],
+                )
             )
         elif name not in known and not _holds_a_credential(name, known, environ):
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
             suggestion = f" Did you mean {close[0]}?" if close else f" Known: {', '.join(known)}."
-            problems.append(
-                f"environment variable {name} is not a setting the pack reads.{suggestion} "
-                f"Rename or unset it (`unset {name}`)."
+            findings.append(
+                (
+                    f"environment variable {name} is not a setting the pack reads.{suggestion} "
+                    f"Rename or unset it (`unset {name}`).",
+                    [by_variable[close[0]]] if close and close[0] in by_variable else [],
+                )
             )
-    return problems
+    return findings
 
 
 def _holds_a_credential(name: str, known: Sequence[str], environ: Mapping[str, str]) -> bool:
@@ -225,8 +227,6 @@ __all__ = [
     "CLOSE_KEY_CUTOFF",
     "FULL_INDEX_ENV",
     "JUDGES_KEY",
-    "check_environment_keys",
-    "check_metadata_keys",
     "environment_problems",
     "environment_variable",
     "flag_problems",

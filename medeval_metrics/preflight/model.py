@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from medeval_metrics.settings import is_true
+from medeval_metrics.sources import hub_endpoint, mark_hub_unreachable
 
 # lm-eval 0.4.13's backends that take ``pretrained=`` as a folder or a Hub id
 PRETRAINED_BACKENDS = frozenset({"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "vllm-vlm", "sglang"})
@@ -32,7 +33,7 @@ def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> bool:
     """Whether the Hub's host accepts a TCP connection within ``timeout`` (name lookup included)."""
     from urllib.parse import urlparse
 
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    endpoint = urlparse(hub_endpoint())
     host, port = endpoint.hostname or "huggingface.co", endpoint.port or (80 if endpoint.scheme == "http" else 443)
     result: list[bool] = []
 
@@ -49,17 +50,25 @@ def hub_reachable(timeout: float = PROBE_TIMEOUT_S) -> bool:
     return bool(result and result[0])
 
 
-def mark_hub_unreachable() -> None:
-    """The Hub is off for the rest of this process: downloads fail at once instead of retrying for seconds
-    (the data loaders, datasets and transformers all read ``HF_HUB_OFFLINE``)."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["HF_DATASETS_OFFLINE"] = "1"
+def _invalid_hub_id(value: str) -> str | None:
+    """Why huggingface_hub refuses ``value`` as a repo id (it raises before any lookup), or None."""
     try:
-        from huggingface_hub import constants
-
-        constants.HF_HUB_OFFLINE = True  # read once at import by huggingface_hub
-    except (ImportError, AttributeError):
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    except ImportError:
+        return None
+    try:
+        validate_repo_id(value)
+    except HFValidationError:
         pass
+    else:
+        return None
+    if "--" in value or ".." in value:
+        return "it holds '--' or '..'"
+    if len(value) > 96:
+        return f"{len(value)} characters, more than 96"
+    if value.count("/") > 1:
+        return "more than one '/'"
+    return "a part starts or ends with '-' or '.', or holds a character other than letters, digits, '-', '_', '.'"
 
 
 def _in_hub_cache(repo_id: str, filename: str, revision: str | None) -> bool:
@@ -114,6 +123,12 @@ def model_problem(
             )
         return None
     # a Hub id: fine if cached, else the Hub must be reachable
+    invalid = _invalid_hub_id(pretrained)
+    if invalid:
+        return (
+            f"--model_args pretrained={pretrained}: not a folder that exists, nor a valid Hub id ({invalid}). Give "
+            "the model's folder (config.json and weights), or a Hub id as org/name, e.g. Qwen/Qwen2.5-0.5B-Instruct."
+        )
     wanted = gguf or "config.json"
     if _in_hub_cache(pretrained, wanted, revision):
         return None
@@ -123,9 +138,9 @@ def model_problem(
             "not in the local Hugging Face cache: download it once with the Hub on, or give a local folder."
         )
     if not reachable():
-        mark_hub_unreachable()
+        mark_hub_unreachable()  # the data checks that follow fail at once instead of retrying
         return (
-            f"--model_args pretrained={pretrained} is a Hub id, but the Hub (huggingface.co) cannot be reached "
-            f"and {wanted} is not in the local cache: check the network, or give a local folder."
+            f"--model_args pretrained={pretrained} is a Hub id, but the Hub cannot be reached ({hub_endpoint()}) "
+            f"and {wanted} is not in the local cache: check the network (and HF_ENDPOINT), or give a local folder."
         )
     return None

@@ -11,7 +11,7 @@ from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.files import unwritable_reason
-from medeval_metrics.preflight.argv import parse_metadata
+from medeval_metrics.preflight.argv import lm_eval_namespace, parse_metadata
 
 
 def run_option_problems(argv: Sequence[str], config: Any = None) -> list[str]:
@@ -66,23 +66,21 @@ def lm_eval_config(argv: Sequence[str]) -> tuple[Any, str | None]:
     import io
     import logging
 
-    from lm_eval._cli.harness import HarnessCLI
     from lm_eval.config.evaluate_config import EvaluatorConfig
 
+    namespace, error = lm_eval_namespace(argv)
+    if error is not None:
+        try:
+            parse_metadata(argv)
+        except MedevalDataError:
+            return None, None  # the --metadata problem, reported by parse_metadata
+        return None, f"lm-eval refuses the command line: {' '.join(str(error).split())}"
+    if namespace is None:  # argparse's usage error: lm-eval prints it when it parses the line itself
+        return None, None
     previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            try:
-                namespace = HarnessCLI()._parser.parse_args(["run", *argv])
-            except SystemExit:  # argparse's usage error: lm-eval prints it when it parses the line itself
-                return None, None
-            except (ValueError, TypeError) as exc:  # raised by one of lm-eval's argument actions
-                try:
-                    parse_metadata(argv)
-                except MedevalDataError:
-                    return None, None  # the --metadata problem, reported by parse_metadata
-                return None, f"lm-eval refuses the command line: {' '.join(str(exc).split())}"
             try:
                 return EvaluatorConfig.from_cli(namespace), None
             except (ValueError, TypeError, OSError) as exc:

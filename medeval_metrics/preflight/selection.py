@@ -12,7 +12,7 @@ from typing import Any
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.preflight.catalogue import pack_name_prefixes, pack_names, task_configs
-from medeval_metrics.preflight.problems import collect, raise_problems
+from medeval_metrics.preflight.problems import collect
 
 
 @dataclass
@@ -42,30 +42,19 @@ def is_pattern(name: str) -> bool:
     return any(c in name for c in "*?[")
 
 
-def select_tasks(
-    names: Sequence[str],
-    lm_eval_names: Callable[[], list[str]] | None = None,
-    user_tasks: bool = False,
-    include_path: str | None = None,
-) -> Selection:
-    """Split ``names`` into the pack's and lm-eval's; an unknown name is an error with suggestions.
-
-    ``lm_eval_names`` lists lm-eval's own tasks, built only if a name is not the pack's, and not at
-    all for a name with one of the pack's prefixes (``emsqa_pubic``) unless ``user_tasks`` (the user
-    gave an --include_path, whose tasks might use the prefix).
-    """
-    selection, problems = select(names, lm_eval_names, user_tasks, include_path)
-    raise_problems(problems)
-    return selection
-
-
 def select(
     names: Sequence[str],
     lm_eval_names: Callable[[], list[str]] | None,
     user_tasks: bool,
     include_path: str | None = None,
 ) -> tuple[Selection, list[str]]:
-    """``select_tasks``'s selection of the names that are right, and a problem per name that is not."""
+    """Split ``names`` into the pack's and lm-eval's: the selection of the names that are right, and a problem
+    per name that is not (with suggestions).
+
+    ``lm_eval_names`` lists lm-eval's own tasks, built only if a name is not the pack's, and not at
+    all for a name with one of the pack's prefixes (``emsqa_pubic``) unless ``user_tasks`` (the user
+    gave an --include_path, whose tasks might use the prefix).
+    """
     pack = pack_names()
     own = include_path_tasks(include_path) if include_path else {}
     selection = Selection()
@@ -144,7 +133,7 @@ def include_path_tasks(include_path: str) -> dict[str, dict[str, tuple[str, dict
     for task, config in task_configs().items():
         loader = _loader_of(config)
         if loader:
-            by_loader.setdefault(loader, task)  # the first in listing order: the plainest variant
+            by_loader.setdefault(loader, task)  # the first by YAML path: tasks with one loader read the same sources
     pack = set(pack_names())
     root = Path(include_path).expanduser()
     paths = [root] if root.is_file() else sorted(root.rglob("*.yaml")) if root.is_dir() else []

@@ -11,6 +11,16 @@ from conftest import FIXTURES, clear_medeval_settings
 
 from medeval_metrics import cli, preflight
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.preflight.data_checks import group_problems
+from medeval_metrics.preflight.selection import select
+
+
+def select_tasks(names, lm_eval_names=None, user_tasks=False):
+    """The selection ``run_checks`` makes of ``names``; a wrong name raises its problem."""
+    selection, problems = select(names, lm_eval_names, user_tasks)
+    preflight.raise_problems(problems)
+    return selection
+
 
 LM_EVAL_TASKS = ["hellaswag", "arc_easy", "arc_challenge", "mmlu", "pubmedqa", "medmcqa"]
 
@@ -123,9 +133,9 @@ def test_a_typo_of_a_pack_name_needs_no_lm_eval_index():
         raise AssertionError("built lm-eval's index")
 
     with pytest.raises(MedevalDataError, match="Did you mean 'emsqa_public'"):
-        preflight.select_tasks(["emsqa_pubic"], no_index)
+        select_tasks(["emsqa_pubic"], no_index)
     # with the user's own tasks folder, the name may be theirs: lm-eval's index (theirs included) decides
-    assert preflight.select_tasks(["emsqa_mine"], lambda: ["emsqa_mine"], user_tasks=True).other_names == ["emsqa_mine"]
+    assert select_tasks(["emsqa_mine"], lambda: ["emsqa_mine"], user_tasks=True).other_names == ["emsqa_mine"]
 
 
 def test_lm_eval_tasks_and_paths_pass_and_switch_off_the_pack_only_index(tmp_path):
@@ -146,15 +156,15 @@ def test_a_group_expands_to_its_tasks():
 
 def test_a_group_with_tasks_lacking_data_names_them_and_how_to_exclude_them():
     with pytest.raises(MedevalDataError) as info:
-        preflight.check_groups_have_data(preflight.select_tasks(["emsqa"], fake_index), {})
+        preflight.raise_problems(group_problems(select_tasks(["emsqa"], fake_index), {})[0])
     message = str(info.value)
     assert "emsqa_private, emsqa_private_cot, emsqa_private_expert_cot, emsqa_private_mc" in message
     assert "--tasks emsqa_public_variants" in message and "emsqa_private_path" in message
 
 
 def test_a_group_with_every_task_given_data_passes():
-    selection = preflight.select_tasks(["emsqa"], fake_index)
-    preflight.check_groups_have_data(selection, {"emsqa_private_path": "/somewhere.json"})
+    selection = select_tasks(["emsqa"], fake_index)
+    preflight.raise_problems(group_problems(selection, {"emsqa_private_path": "/somewhere.json"})[0])
 
 
 # ---------------------------------------------------------------- data and judges
@@ -305,24 +315,24 @@ def test_pack_only_index_holds_the_pack_and_nothing_else():
 
 
 def test_a_misspelled_environment_variable_is_an_error_naming_the_known_one():
-    from medeval_metrics.preflight import check_environment_keys
-
     with pytest.raises(
         MedevalDataError, match=r"MEDEVAL_EMSQA_PUBLIC_PTH is not a setting .*Did you mean MEDEVAL_EMSQA_PUBLIC_PATH\?"
     ):
-        check_environment_keys({"MEDEVAL_EMSQA_PUBLIC_PTH": "/x"})
+        preflight.raise_problems(preflight.environment_problems({"MEDEVAL_EMSQA_PUBLIC_PTH": "/x"}))
     with pytest.raises(MedevalDataError, match=r"MEDEVAL_RAG_KK .*Did you mean MEDEVAL_RAG_K\?"):
-        check_environment_keys({"MEDEVAL_RAG_KK": "4"})
+        preflight.raise_problems(preflight.environment_problems({"MEDEVAL_RAG_KK": "4"}))
     # known settings, the pack's own switches and key variables a judge config names are left alone
-    check_environment_keys(
-        {
-            "MEDEVAL_EMSQA_PUBLIC_PATH": "/x",
-            "MEDEVAL_EMRQA_SEED": "1",
-            "MEDEVAL_JUDGES": "{}",
-            "MEDEVAL_DATA_CHECKSUMS": "off",
-            "MEDEVAL_EMSQA_JUDGE_API_KEY": "k",
-            "MEDEVAL_RAG_K": "8",
-            "MEDEVAL_EMSQA_ALLOW_DUPLICATES": "1",
-            "PATH": "/bin",
-        }
+    preflight.raise_problems(
+        preflight.environment_problems(
+            {
+                "MEDEVAL_EMSQA_PUBLIC_PATH": "/x",
+                "MEDEVAL_EMRQA_SEED": "1",
+                "MEDEVAL_JUDGES": "{}",
+                "MEDEVAL_DATA_CHECKSUMS": "off",
+                "MEDEVAL_EMSQA_JUDGE_API_KEY": "k",
+                "MEDEVAL_RAG_K": "8",
+                "MEDEVAL_EMSQA_ALLOW_DUPLICATES": "1",
+                "PATH": "/bin",
+            }
+        )
     )

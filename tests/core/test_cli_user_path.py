@@ -14,6 +14,16 @@ from conftest import FIXTURES, clear_medeval_settings
 
 from medeval_metrics import cli, preflight
 from medeval_metrics.data import MedevalDataError
+from medeval_metrics.preflight.data_checks import group_problems
+from medeval_metrics.preflight.selection import select
+
+
+def select_tasks(names, lm_eval_names=None, user_tasks=False):
+    """The selection ``run_checks`` makes of ``names``; a wrong name raises its problem."""
+    selection, problems = select(names, lm_eval_names, user_tasks)
+    preflight.raise_problems(problems)
+    return selection
+
 
 PRIVATE = {"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")}
 
@@ -176,7 +186,7 @@ def test_medeval_run_stops_on_an_unwritable_output_path_before_lm_eval_starts(mo
 )
 def test_every_misspelled_medeval_variable_is_an_error_naming_the_known_one(name, closest):
     with pytest.raises(MedevalDataError) as info:
-        preflight.check_environment_keys({name: "x"})
+        preflight.raise_problems(preflight.environment_problems({name: "x"}))
     assert str(info.value) == (
         f"environment variable {name} is not a setting the pack reads. Did you mean {closest}? "
         f"Rename or unset it (`unset {name}`)."
@@ -200,15 +210,19 @@ def test_every_variable_the_pack_reads_is_known_and_passes():
     secret_names = {n for n in in_code if n.endswith(("_KEY", "_TOKEN", "_SECRET"))}  # a key's variable, not a setting
     assert in_code - examples_of_typos - secret_names <= known
     assert {"MEDEVAL_JUDGES", "MEDEVAL_FULL_TASK_INDEX", "MEDEVAL_MODEL_API_KEY_ENV", "MEDEVAL_DATASET_CACHE"} <= known
-    preflight.check_environment_keys(
-        {name: "1" for name in known - {"MEDEVAL_RAG_MODE"}}
-        | {"MEDEVAL_BENCH_EMRQA_NOTES": "80", "MEDEVAL_JUDGE_API_KEY": "k"}
+    preflight.raise_problems(
+        preflight.environment_problems(
+            {name: "1" for name in known - {"MEDEVAL_RAG_MODE"}}
+            | {"MEDEVAL_BENCH_EMRQA_NOTES": "80", "MEDEVAL_JUDGE_API_KEY": "k"}
+        )
     )
 
 
 def test_all_misspelled_variables_are_reported_in_one_error():
     with pytest.raises(MedevalDataError) as info:
-        preflight.check_environment_keys({"MEDEVAL_JUDGE": "j.yaml", "MEDEVAL_DATASET_CACH": "off", "HOME": "/root"})
+        preflight.raise_problems(
+            preflight.environment_problems({"MEDEVAL_JUDGE": "j.yaml", "MEDEVAL_DATASET_CACH": "off", "HOME": "/root"})
+        )
     lines = str(info.value).splitlines()
     assert lines[0] == "2 problems, fix them all before the run:"
     assert "MEDEVAL_DATASET_CACH " in lines[1] and "MEDEVAL_JUDGE " in lines[2]
@@ -235,29 +249,35 @@ def test_all_misspelled_variables_are_reported_in_one_error():
 )
 def test_wrong_case_or_unprefixed_keys_get_did_you_mean(key, message):
     with pytest.raises(MedevalDataError) as info:
-        preflight.check_metadata_keys({key: "/data"})
+        preflight.raise_problems(preflight.metadata_key_problems({key: "/data"}))
     assert message in str(info.value)
 
 
 def test_the_opt_in_bertscore_key_is_known():  # documented, read by medicationqa.bertscore, refused before
-    preflight.check_metadata_keys({"medicationqa_bertscore_model": "distilbert-base-uncased"})
-    preflight.check_environment_keys({"MEDEVAL_MEDICATIONQA_BERTSCORE_MODEL": "distilbert-base-uncased"})
+    preflight.raise_problems(
+        preflight.metadata_key_problems({"medicationqa_bertscore_model": "distilbert-base-uncased"})
+    )
+    preflight.raise_problems(
+        preflight.environment_problems({"MEDEVAL_MEDICATIONQA_BERTSCORE_MODEL": "distilbert-base-uncased"})
+    )
 
 
 def test_a_one_word_key_is_the_user_s_when_unknown_keys_are_allowed():
     with pytest.raises(MedevalDataError, match="Did you mean 'emrqa_seed'"):
-        preflight.check_metadata_keys({"seed": 3})
-    preflight.check_metadata_keys({"seed": 3, "device": "cuda:1"}, allow_unknown=True)
+        preflight.raise_problems(preflight.metadata_key_problems({"seed": 3}))
+    preflight.raise_problems(preflight.metadata_key_problems({"seed": 3, "device": "cuda:1"}, allow_unknown=True))
     with pytest.raises(MedevalDataError, match="Did you mean 'emsqa_private_path'"):  # two words: still the pack's
-        preflight.check_metadata_keys({"private_path": "/x"}, allow_unknown=True)
+        preflight.raise_problems(preflight.metadata_key_problems({"private_path": "/x"}, allow_unknown=True))
 
 
 def test_keys_far_from_the_pack_s_pass_only_when_allowed():
-    preflight.check_metadata_keys(
-        {"tokenizer": "gpt2", "max_seq_lengths": [4096], "pretrained": "x"}, allow_unknown=True
+    preflight.raise_problems(
+        preflight.metadata_key_problems(
+            {"tokenizer": "gpt2", "max_seq_lengths": [4096], "pretrained": "x"}, allow_unknown=True
+        )
     )
     with pytest.raises(MedevalDataError, match="add --allow-unknown-metadata"):
-        preflight.check_metadata_keys({"pretrained": "x"})
+        preflight.raise_problems(preflight.metadata_key_problems({"pretrained": "x"}))
 
 
 @pytest.mark.parametrize(
@@ -278,7 +298,7 @@ def test_near_miss_keys_without_the_prefix_or_in_another_form_get_did_you_mean_e
 ):
     for allowed in (False, True):
         with pytest.raises(MedevalDataError) as info:
-            preflight.check_metadata_keys({key: "/x"}, allow_unknown=allowed)
+            preflight.raise_problems(preflight.metadata_key_problems({key: "/x"}, allow_unknown=allowed))
         assert f"Did you mean {meant}?" in str(info.value)
 
 
@@ -299,12 +319,12 @@ def test_rag_mode_in_metadata_is_refused_naming_the_task_for_that_mode(mode, tas
 
 def test_an_unknown_rag_mode_lists_each_mode_s_tasks_and_the_variable_is_refused_too():
     with pytest.raises(MedevalDataError) as info:
-        preflight.check_metadata_keys({"rag_mode": "hybrid"})
+        preflight.raise_problems(preflight.metadata_key_problems({"rag_mode": "hybrid"}))
     assert "filter_then_retrieve: emsqa_public_expertrag_ftr, emsqa_private_expertrag_ftr" in str(info.value)
     with pytest.raises(
         MedevalDataError, match=r"environment variable MEDEVAL_RAG_MODE cannot be set.*`unset MEDEVAL_RAG_MODE`"
     ):
-        preflight.check_environment_keys({"MEDEVAL_RAG_MODE": "global"})
+        preflight.raise_problems(preflight.environment_problems({"MEDEVAL_RAG_MODE": "global"}))
 
 
 # ---------------------------------------------------------------- on/off settings (item 14)
@@ -431,9 +451,9 @@ def test_the_api_key_message_keeps_its_example_after_console_redaction():
 def test_a_group_error_names_only_the_source_that_is_missing(tmp_path):
     kb = tmp_path / "kb"
     kb.mkdir()
-    selection = preflight.select_tasks(["emsqa_rag"], fake_index)
+    selection = select_tasks(["emsqa_rag"], fake_index)
     with pytest.raises(MedevalDataError) as info:
-        preflight.check_groups_have_data(selection, {"emsqa_knowledge_path": str(kb)})
+        preflight.raise_problems(group_problems(selection, {"emsqa_knowledge_path": str(kb)})[0])
     message = str(info.value)
     assert "(emsqa_private_path is not set)" in message and "emsqa_knowledge_path" not in message
     assert '--metadata \'{"emsqa_private_path": "/path/to/file"}\'' in message
@@ -441,9 +461,9 @@ def test_a_group_error_names_only_the_source_that_is_missing(tmp_path):
 
 def test_offline_a_group_error_says_what_the_suggested_tasks_still_need(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    selection = preflight.select_tasks(["emsqa_rag"], fake_index)
+    selection = select_tasks(["emsqa_rag"], fake_index)
     with pytest.raises(MedevalDataError) as info:
-        preflight.check_groups_have_data(selection, {"emsqa_public_path": "/data/final"})
+        preflight.raise_problems(group_problems(selection, {"emsqa_public_path": "/data/final"})[0])
     assert "(the Hub is off, so those need emsqa_knowledge_path as well)" in str(info.value)
 
 

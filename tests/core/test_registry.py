@@ -89,14 +89,20 @@ def test_judging_comes_from_the_spec_and_matches_the_task_yaml():
 
 
 def test_sources_for_tasks_in_first_use_order():
-    sources = registry.sources_for(["emrqa_risk", "emsqa_public", "emsqa_public_mc", "emrqa_emrql_1"])
+    from medeval_metrics.preflight.catalogue import sources_for  # the pre-run checks' (registry's was unused)
+
+    sources = sources_for(["emrqa_risk", "emsqa_public", "emsqa_public_mc", "emrqa_emrql_1"])
     # emrqa_risk reads both emrQA files (its questions, then the other one preparation needs)
-    assert list(sources) == ["emrqa_data_json", "emrqa_data_ql_csv", "emsqa_public_path"]
-    assert sources["emsqa_public_path"].hub == "Xueren/EMS-MCQA"
-    assert sources["emsqa_public_path"].data.env_var == "MEDEVAL_EMSQA_PUBLIC_PATH"
-    assert registry.sources_for([]) == {}
+    assert sources == {
+        "emrqa_data_json": ["emrqa_risk", "emrqa_emrql_1"],
+        "emrqa_data_ql_csv": ["emrqa_risk", "emrqa_emrql_1"],
+        "emsqa_public_path": ["emsqa_public", "emsqa_public_mc"],
+    }
+    public = registry.benchmark_of("emsqa_public").source("emsqa_public_path")
+    assert public.hub == "Xueren/EMS-MCQA" and public.data.env_var == "MEDEVAL_EMSQA_PUBLIC_PATH"
+    assert sources_for([]) == {}
     with pytest.raises(KeyError):
-        registry.sources_for(["arc_easy"])
+        sources_for(["arc_easy"])
 
 
 def test_every_source_has_a_preflight_check_and_the_metadata_keys_come_from_the_specs():

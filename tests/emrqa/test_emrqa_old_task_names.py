@@ -6,7 +6,16 @@ import pytest
 
 import medeval_metrics
 from medeval_metrics import preflight, registry
+from medeval_metrics.preflight.selection import select
 from medeval_metrics.task_yaml import own_task_config
+
+
+def select_tasks(names, lm_eval_names=None, user_tasks=False):
+    """The selection ``run_checks`` makes of ``names``; a wrong name raises its problem."""
+    selection, problems = select(names, lm_eval_names, user_tasks)
+    preflight.raise_problems(problems)
+    return selection
+
 
 RENAMED = {"emrql_1": "emrqa_emrql_1", "emrql_2": "emrqa_emrql_2"}
 
@@ -19,7 +28,7 @@ def test_every_task_name_starts_with_its_benchmark():
 
 @pytest.mark.parametrize("old, new", RENAMED.items())
 def test_the_old_name_selects_the_renamed_task(old, new):
-    selection = preflight.select_tasks([old])
+    selection = select_tasks([old])
     assert selection.pack_tasks == [new] and selection.only_pack
     assert registry.groups()[old] == (new,)
     assert old not in {t.name for t in registry.all_tasks()}

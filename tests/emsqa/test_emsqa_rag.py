@@ -415,7 +415,7 @@ def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
     assert read <= set(preflight.known_metadata_keys())
     assert "rag_" in preflight.pack_key_prefixes()
     with pytest.raises(MedevalDataError, match="rag_kk.*rag_k"):
-        preflight.check_metadata_keys({"rag_kk": 4})
+        preflight.raise_problems(preflight.metadata_key_problems({"rag_kk": 4}))
 
 
 # --- a task owns its retrieval mode; zero-shot runs never read the few-shot pool --------------------
