@@ -233,7 +233,7 @@ def test_good_rag_settings_pass(knowledge, tmp_path):
     "setting, value, expected",
     [
         ("rag_prompt", "author", "rag_prompt='author' is not one of"),
-        ("rag_k", "abc", "rag_k='abc' is not a int"),
+        ("rag_k", "abc", "rag_k='abc' is not a whole number"),
         ("rag_k", "0", "rag_k must be a whole number of at least 1"),
         ("rag_retriever", "bm24", "rag_retriever 'bm24' is not one of"),
         ("rag_retrievals", "/nonexistent/retrievals.jsonl", "rag_retrievals points at /nonexistent/retrievals.jsonl"),
