@@ -66,6 +66,7 @@ def test_two_metadata_flags_are_merged_as_lm_eval_merges_them():
     assert "emsqa_allow_duplicates" in problem and "perhaps" in problem
 
 
+@pytest.mark.e2e  # indexes all of lm-eval's tasks with the user's folder (about 13 s)
 def test_an_abbreviated_include_path_makes_the_user_s_task_known(tmp_path):
     tasks = tmp_path / "tasks"
     tasks.mkdir()
