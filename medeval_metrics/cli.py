@@ -59,6 +59,7 @@ def run_lm_eval(argv: Sequence[str]) -> int:
     lm_eval_compat.redact_results_writer()
     lm_eval_compat.quiet_documented_runs()
     from medeval_metrics.preflight import normalise_task_list, take_pack_options
+    from medeval_metrics.preflight.argv import run_settings
 
     argv = normalise_task_list(argv)  # "--tasks 'a, b,'" is "--tasks a,b"
     argv, allow_unknown_metadata = take_pack_options(argv)  # the pack's own; lm-eval would refuse them
@@ -70,7 +71,9 @@ def run_lm_eval(argv: Sequence[str]) -> int:
         selection = run_checks(argv, allow_unknown_metadata)
         # one request per judge: a dead panel fails now, not after every answer is generated
         judge_problems = (
-            [] if skip_judge_check or selection is None else health.run_problems(argv, selection.pack_tasks)
+            []
+            if skip_judge_check or selection is None
+            else health.run_problems(argv, selection.pack_tasks, run_settings(argv).metadata)
         )
         for problem in judge_problems:
             print(f"medeval: error: {redact.redact_text(problem)}", file=sys.stderr)

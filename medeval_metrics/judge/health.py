@@ -13,7 +13,7 @@ lm-eval builds the model; ``medeval judge`` calls ``panel_problems`` before judg
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -127,14 +127,15 @@ def _is_api_backend(backend: str) -> bool:
     return isinstance(cls, type) and issubclass(cls, TemplateAPI)
 
 
-def run_problems(argv: Sequence[str], tasks: Sequence[str]) -> list[str]:
+def run_problems(argv: Sequence[str], tasks: Sequence[str], metadata: Mapping[str, Any] | None = None) -> list[str]:
     """For ``medeval run``: the health check of the panel the run will use (``--metadata medeval_judges``
-    or ``$MEDEVAL_JUDGES``) when one of ``tasks`` is judged; empty when none is, or no panel is set."""
+    or ``$MEDEVAL_JUDGES``) when one of ``tasks`` is judged; empty when none is, or no panel is set.
+    ``metadata``: the run's metadata as lm-eval reads it (repeated flags merged); else read from ``argv``."""
     from medeval_metrics import registry
 
     if not any(registry.judging_for(task) is not None for task in tasks):
         return []
     from medeval_metrics.judge.config import panel_for_task
 
-    panel = panel_for_task(parse_metadata(argv) or {})
+    panel = panel_for_task((parse_metadata(argv) if metadata is None else metadata) or {})
     return panel_problems(panel) if panel is not None else []

@@ -179,3 +179,35 @@ def test_medeval_run_with_dead_judges_fails_before_the_model_is_built(tmp_path, 
     skipped = run_cli([*args, "--skip-judge-check"], cwd=tmp_path, env=env)
     assert skipped.returncode != 0 and "not-a-model" in skipped.stderr
     assert "cannot connect" not in skipped.stderr
+
+
+@pytest.mark.e2e  # medeval run's path in this process: lm-eval starts if the check lets the panel by
+def test_a_panel_in_the_first_of_two_metadata_flags_is_checked_too(tmp_path, monkeypatch, capsys):
+    # lm-eval merges repeated --metadata flags; the health check read only the last one and let a dead panel by
+    from medeval_metrics.cli import run_lm_eval
+
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    data = tmp_path / "medicationqa.json"
+    data.write_text(json.dumps([{"question": "can i take aspirin with food", "answer": "Yes, with food."}]))
+    model = tmp_path / "not-a-model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    panel = {
+        "judges": [{"name": "a", "backend": "local-chat-completions", "model": "a", "base_url": closed_port_url()}]
+    }
+    code = run_lm_eval(
+        [
+            "--tasks",
+            "medicationqa",
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={model}",
+            "--metadata",
+            json.dumps({"medeval_judges": panel}),
+            "--metadata",
+            json.dumps({"medicationqa_path": str(data)}),
+        ]
+    )
+    assert code == 2
+    assert "cannot connect to 127.0.0.1:" in capsys.readouterr().err
