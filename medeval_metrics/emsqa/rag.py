@@ -459,7 +459,8 @@ class RetrievedSplit(Sequence):
     ``--samples`` and multi-process runs iterate past the items they keep, so those retrieve for all.
 
     lm-eval needs of a split only ``features`` (names), ``len``, indexing and iteration. When an
-    iteration ends (or at exit) the task's retrievals are saved and its no-documents line logged.
+    iteration ends (or the split is dropped, or at exit) the task's retrievals are saved and its
+    no-documents line logged.
     """
 
     def __init__(self, docs: list[dict[str, Any]], features: Sequence[str], retrieval: TaskRetrieval) -> None:
