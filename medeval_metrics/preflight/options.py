@@ -32,6 +32,14 @@ def run_option_problems(argv: Sequence[str], config: Any = None) -> list[str]:
             "set (--limit 0.1), or leave --limit out to run everything."
         )
     problems += [p for p in [_model_problem(config.model or "hf")] if p]
+    model_args = config.model_args if isinstance(config.model_args, dict) else {}
+    if "device" in model_args and config.device is not None:
+        # lm-eval 0.4.13 passes its --device (default cuda:0) next to model_args: the model gets device twice
+        problems.append(
+            f"--model_args device={model_args['device']}: lm-eval also passes its own --device (now "
+            f"{config.device}) to the model, which then stops with 'got multiple values for keyword argument "
+            f"device'. Drop device from --model_args and give --device {model_args['device']} instead."
+        )
     if config.output_path:
         folder = Path(config.output_path).expanduser()
         reason = unwritable_reason(folder.parent if folder.suffix == ".json" else folder)

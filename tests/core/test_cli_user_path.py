@@ -93,6 +93,18 @@ def test_a_limit_of_zero_or_below_is_refused(limit, refused):
         assert message.startswith(f"--limit {float(limit):g} selects no items") and "leave --limit out" in message
 
 
+@pytest.mark.parametrize("extra", [(), ("--device", "cpu")], ids=["lm-eval's default device", "--device too"])
+def test_a_device_in_model_args_is_refused_before_lm_eval_crashes_on_it(tmp_path, extra):
+    # lm-eval 0.4.13 passes --device (default cuda:0) next to model_args: HFLM() got multiple values for 'device'
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    message = run_checks("--model", "hf", "--model_args", f"pretrained={model},device=cpu", *extra)
+    assert message.startswith("--model_args device=cpu: lm-eval also passes its own --device")
+    assert message.endswith("Drop device from --model_args and give --device cpu instead.")
+    assert run_checks("--model", "hf", "--model_args", f"pretrained={model}", "--device", "cpu") is None
+
+
 @pytest.mark.parametrize(
     "model, suggestion", [("hff", "'hf'"), ("vlm", "'vllm'"), ("local-chat-completion", "'local-chat-completions'")]
 )
