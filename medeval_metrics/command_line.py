@@ -26,11 +26,33 @@ def flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
     return found
 
 
+def _occurrences(argv: Sequence[str], flag: str) -> list[list[str]]:
+    """The values after each occurrence of ``flag`` (until the next ``-`` option), in order."""
+    found = []
+    for index, arg in enumerate(argv):
+        if arg == flag:
+            values = []
+            for value in argv[index + 1 :]:
+                if value.startswith("-") and len(value) > 1 and not value[1:2].isdigit():
+                    break
+                values.append(value)
+            found.append(values)
+        elif arg.startswith(flag + "="):
+            found.append([arg.split("=", 1)[1]])
+    return found
+
+
 def parse_metadata(argv: Sequence[str]) -> dict[str, Any]:
-    """``--metadata`` as lm-eval will read it (a JSON object, or ``key=value`` pairs); one-line errors."""
-    values = flag_values(argv, "--metadata")
-    if not values:
-        return {}
+    """``--metadata`` as lm-eval will read it (a JSON object, or ``key=value`` pairs; repeated flags merged in
+    order, as lm-eval merges them); one-line errors."""
+    merged: dict[str, Any] = {}
+    for values in _occurrences(argv, "--metadata"):
+        if values:
+            merged.update(_one_metadata(values))
+    return merged
+
+
+def _one_metadata(values: Sequence[str]) -> dict[str, Any]:
     text = values[0].strip()
     if text.startswith(("{", "[")):
         try:

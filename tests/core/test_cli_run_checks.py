@@ -66,6 +66,15 @@ def test_metadata_in_both_forms_lm_eval_accepts():
     assert preflight.parse_metadata(["--tasks", "emsqa_public"]) == {}
 
 
+def test_repeated_metadata_flags_are_merged_in_order_with_the_same_result_as_lm_eval():
+    from medeval_metrics.preflight.argv import run_settings
+
+    argv = ["--tasks", "x", "--metadata", '{"emrqa_seed": 3, "a": 1}', "--metadata", "emrqa_seed=4", "b=2"]
+    merged = preflight.parse_metadata(argv)  # the reading the judge's re-judge hint and the fallback use
+    assert merged == {"emrqa_seed": 4, "a": 1, "b": 2}
+    assert run_settings(argv).metadata == merged  # lm-eval's own parser
+
+
 @pytest.mark.parametrize(
     "key, closest",
     [
