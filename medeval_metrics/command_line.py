@@ -11,7 +11,13 @@ from medeval_metrics.errors import MedevalDataError
 
 def flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
     """The values after the last of ``flags`` (until the next ``-`` option), or None if absent."""
-    found = None
+    found = _occurrences(argv, *flags)
+    return found[-1] if found else None
+
+
+def _occurrences(argv: Sequence[str], *flags: str) -> list[list[str]]:
+    """The values after each occurrence of any of ``flags`` (until the next ``-`` option), in order."""
+    found = []
     for index, arg in enumerate(argv):
         for flag in flags:
             if arg == flag:
@@ -20,25 +26,9 @@ def flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
                     if value.startswith("-") and len(value) > 1 and not value[1:2].isdigit():
                         break
                     values.append(value)
-                found = values
+                found.append(values)
             elif arg.startswith(flag + "="):
-                found = [arg.split("=", 1)[1]]
-    return found
-
-
-def _occurrences(argv: Sequence[str], flag: str) -> list[list[str]]:
-    """The values after each occurrence of ``flag`` (until the next ``-`` option), in order."""
-    found = []
-    for index, arg in enumerate(argv):
-        if arg == flag:
-            values = []
-            for value in argv[index + 1 :]:
-                if value.startswith("-") and len(value) > 1 and not value[1:2].isdigit():
-                    break
-                values.append(value)
-            found.append(values)
-        elif arg.startswith(flag + "="):
-            found.append([arg.split("=", 1)[1]])
+                found.append([arg.split("=", 1)[1]])
     return found
 
 

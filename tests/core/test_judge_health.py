@@ -142,18 +142,23 @@ def test_a_run_whose_judges_failed_says_how_to_re_judge_without_generating():
     assert "--output_path DIR --log_samples" in rejudge_hint(["--output_path", "o", "--judge-model", "b"])
 
 
-@pytest.mark.e2e  # a `medeval run` subprocess
-def test_medeval_run_with_dead_judges_fails_before_the_model_is_built(tmp_path, monkeypatch):
-    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+def medicationqa_and_a_model_that_cannot_load(tmp_path):
     data = tmp_path / "medicationqa.json"
     data.write_text(
         json.dumps([{"question": f"can i take drug{i} with food", "answer": "Yes, with food."} for i in range(3)])
     )
-    dead = closed_port_url()
     # a folder the pre-run model check accepts (it has a config.json) but that holds no model: building it fails
     model = tmp_path / "not-a-model"
     model.mkdir()
     (model / "config.json").write_text("{}")
+    return data, model
+
+
+@pytest.mark.e2e  # a `medeval run` subprocess
+def test_medeval_run_with_dead_judges_fails_before_the_model_is_built(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    data, model = medicationqa_and_a_model_that_cannot_load(tmp_path)
+    dead = closed_port_url()
     args = [
         "run",
         "--tasks",
@@ -187,11 +192,7 @@ def test_a_panel_in_the_first_of_two_metadata_flags_is_checked_too(tmp_path, mon
     from medeval_metrics.cli import run_lm_eval
 
     monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
-    data = tmp_path / "medicationqa.json"
-    data.write_text(json.dumps([{"question": "can i take aspirin with food", "answer": "Yes, with food."}]))
-    model = tmp_path / "not-a-model"
-    model.mkdir()
-    (model / "config.json").write_text("{}")
+    data, model = medicationqa_and_a_model_that_cannot_load(tmp_path)
     panel = {
         "judges": [{"name": "a", "backend": "local-chat-completions", "model": "a", "base_url": closed_port_url()}]
     }

@@ -9,29 +9,13 @@ import json
 import os
 
 import pytest
-from conftest import FIXTURES, clear_medeval_settings
+from conftest import FIXTURES
+from test_run_checks_every_selection import no_user_settings, problems_of  # noqa: F401 (an autouse fixture)
 
 from medeval_metrics import preflight
-from medeval_metrics.data import MedevalDataError
 
 SYNTHETIC = str(FIXTURES / "emsqa_synthetic.json")
-LM_EVAL_TASKS = ["hellaswag", "arc_easy", "mmlu"]
 HUB_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT")
-
-
-@pytest.fixture(autouse=True)
-def no_user_settings(monkeypatch):
-    clear_medeval_settings(monkeypatch)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-
-
-def problems_of(*argv, **kwargs) -> list[str]:
-    try:
-        preflight.run_checks(list(argv), **{"lm_eval_names": lambda: LM_EVAL_TASKS, **kwargs})
-    except MedevalDataError as exc:
-        return getattr(exc, "problems", None) or [str(exc)]
-    return []
 
 
 def medicationqa_csv(tmp_path) -> str:

@@ -33,7 +33,7 @@ def no_user_settings(monkeypatch):
 
 def problems_of(*argv, **kwargs) -> list[str]:
     try:
-        preflight.run_checks(list(argv), lm_eval_names=lambda: LM_EVAL_TASKS, **kwargs)
+        preflight.run_checks(list(argv), **{"lm_eval_names": lambda: LM_EVAL_TASKS, **kwargs})
     except MedevalDataError as exc:
         return getattr(exc, "problems", None) or [str(exc)]
     return []
