@@ -46,6 +46,20 @@ def clear_medeval_settings(monkeypatch) -> None:
             monkeypatch.delenv(var)
 
 
+def labelled_rows(rows: list[dict], known_misreadings: dict[str, str], reader: str) -> list:
+    """A labelled corpus as pytest params, one per row (its id), the rows of ``known_misreadings`` xfail."""
+    return [
+        pytest.param(
+            row,
+            id=row["id"],
+            marks=[pytest.mark.xfail(reason=f"{reader}: {known_misreadings[row['id']]}", strict=False)]
+            if row["id"] in known_misreadings
+            else [],
+        )
+        for row in rows
+    ]
+
+
 def emsqa_gold(item: dict) -> list[str]:
     """The gold letters of an EMSQA item as a sorted list (one answer or several)."""
     return [item["answer"]] if isinstance(item["answer"], str) else sorted(item["answer"])

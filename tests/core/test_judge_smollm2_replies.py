@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import labelled_rows
 
 from medeval_metrics.judge.rubric import ShownObjects
 from medeval_metrics.medicationqa import RUBRIC
@@ -43,19 +44,7 @@ def test_every_reply_is_labelled_with_scores_on_the_scale_or_null():
         assert row["label_reason"].strip() and "\n" not in row["label_reason"], row["id"]
 
 
-@pytest.mark.parametrize(
-    "row",
-    [
-        pytest.param(
-            row,
-            id=row["id"],
-            marks=[pytest.mark.xfail(reason=f"judge: {EXPECTED_FIXES[row['id']]}", strict=False)]
-            if row["id"] in EXPECTED_FIXES
-            else [],
-        )
-        for row in LABELLED
-    ],
-)
+@pytest.mark.parametrize("row", labelled_rows(LABELLED, EXPECTED_FIXES, "judge"))
 def test_the_parser_reads_the_reply_as_labelled(row):
     assert parser_reading(row) == row["label"], row["label_reason"]
 

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import labelled_rows
 
 from medeval_metrics.emsqa import extract_answer, normalise_record
 
@@ -92,19 +93,7 @@ def test_every_row_is_labelled_with_letters_of_its_item_or_null_and_a_reason():
     assert set(EXPECTED_FIXES) <= {row["id"] for row in LABELLED}
 
 
-@pytest.mark.parametrize(
-    "row",
-    [
-        pytest.param(
-            row,
-            id=row["id"],
-            marks=[pytest.mark.xfail(reason=f"extract: {EXPECTED_FIXES[row['id']]}", strict=False)]
-            if row["id"] in EXPECTED_FIXES
-            else [],
-        )
-        for row in LABELLED
-    ],
-)
+@pytest.mark.parametrize("row", labelled_rows(LABELLED, EXPECTED_FIXES, "extract"))
 def test_the_pack_reads_the_output_as_labelled(row):
     assert pack_reading(row) == row["label"], row["label_reason"]
 
