@@ -35,6 +35,7 @@ class ContextFit:
         self.max_gen_toks = int(max_gen_toks)
         self.tokenizer = None
         self.cache_file: Path | None = None
+        self._counted: dict[str, int] = {}  # without a cache file: this object's counts
         explicit = model_args.get("max_length") or model_args.get("max_model_len")  # hf / vllm model_args
         self.limit = int(explicit) if explicit else None
         name = model_args.get("tokenizer") or model_args.get("pretrained")
@@ -80,23 +81,28 @@ class ContextFit:
     def count(self, prompts: Sequence[str]) -> list[int]:
         if self.tokenizer is None:
             return [(len(p) + 3) // 4 for p in prompts]
-        if self.cache_file is None:
-            return self._tokenize(prompts)
-        # Counts are kept per tokenizer (text hash -> tokens), in memory for the process and on disk for
-        # later runs; new ones are written in batches and at exit, since callers count an item at a time.
+        # Counts are kept per tokenizer (text hash -> tokens), in memory for the process and, with a cache
+        # folder, on disk for later runs; new ones are written in batches and at exit. So a text counted in
+        # a batch (rag.prompt_tokens) is a lookup when its item asks.
         keys = [hashlib.sha1(p.encode("utf-8")).hexdigest()[:20] for p in prompts]
-        known = _known_counts(self.cache_file)
+        known = self._counted if self.cache_file is None else _known_counts(self.cache_file)
         todo = sorted({k: p for k, p in zip(keys, prompts) if k not in known}.items())
         if todo:
             new = dict(zip((k for k, _ in todo), self._tokenize([p for _, p in todo])))
             known.update(new)
-            pending = _PENDING.setdefault(self.cache_file, {})
-            pending.update(new)
-            if len(pending) >= _FLUSH_EVERY:
-                flush_counts(self.cache_file)
+            if self.cache_file is not None:
+                pending = _PENDING.setdefault(self.cache_file, {})
+                pending.update(new)
+                if len(pending) >= _FLUSH_EVERY:
+                    flush_counts(self.cache_file)
         return [known[k] for k in keys]
 
     def _tokenize(self, prompts: Sequence[str]) -> list[int]:
+        # A fast tokenizer's Rust backend counts without the offsets and Python lists that tokenizer(...) makes
+        # (the same ids: transformers calls that backend; 40 RAG prompts 0.05 s instead of 0.08 s).
+        fast = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "encode_batch_fast", None)
+        if fast is not None:
+            return [len(encoding) for encoding in fast(list(prompts), add_special_tokens=False)]
         # verbose=False: counting a prompt longer than the model's limit is the point here, not a problem to warn
         # about ("Token indices sequence length is longer..."); the pack says what does not fit in its own line
         return [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False, verbose=False)["input_ids"]]

@@ -303,6 +303,15 @@ def _authors_expert_cot(doc: Mapping[str, Any], documents: str) -> str:  # promp
 
 def doc_to_text_rag_cot(doc: dict[str, Any]) -> str:
     """KB + CoT: the retrieved documents, then the CoT prompt (plain variants show them first)."""
+    return _to_be_counted(doc, _rag_cot(doc))
+
+
+def doc_to_text_rag_expert_cot(doc: dict[str, Any]) -> str:
+    """Expert-CoT with documents after the choices (the expertise variants' order), before the instruction."""
+    return _to_be_counted(doc, _rag_expert_cot(doc))
+
+
+def _rag_cot(doc: Mapping[str, Any]) -> str:
     documents = _documents(doc)
     if doc.get("rag_prompt") == "authors" and documents is not None:
         return _authors_cot(doc, documents)
@@ -310,8 +319,7 @@ def doc_to_text_rag_cot(doc: dict[str, Any]) -> str:
     return body if documents is None else f"{documents}\n\n{body}"
 
 
-def doc_to_text_rag_expert_cot(doc: dict[str, Any]) -> str:
-    """Expert-CoT with documents after the choices (the expertise variants' order), before the instruction."""
+def _rag_expert_cot(doc: Mapping[str, Any]) -> str:
     documents = _documents(doc)
     if doc.get("rag_prompt") == "authors" and documents is not None:
         return _authors_expert_cot(doc, documents)
@@ -333,6 +341,15 @@ def doc_to_text_rag_expert_cot(doc: dict[str, Any]) -> str:
 _COUNTERS: dict[str, dict[str, Any]] = {}
 
 
+def _to_be_counted(doc: Mapping[str, Any], prompt: str) -> str:
+    # lm-eval renders the prompt of each item it will score when it builds the requests (and of no other:
+    # not those --samples skips); the first item scored counts them all in one call
+    counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
+    if counter is not None and doc.get("prompt_tokens") is None:
+        counter["uncounted"].append(doc)
+    return prompt
+
+
 def _counter(doc: Mapping[str, Any]) -> dict[str, Any] | None:
     counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
     if counter is not None and counter.get("fit") is None:
@@ -348,11 +365,18 @@ def prompt_tokens(doc: Mapping[str, Any]) -> tuple[int, int] | None:
     counter = _counter(doc)
     if counter is None or doc.get("rag_missing"):
         return None
-    text = (doc.get("rag_system") or "") + counter["prompt"](dict(doc))
-    tokens = counter["fit"].count([text])[0]
+    # a batch is tokenized in parallel: 40 prompts of the public set in half the time of 40 calls; the counts
+    # are kept by content (ContextFit), so each later item of the batch is a lookup
+    render = _RENDER.get(counter["prompt"], counter["prompt"])
+    batch = [doc, *(d for d in counter["uncounted"] if not d.get("rag_missing"))]
+    counter["uncounted"].clear()
+    counts = counter["fit"].count([(d.get("rag_system") or "") + render(dict(d)) for d in batch])
     seconds = counter["record"]["seconds"]  # the results' config shows the counting's share of the run
     seconds["prompt_length"] = round(seconds.get("prompt_length", 0.0) + time.perf_counter() - started, 4)
-    return tokens, counter["fit"].limit
+    return counts[0], counter["fit"].limit
+
+
+_RENDER = {doc_to_text_rag_cot: _rag_cot, doc_to_text_rag_expert_cot: _rag_expert_cot}  # the same text, not noted
 
 
 # --- scoring -------------------------------------------------------------------------------------
@@ -468,7 +492,7 @@ class RetrievedSplit(Sequence):
         self.features = {name: None for name in [*features, *_RAG_FIELDS]}
         # when the split goes (the task is dropped) or at exit: the last items reached are saved, then the
         # index is freed (an atexit hook would keep every task's index of a long-lived process)
-        weakref.finalize(self, retrieval.finish_or_report)
+        weakref.finalize(self, retrieval.release)
 
     def example_docs(self) -> list[dict[str, Any]]:
         """The items as few-shot examples (a private task draws them from its own set): without documents,
@@ -663,6 +687,7 @@ class TaskRetrieval:
             "prompt": prompt or doc_to_text_rag_expert_cot,
             "fit": None,
             "record": self.record,
+            "uncounted": [],  # items whose prompt lm-eval rendered, not counted yet (_to_be_counted)
         }
         self._add_seconds("total", time.perf_counter() - started)
 
@@ -743,6 +768,11 @@ class TaskRetrieval:
                 self.save_path,
                 exc,
             )
+
+    def release(self) -> None:
+        """The split is gone: save what is left to save; items rendered and never scored need no count."""
+        self.finish_or_report()
+        _COUNTERS[self.counter_key]["uncounted"].clear()
 
     def finish(self) -> None:
         """Save the retrievals made so far and log how many items got no document (each once per count)."""

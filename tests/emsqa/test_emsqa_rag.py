@@ -385,6 +385,27 @@ def test_only_the_items_scored_are_counted(docs, metadata, monkeypatch):
     assert len(counted) == 2 and again[1]["prompt_tokens"] == 7
 
 
+def test_the_prompts_lm_eval_rendered_are_counted_in_one_call_when_the_first_is_scored(docs, metadata, monkeypatch):
+    """lm-eval renders the prompt of each item it will score when it builds the requests; the first item
+    scored counts all of them in one tokenizer call (a batch runs in parallel), the others are lookups.
+    An item retrieved for but not rendered (``--samples`` iterates past it) is not counted."""
+    from medeval_metrics.context_fit import ContextFit
+
+    calls = []
+    monkeypatch.setattr(
+        ContextFit, "_tokenize", lambda self, prompts: calls.append(list(prompts)) or [7] * len(prompts)
+    )
+    monkeypatch.setattr(ContextFit, "__init__", fake_fit_init)
+    add_retrieval(docs, metadata, max_gen_toks=8)  # all retrieved for, as a --samples run iterates them all
+    rendered = [doc_to_text_rag_expert_cot(doc) for doc in (docs[0], docs[2], docs[3])]
+    assert calls == []
+    scores = [process_results_rag(doc, [["a"]]) for doc in (docs[0], docs[2], docs[3])]
+    assert len(calls) == 1 and sorted(calls[0]) == sorted(rendered)  # one call, the three rendered prompts
+    assert [s["prompt_too_long"] for s in scores] == [0.0, 0.0, 0.0] and docs[3]["prompt_tokens"] == 7
+    process_results_rag(docs[1], [["a"]])  # scored without being rendered first: counted on its own
+    assert calls[1:] == [[doc_to_text_rag_expert_cot(docs[1])]]
+
+
 def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None):
     """A ContextFit with a 'tokenizer' (counted by the patched _tokenize) and the on-disk cache."""
     self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"

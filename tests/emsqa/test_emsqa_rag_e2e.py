@@ -376,3 +376,30 @@ def test_a_private_rag_run_retrieves_only_its_items_and_its_examples_show_no_doc
         example = 1 if index == 0 else 0  # first_n, the evaluated item left out
         own, shown = f"Question: {ITEMS[index]['question']}", f"Question: {ITEMS[example]['question']}"
         assert prompt.count(own) == 1 and prompt.index(shown) < prompt.index(own)
+
+
+def test_lm_eval_s_scored_prompts_are_counted_in_one_tokenizer_call(tmp_path, monkeypatch, tiny_model):
+    """Through lm-eval: a --limit 4 run tokenizes its 4 prompts in one call when the first is scored, and a
+    --samples run counts the items it scores, not the others it iterates past (it retrieves for all)."""
+    from medeval_metrics.context_fit import ContextFit
+
+    calls = []
+    tokenize = ContextFit._tokenize
+    monkeypatch.setattr(ContextFit, "_tokenize", lambda self, texts: calls.append(len(texts)) or tokenize(self, texts))
+    metadata = {
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "pretrained": str(tiny_model),  # as lm-eval merges --model_args into the metadata: counted with its tokenizer
+    }
+    limited, _ = evaluate_public(["emsqa_public_rag"], metadata, tmp_path / "data", limit=4)
+    assert calls == [4] and all(s["doc"]["prompt_tokens"] > 0 for s in limited["samples"]["emsqa_public_rag"])
+    calls.clear()
+    picked, _ = evaluate_public(
+        ["emsqa_public_rag"], {**metadata, "rag_cache_dir": str(tmp_path / "cache-2")}, tmp_path / "data",
+        samples={"emsqa_public_rag": [5, 7]},
+    )  # fmt: skip
+    assert [s["doc"]["question"] for s in picked["samples"]["emsqa_public_rag"]] == [
+        ITEMS[i]["question"] for i in (5, 7)
+    ]
+    # the two scored, and at most item 0, whose prompt lm-eval renders once to check the task: not all of them
+    assert len(calls) == 1 and 2 <= calls[0] <= 3 < len(ITEMS)

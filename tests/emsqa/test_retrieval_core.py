@@ -278,3 +278,20 @@ def test_an_unloadable_chunk_tokenizer_is_named(tmp_path):
         match="cannot load the tokenizer .*no-tokenizer-here.*as rag_article_encoder, or retrieve with rag_retriever bm25",
     ):
         chunk_tokenizer(str(tmp_path / "no-tokenizer-here"))
+
+
+def test_stored_chunks_give_back_each_text_whole_in_any_order_and_any_script(tmp_path):
+    """The cache keeps texts in one file, read by byte offset for only the chunks a run shows: texts with
+    multi-byte characters, an empty one and the last one come back exactly, whatever is read first."""
+    from medeval_metrics.emsqa.retrieval.corpus import Chunk
+    from medeval_metrics.emsqa.retrieval.retrievers import load_chunks, save_chunks
+
+    texts = ["plain", "café — 5 mg/kg ≥ 2 µg", "", "🚑 ambulance", "last"]
+    chunks = [Chunk(f"c{i}", "src", f"title {i}", t) for i, t in enumerate(texts)]
+    save_chunks(chunks, tmp_path)
+    stored = load_chunks(tmp_path)
+    assert len(stored) == 5 and stored.ids == [c.id for c in chunks]
+    assert [stored[i].text for i in (4, 1, 3, 0, 2)] == [texts[i] for i in (4, 1, 3, 0, 2)]
+    assert stored[-1] == chunks[-1] and list(stored) == chunks
+    with pytest.raises(IndexError):
+        stored[5]
