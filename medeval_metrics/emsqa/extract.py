@@ -498,7 +498,7 @@ _QUOTED_TEXT_LIST = re.compile(
 def _framed_as_no_answer(body: str, start: int, end: int) -> bool:
     line = body[max(body.rfind("\n", 0, start) + 1, start - 160) : start]
     # the clause before the list, across "e.g." but not across a sentence end ("Wait, that is wrong. ["b"]")
-    clause = re.split(r"(?<!\be\.g)(?<!\bi\.e)[.!?](?:[ \t]+|$)", line)[-1]
+    clause = re.split(r"(?<!\b[eE]\.[gG])(?<!\b[iI]\.[eE])[.!?](?:[ \t]+|$)", line)[-1]
     if (
         _LIST_AS_EXAMPLE.search(_FORCED_CHOICE.sub("", clause))
         or _negation_reaches(clause, letter=True)
@@ -891,7 +891,8 @@ def _free_text(
         offer(0, 0, span._by_option_text(first_line))
     if len(first_line) <= 300:
         lead = re.match(
-            r"[ \t*#>]{0,6}(?:(?:option|choice)[ \t]+)?(?=\(?[a-hA-H](?:[ \t]*$|[.):,;/]|[ \t]+(?:and\b|&)"
+            # "e.g." opening a reply is no letter e
+            r"[ \t*#>]{0,6}(?:(?:option|choice)[ \t]+)?(?![eE]\.[gG]\.)(?=\(?[a-hA-H](?:[ \t]*$|[.):,;/]|[ \t]+(?:and\b|&)"
             r"|[ \t]*[-–—]|[ \t]+\())",
             first_line,
             re.IGNORECASE,

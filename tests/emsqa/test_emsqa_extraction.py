@@ -237,3 +237,30 @@ BURNS = [
 )
 def test_issue_20_principles(output, options, expected):
     assert extract_answer(output, FOUR, options, "what is given?") == expected
+
+
+FIVE = ["a", "b", "c", "d", "e"]
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # "e.g." opening a reply is no letter e (it was read as E), in either case
+        ("e.g. the airway comes first", None),
+        ("E.G. airway first", None),
+        # a list right after "e.g." is an example of the format, whatever the case of "E.g."
+        ('e.g. {"answer": ["b"]}', None),
+        ('E.g. {"answer": ["b"]}', None),
+        ('E.g., ["b", "c"]', None),
+        ('e.g. ["a"] is the format. My answer: ["c"]', ["c"]),
+        ("e.g. ems\nThe answer is D.", ["d"]),
+        # the letter e itself still reads
+        ("E. Epinephrine", ["e"]),
+        ("e.", ["e"]),
+        ("E", ["e"]),
+        ("e, because epinephrine", ["e"]),
+        ("i.e. the answer is E.", ["e"]),
+    ],
+)
+def test_e_g_is_an_abbreviation_not_the_letter_e(output, expected):
+    assert extract_answer(output, FIVE) == expected
