@@ -120,16 +120,44 @@ def _object_from_pairs(pairs: list[tuple[str, Any]]) -> _Object:
     return obj
 
 
+# An opening followed by _MAX_DEPTH more before any closing bracket (strings and flat containers such as
+# "[1, 2]" skipped whole) nests deeper than anything read here. Decoding one costs a descent to Python's
+# recursion limit, so 1 MB of '{"a": 1, "b": ' was 0.5 s of failed attempts; the check is a few microseconds.
+_MAX_DEPTH = 64
+_STRING = r'"(?:[^"\\]|\\.)*+"'
+_FLAT = r'[{\[](?:[^{}\[\]"]++|' + _STRING + r")*+[}\]]"
+_LEVEL = r'[{\[](?:[^{}\[\]"]++|' + _STRING + "|" + _FLAT + r")*+"
+_DEEP_RUN = re.compile(f"(?:{_LEVEL}){{{_MAX_DEPTH + 1},}}", re.DOTALL)
+_LEVEL_START = re.compile(_LEVEL, re.DOTALL)
+
+
+def _too_deep(text: str, start: int, skipped: set[int]) -> bool:
+    """Whether the container opening at ``start`` nests deeper than ``_MAX_DEPTH`` (so it is not decoded);
+    the openings after it in the same run that do too go into ``skipped``."""
+    if start in skipped:
+        return True
+    deep = _DEEP_RUN.match(text, start)
+    if deep is None:
+        return False
+    levels = [level.start() for level in _LEVEL_START.finditer(text, start, deep.end())]
+    skipped.update(levels[1 : len(levels) - _MAX_DEPTH])  # an object the run sees inside a string is still read
+    return True
+
+
 def _json_spans(text: str, with_positions: bool = False) -> list[Any]:
     """Every top-level JSON object that decodes somewhere in ``text``, with its source text, in order
-    (``with_positions``: also its start, and repeated keys remembered)."""
+    (``with_positions``: also its start, and repeated keys remembered). Objects nesting deeper than
+    ``_MAX_DEPTH`` are not read."""
     decoder = json.JSONDecoder()
-    found, position = [], 0
+    found, position, too_deep = [], 0, set()
     while True:
         match = _OBJECT_START.search(text, position)
         if match is None:
             return found
         start = match.start()
+        if _too_deep(text, start, too_deep):
+            position = start + 1
+            continue
         try:
             value, end = decoder.raw_decode(text, start)
         except (json.JSONDecodeError, RecursionError):  # deep nesting raises RecursionError
@@ -543,13 +571,16 @@ _LENIENT = json.JSONDecoder(strict=False)  # raw control characters inside strin
 
 def _reply_json_spans(text: str) -> list[tuple[int, Any, str]]:
     """Every top-level JSON object (or array of objects) that decodes in ``text``: start, value
-    (repeated keys remembered), source."""
-    found, position = [], 0
+    (repeated keys remembered), source. Objects nesting deeper than ``_MAX_DEPTH`` are not read."""
+    found, position, too_deep = [], 0, set()
     while True:
         match = _REPLY_START.search(text, position)
         if match is None:
             return found
         start = match.start()
+        if _too_deep(text, start, too_deep):
+            position = start + 1
+            continue
         try:
             _, end = _LENIENT.raw_decode(text, start)
         except (ValueError, RecursionError):  # deep nesting raises RecursionError; a huge integer ValueError

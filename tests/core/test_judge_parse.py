@@ -587,3 +587,27 @@ def test_labelled_scores_and_fractions_of_another_scale():
     assert RUBRIC.parse(json.dumps(labelled), ANSWER).scores == SCORES
     other = RUBRIC.parse(json.dumps({**labelled, "accuracy": "8/10 - Good"}), ANSWER)
     assert not other.ok and 'accuracy score is out of 10 ("8/10 - Good"), not 5: not rescaled' in other.error
+
+
+@pytest.mark.parametrize("unit", ['{"a": ', '{"":', '{"a": 1, "b": ', '[{"a": [', '{"a": {}, "b": '])
+def test_a_verdict_after_a_deep_unclosed_run_is_read(unit):
+    """Garbage that opens container after container: each opening there used to cost a descent to Python's
+    recursion limit (1 MB of '{"a": 1, "b": ' took 0.5 s); the verdict after it is still the one read."""
+    reply = unit * 3000 + "\n" + verdict(2, 3, 4)
+    parsed = RUBRIC.parse(reply, ANSWER)
+    assert parsed.ok and parsed.scores == {"accuracy": 2, "completeness": 3, "clarity": 4}
+
+
+def test_an_object_inside_a_string_of_a_deep_run_is_still_found():
+    """Openings of a deep run are skipped; an object that JSON reads from its own start, though the run sees it
+    inside a string, is not (the skip follows the run's own view of strings)."""
+    from medeval_metrics.judge.verdict import _json_spans, _reply_json_spans
+
+    inner = '{"accuracy": 4, "completeness": 3, "clarity": 5}'
+    text = '{"a": ' * 100 + f'"note {inner} end"'
+    assert [value for _, value, _ in _reply_json_spans(text)] == [json.loads(inner)]
+    assert [value for value, _ in _json_spans(text)] == [json.loads(inner)]  # the objects a prompt or answer shows
+    shallow = '{"a": ' * 10 + "1" + "}" * 10  # nesting within the limit still decodes whole
+    assert len(_reply_json_spans(shallow)) == 1
+    deep = '{"a": ' * 70 + "1" + "}" * 70  # deeper than any object the pack reads: not read
+    assert [value for _, value, _ in _reply_json_spans(deep)][:1] != [json.loads(deep)]
