@@ -81,6 +81,7 @@ _DEFAULT_MAX_GEN_TOKS = 1024  # the CoT variants' (used when the loader runs out
 def retrieval_settings(metadata: Mapping[str, Any]) -> RetrievalSettings:
     refuse_removed(metadata, RAG_REMOVED)
     values: dict[str, Any] = {}
+    problems = []  # all of them at once: a run refused for one typo should not be refused again for the next
     for key, (name, kind) in _SETTINGS.items():
         value = setting(metadata, key)
         if value is None:
@@ -90,11 +91,12 @@ def retrieval_settings(metadata: Mapping[str, Any]) -> RetrievalSettings:
             if not whole:  # int(3.9) is 3 and int(True) is 1: a typo must not run another k
                 raise ValueError(value)
             values[name] = kind(value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError):
             what = "a whole number" if kind is int else "text"
-            raise MedevalDataError(
-                f"{key}={value!r} is not {what}; e.g. {key}=32 (see tasks/emsqa/README.md)."
-            ) from exc
+            example = getattr(RetrievalSettings(), name)  # the default, e.g. rag_chunk_tokens=512
+            problems.append(f"{key}={value!r} is not {what}; e.g. {key}={example} (see tasks/emsqa/README.md).")
+    if problems:
+        raise MedevalDataError(" ".join(problems))
     if str(values.get("retriever", "")).lower() == "dense":
         values["retriever"] = "medcpt"
     return RetrievalSettings(**values)

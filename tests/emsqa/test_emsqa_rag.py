@@ -620,6 +620,17 @@ def test_rag_k_must_be_a_whole_number(value):
     assert retrieval_settings({"rag_k": " 8 "}).k == 8
 
 
+def test_every_bad_retrieval_setting_is_named_at_once():
+    """Two typos in one command: both in the one error, each with the default as its example."""
+    with pytest.raises(MedevalDataError) as caught:
+        retrieval_settings({"rag_k": "3.9", "rag_chunk_tokens": "many"})
+    assert "rag_k='3.9' is not a whole number; e.g. rag_k=32" in str(caught.value)
+    assert "rag_chunk_tokens='many' is not a whole number; e.g. rag_chunk_tokens=512" in str(caught.value)
+    with pytest.raises(MedevalDataError) as caught:
+        retrieval_settings({"rag_k": 0, "rag_retriever": "bm26"})
+    assert "rag_retriever 'bm26' is not one of" in str(caught.value) and "rag_k must be" in str(caught.value)
+
+
 def test_a_user_s_process_docs_can_filter_map_and_read_columns_of_the_split(docs, metadata):
     from medeval_metrics.emsqa.rag import RetrievedSplit, TaskRetrieval
 

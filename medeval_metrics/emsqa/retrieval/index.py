@@ -53,14 +53,17 @@ class RetrievalSettings:
     device: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        problems = []
         if self.retriever not in RETRIEVERS:
-            raise MedevalDataError(f"rag_retriever {self.retriever!r} is not one of {list(RETRIEVERS)}.")
+            problems.append(f"rag_retriever {self.retriever!r} is not one of {list(RETRIEVERS)}.")
         if self.mode not in MODES:
-            raise MedevalDataError(f"rag_mode {self.mode!r} is not one of {list(MODES)}.")
+            problems.append(f"rag_mode {self.mode!r} is not one of {list(MODES)}.")
         if not isinstance(self.k, int) or self.k < 1:
-            raise MedevalDataError(f"rag_k must be a whole number of at least 1, got {self.k!r}.")
+            problems.append(f"rag_k must be a whole number of at least 1, got {self.k!r}.")
         if self.pool_factor < 1:
-            raise MedevalDataError(f"rag_pool_factor must be at least 1, got {self.pool_factor!r}.")
+            problems.append(f"rag_pool_factor must be at least 1, got {self.pool_factor!r}.")
+        if problems:
+            raise MedevalDataError(" ".join(problems))
 
     @property
     def tokenizer_name(self) -> str:
