@@ -295,3 +295,36 @@ def test_stored_chunks_give_back_each_text_whole_in_any_order_and_any_script(tmp
     assert stored[-1] == chunks[-1] and list(stored) == chunks
     with pytest.raises(IndexError):
         stored[5]
+
+
+def test_bm25_scores_are_lucene_bm25_by_its_definition(small_index):
+    """Each score is Lucene BM25 (Kamphuis et al. 2020): sum over query terms of
+    ln(1 + (N - df + 0.5) / (df + 0.5)) * tf / (tf + k1 * (1 - b + b * dl / avgdl)), k1 1.5, b 0.75, over
+    lowercased words of two or more characters without English stopwords; computed here from that formula."""
+    import math
+    import re
+
+    from bm25s.stopwords import STOPWORDS_EN
+
+    index = small_index(mode="global", k=5)
+    docs = [
+        [w for w in re.findall(r"(?u)\b\w\w+\b", c.indexed_text.lower()) if w not in STOPWORDS_EN] for c in index.chunks
+    ]
+    n, avgdl = len(docs), sum(map(len, docs)) / len(docs)
+
+    def score(query: str, doc: list[str]) -> float:
+        total = 0.0
+        for term in {w for w in re.findall(r"(?u)\b\w\w+\b", query.lower()) if w not in STOPWORDS_EN}:
+            df, tf = sum(term in d for d in docs), doc.count(term)
+            if df and tf:
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                total += idf * tf / (tf + 1.5 * (1 - 0.75 + 0.75 * len(doc) / avgdl))
+        return total
+
+    for query in ("chest pain and shortness of breath", "give aspirin", "burns rule of nines", "compressions"):
+        expected = sorted(
+            ((p, score(query, d)) for p, d in enumerate(docs) if score(query, d) > 0), key=lambda h: (-h[1], h[0])
+        )
+        got = index.retrieve([query], None)[0]
+        assert [p for p, _ in got] == [p for p, _ in expected], query
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-5), query
