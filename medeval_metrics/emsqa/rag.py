@@ -31,6 +31,7 @@ import logging
 import re
 import time
 import weakref
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -616,15 +617,19 @@ class TaskRetrieval:
 
         areas_setting = str(setting(metadata, "rag_areas", "gold"))
         if areas_setting == "gold":
-            self.areas = {i: _check_areas(doc["category"], f"EMSQA item {i!r}") for i, doc in zip(ids, docs)}
+            if {a for doc in docs for a in doc["category"]} - AREA_FILES.keys():  # one pass; then the item named
+                for i, doc in zip(ids, docs):
+                    _check_areas(doc["category"], f"EMSQA item {i!r}")
+            self.areas = {i: list(doc["category"]) for i, doc in zip(ids, docs)}
         else:
             self.areas = read_predicted_areas(Path(areas_setting), ids)
         areas = self.areas
         self.filtered = filtered = settings.mode != "global"
         if missing_files:
-            needed = [stem for stem in missing_files if stem != "terminology"]
-            affected = sum(1 for i in ids if any(AREA_FILES[a] in needed for a in areas[i]))
-            only = sum(1 for i in ids if areas[i] and all(AREA_FILES[a] in needed for a in areas[i]))
+            needed = {stem for stem in missing_files if stem != "terminology"}
+            kinds = Counter(tuple(areas[i]) for i in ids) if filtered else Counter()  # a few dozen area sets
+            affected = sum(n for k, n in kinds.items() if any(AREA_FILES[a] in needed for a in k))
+            only = sum(n for k, n in kinds.items() if k and all(AREA_FILES[a] in needed for a in k))
             message = (
                 f"{_WHAT} at {origin} lacks {', '.join(f + '.json' for f in missing_files)}: "
                 + (
@@ -709,8 +714,9 @@ class TaskRetrieval:
                 item_id: [{"id": index.chunk_ids[p], "source": index.chunk_sources[p], "score": s} for p, s in item]
                 for item_id, item in zip(ids, hits)
             }
+            positions = {item_id: [p for p, _ in item] for item_id, item in zip(ids, hits)}
         else:
-            retrieved = self.precomputed
+            retrieved, positions = self.precomputed, {}
         self._add_seconds("retrieval", time.perf_counter() - started)
         for item_id, doc, item_sources in zip(ids, docs, sources):
             doc["rag_own_sources"] = sorted({AREA_FILES[a] for a in doc["category"] if a in AREA_FILES})
@@ -726,7 +732,8 @@ class TaskRetrieval:
                 doc["rag_chunks"], doc["rag_context"], doc["rag_system"] = [], None, ""
                 continue
             doc["rag_missing"] = ""
-            stored = [index.chunks[index.position_of[c["id"]]] for c in chunks]
+            at = positions.get(item_id) or [index.position_of[c["id"]] for c in chunks]
+            stored = [index.chunks[p] for p in at]
             doc["rag_chunks"] = [
                 {"id": c["id"], "source": c.get("source", chunk.source), "score": float(c["score"])}
                 for c, chunk in zip(chunks, stored)

@@ -159,6 +159,19 @@ def test_diagnostics_are_hand_computed(docs):
     assert empty["no_documents"] == 1.0
 
 
+def test_the_missing_file_line_counts_the_items_affected_and_those_left_without_documents(
+    docs, metadata, tmp_path, items, caplog
+):
+    folder = make_kb(tmp_path / "kb9", items, skip={"ems_operations"})
+    areas = {0: ["ems_operations"], 1: ["ems_operations", "trauma"], 2: ["ems_operations"]}
+    changed = [{**doc, "category": areas.get(n, ["trauma"])} for n, doc in enumerate(docs)]
+    base = {**metadata, "emsqa_knowledge_path": str(folder), "rag_mode": "filter_then_retrieve", "rag_k": 1}
+    with caplog.at_level(logging.WARNING):
+        add_retrieval(changed, base)
+    assert f"3 of {len(docs)} items have a subject area whose file is missing" in caplog.text
+    assert "and the 2 with no other area get none." in caplog.text
+
+
 def test_missing_file_warns_names_the_file_and_can_be_required(docs, metadata, tmp_path, items, caplog):
     folder = make_kb(tmp_path / "kb10", items, skip={"ems_operations"})
     base = {**metadata, "emsqa_knowledge_path": str(folder), "rag_mode": "filter_then_retrieve"}

@@ -10,6 +10,7 @@ Modes (as in the EMSQA authors' retriever, code/EMSRAG/retrieval.py):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -120,18 +121,24 @@ class KnowledgeIndex:
     built: bool  # False when it came from the cache
     seconds: float
     index_folder: Path | None = None  # a cached index not loaded yet: loaded on the first search
-    positions_by_source: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # ids and sources without making every chunk (StoredChunks has them as lists)
-        ids = getattr(self.chunks, "ids", None) or [c.id for c in self.chunks]
-        sources = getattr(self.chunks, "sources", None) or [c.source for c in self.chunks]
+        # ids and sources without making every chunk (StoredChunks has them as lists, read only)
+        self.chunk_ids: list[str] = getattr(self.chunks, "ids", None) or [c.id for c in self.chunks]
+        self.chunk_sources: list[str] = getattr(self.chunks, "sources", None) or [c.source for c in self.chunks]
+
+    # made when first needed (the filtered modes; precomputed retrievals): a --limit run of global
+    # retrieval needs neither, and each costs milliseconds over 14,679 chunks
+    @functools.cached_property
+    def positions_by_source(self) -> dict[str, np.ndarray]:
         by_source: dict[str, list[int]] = {}
-        for position, source in enumerate(sources):
+        for position, source in enumerate(self.chunk_sources):
             by_source.setdefault(source, []).append(position)
-        self.positions_by_source = {s: np.asarray(p, dtype=np.int64) for s, p in by_source.items()}
-        self.position_of = {chunk_id: position for position, chunk_id in enumerate(ids)}
-        self.chunk_ids, self.chunk_sources = list(ids), list(sources)
+        return {s: np.asarray(p, dtype=np.int64) for s, p in by_source.items()}
+
+    @functools.cached_property
+    def position_of(self) -> dict[str, int]:
+        return {chunk_id: position for position, chunk_id in enumerate(self.chunk_ids)}
 
     def retrieve(
         self, queries: Sequence[str], sources: Sequence[Sequence[str]] | None
