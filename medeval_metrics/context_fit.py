@@ -99,9 +99,12 @@ class ContextFit:
 
     def _tokenize(self, prompts: Sequence[str]) -> list[int]:
         # A fast tokenizer's Rust backend counts without the offsets and Python lists that tokenizer(...) makes
-        # (the same ids: transformers calls that backend; 40 RAG prompts 0.05 s instead of 0.08 s).
-        fast = getattr(getattr(self.tokenizer, "backend_tokenizer", None), "encode_batch_fast", None)
-        if fast is not None:
+        # (the same ids: transformers calls that backend; 40 RAG prompts 0.05 s instead of 0.08 s). Not while
+        # the backend truncates or pads, as a checkpoint's tokenizer.json can set it to: tokenizer(...) turns
+        # both off for its call (and leaves them off), the backend alone would count 16 for a 1,201-token prompt.
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        fast = getattr(backend, "encode_batch_fast", None)
+        if fast is not None and backend.truncation is None and backend.padding is None:
             return [len(encoding) for encoding in fast(list(prompts), add_special_tokens=False)]
         # verbose=False: counting a prompt longer than the model's limit is the point here, not a problem to warn
         # about ("Token indices sequence length is longer..."); the pack says what does not fit in its own line

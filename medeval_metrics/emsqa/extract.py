@@ -892,7 +892,7 @@ def _free_text(
     if len(first_line) <= 300:
         lead = re.match(
             # "e.g." opening a reply is no letter e
-            r"[ \t*#>]{0,6}(?:(?:option|choice)[ \t]+)?(?![eE]\.[gG]\.)(?=\(?[a-hA-H](?:[ \t]*$|[.):,;/]|[ \t]+(?:and\b|&)"
+            r"[ \t*#>]{0,6}(?:(?:option|choice)[ \t]+)?(?![eE]\.[gG](?![A-Za-z0-9]))(?=\(?[a-hA-H](?:[ \t]*$|[.):,;/]|[ \t]+(?:and\b|&)"
             r"|[ \t]*[-–—]|[ \t]+\())",
             first_line,
             re.IGNORECASE,

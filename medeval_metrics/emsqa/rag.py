@@ -348,7 +348,7 @@ def _to_be_counted(doc: Mapping[str, Any], prompt: str) -> str:
     # lm-eval renders the prompt of each item it will score when it builds the requests (and of no other:
     # not those --samples skips); the first item scored counts them all in one call
     counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
-    if counter is not None and doc.get("prompt_tokens") is None:
+    if counter is not None and not counter["counting"] and doc.get("prompt_tokens") is None:
         counter["uncounted"].append(doc)
     return prompt
 
@@ -373,7 +373,12 @@ def prompt_tokens(doc: Mapping[str, Any]) -> tuple[int, int] | None:
     render = _RENDER.get(counter["prompt"], counter["prompt"])
     batch = [doc, *(d for d in counter["uncounted"] if not d.get("rag_missing"))]
     counter["uncounted"].clear()
-    counts = counter["fit"].count([(d.get("rag_system") or "") + render(dict(d)) for d in batch])
+    counter["counting"] = True  # a task prompt wrapping the pack's renders through it: not noted again
+    try:
+        texts = [(d.get("rag_system") or "") + render(dict(d)) for d in batch]
+    finally:
+        counter["counting"] = False
+    counts = counter["fit"].count(texts)
     seconds = counter["record"]["seconds"]  # the results' config shows the counting's share of the run
     seconds["prompt_length"] = round(seconds.get("prompt_length", 0.0) + time.perf_counter() - started, 4)
     return counts[0], counter["fit"].limit
@@ -492,6 +497,7 @@ class RetrievedSplit(Sequence):
 
     def __init__(self, docs: list[dict[str, Any]], features: Sequence[str], retrieval: TaskRetrieval) -> None:
         self._docs, self.retrieval = docs, retrieval
+        retrieval.splits += 1
         self.features = {name: None for name in [*features, *_RAG_FIELDS]}
         # when the split goes (the task is dropped) or at exit: the last items reached are saved, then the
         # index is freed (an atexit hook would keep every task's index of a long-lived process)
@@ -663,6 +669,7 @@ class TaskRetrieval:
         if self.save_path:
             check_save_target(Path(self.save_path))  # a file that is not ours is refused now, not at the end
         self._save_failed = False
+        self.splits = 0  # the RetrievedSplits alive over this task's items (release)
         self.expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
         self.max_gen_toks = int(max_gen_toks)
         self.counter_key = f"{task or 'emsqa'}#{len(_COUNTERS)}"
@@ -695,6 +702,7 @@ class TaskRetrieval:
             "fit": None,
             "record": self.record,
             "uncounted": [],  # items whose prompt lm-eval rendered, not counted yet (_to_be_counted)
+            "counting": False,
         }
         self._add_seconds("total", time.perf_counter() - started)
 
@@ -779,9 +787,12 @@ class TaskRetrieval:
             )
 
     def release(self) -> None:
-        """The split is gone: save what is left to save; items rendered and never scored need no count."""
+        """A split is gone: save what is left to save. When the last split of the task goes (a user's
+        ``process_docs`` filter makes one per access), items rendered and never scored need no count."""
         self.finish_or_report()
-        _COUNTERS[self.counter_key]["uncounted"].clear()
+        self.splits -= 1
+        if self.splits <= 0:
+            _COUNTERS[self.counter_key]["uncounted"].clear()
 
     def finish(self) -> None:
         """Save the retrievals made so far and log how many items got no document (each once per count)."""

@@ -30,6 +30,7 @@ import hashlib
 import itertools
 import json
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -120,34 +121,45 @@ def _object_from_pairs(pairs: list[tuple[str, Any]]) -> _Object:
     return obj
 
 
-# An opening followed by _MAX_DEPTH more before any closing bracket (strings and flat containers such as
-# "[1, 2]" skipped whole) nests deeper than anything read here. Decoding one costs a descent to Python's
-# recursion limit, so 1 MB of '{"a": 1, "b": ' was 0.5 s of failed attempts; the check is a few microseconds.
-_MAX_DEPTH = 64
-_STRING = r'"(?:[^"\\]|\\.)*+"'
-_FLAT = r'[{\[](?:[^{}\[\]"]++|' + _STRING + r")*+[}\]]"
-_LEVEL = r'[{\[](?:[^{}\[\]"]++|' + _STRING + "|" + _FLAT + r")*+"
-_DEEP_RUN = re.compile(f"(?:{_LEVEL}){{{_MAX_DEPTH + 1},}}", re.DOTALL)
-_LEVEL_START = re.compile(_LEVEL, re.DOTALL)
+# A failed decode costs the descent to where it failed, and in a run of unclosed openings every opening
+# failed at the same far point ('{"a": {"a": ...', 1 MB of '{"a": [[1]], "b": ': 0.5-1 s). The openings still
+# open where the decoder failed fail there too, so they are not decoded again: _skip_failed follows the
+# decoder's reading (valid JSON up to that point, strings included) to find them. Objects inside strings and
+# complete containers are not among them and are still read.
+_MAX_DEPTH = 64  # past Python's recursion limit, a run's openings nesting deeper than this are skipped
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+"|[{}\[\]"]', re.DOTALL)  # a lone quote: a string left open
 
 
-def _too_deep(text: str, start: int, skipped: set[int]) -> bool:
-    """Whether the container opening at ``start`` nests deeper than ``_MAX_DEPTH`` (so it is not decoded);
-    the openings after it in the same run that do too go into ``skipped``."""
-    if start in skipped:
-        return True
-    deep = _DEEP_RUN.match(text, start)
-    if deep is None:
-        return False
-    levels = [level.start() for level in _LEVEL_START.finditer(text, start, deep.end())]
-    skipped.update(levels[1 : len(levels) - _MAX_DEPTH])  # an object the run sees inside a string is still read
-    return True
+def _skip_failed(text: str, start: int, failed_at: int | None, skipped: set[int]) -> None:
+    """The decode from the opening at ``start`` failed at ``failed_at`` (a JSONDecodeError's position), or nested
+    past the recursion limit (``None``): the openings that would fail the same way go into ``skipped``."""
+    if failed_at is None:  # followed only as deep as the decoder surely got: the limit less the frames in use
+        frames, frame = 0, sys._getframe()
+        while frame is not None:
+            frames, frame = frames + 1, frame.f_back
+        reached = sys.getrecursionlimit() - frames - 50  # its own C frames count too (Python 3.11)
+    path: list[int] = []
+    for token in _JSON_TOKEN.finditer(text, start, len(text) if failed_at is None else failed_at):
+        bracket = token.group()
+        if bracket in ("{", "["):
+            path.append(token.start())
+            if failed_at is None and len(path) >= reached:
+                skipped.update(path[1 : reached - _MAX_DEPTH])  # each nests deeper than _MAX_DEPTH
+                return
+        elif bracket in ("}", "]"):
+            path.pop()
+            if not path:
+                return  # not expected: the decoder failed inside the container it started with
+        elif bracket == '"':
+            break  # the decoder failed inside this string: all open before it is open where it failed
+    if failed_at is not None:
+        skipped.update(path[1:])
 
 
 def _json_spans(text: str, with_positions: bool = False) -> list[Any]:
     """Every top-level JSON object that decodes somewhere in ``text``, with its source text, in order
-    (``with_positions``: also its start, and repeated keys remembered). Objects nesting deeper than
-    ``_MAX_DEPTH`` are not read."""
+    (``with_positions``: also its start, and repeated keys remembered). Inside a run of openings nested past
+    the recursion limit, objects deeper than ``_MAX_DEPTH`` are not looked for (``_skip_failed``)."""
     decoder = json.JSONDecoder()
     found, position, too_deep = [], 0, set()
     while True:
@@ -155,13 +167,18 @@ def _json_spans(text: str, with_positions: bool = False) -> list[Any]:
         if match is None:
             return found
         start = match.start()
-        if _too_deep(text, start, too_deep):
-            position = start + 1
+        position = start + 1
+        if start in too_deep:
             continue
         try:
             value, end = decoder.raw_decode(text, start)
-        except (json.JSONDecodeError, RecursionError):  # deep nesting raises RecursionError
-            position = start + 1
+        except RecursionError:  # nested past the recursion limit
+            _skip_failed(text, start, None, too_deep)
+            continue
+        except json.JSONDecodeError as exc:
+            _skip_failed(text, start, exc.pos, too_deep)
+            continue
+        except ValueError:  # an integer of more than 4,300 digits
             continue
         source = text[start:end]
         if with_positions:  # decoded again with the hook (only what decoded: failures stay cheap)
@@ -571,19 +588,28 @@ _LENIENT = json.JSONDecoder(strict=False)  # raw control characters inside strin
 
 def _reply_json_spans(text: str) -> list[tuple[int, Any, str]]:
     """Every top-level JSON object (or array of objects) that decodes in ``text``: start, value
-    (repeated keys remembered), source. Objects nesting deeper than ``_MAX_DEPTH`` are not read."""
+    (repeated keys remembered), source. Inside a run of openings nested past the recursion limit, objects
+    deeper than ``_MAX_DEPTH`` are not looked for."""
     found, position, too_deep = [], 0, set()
     while True:
         match = _REPLY_START.search(text, position)
         if match is None:
             return found
         start = match.start()
-        if _too_deep(text, start, too_deep):
+        if start in too_deep:
             position = start + 1
             continue
         try:
             _, end = _LENIENT.raw_decode(text, start)
-        except (ValueError, RecursionError):  # deep nesting raises RecursionError; a huge integer ValueError
+        except RecursionError:  # nested past the recursion limit
+            _skip_failed(text, start, None, too_deep)
+            position = start + 1
+            continue
+        except json.JSONDecodeError as exc:
+            _skip_failed(text, start, exc.pos, too_deep)
+            position = start + 1
+            continue
+        except ValueError:  # an integer of more than 4,300 digits
             position = start + 1
             continue
         source = text[start:end]

@@ -127,3 +127,25 @@ def test_the_fast_count_equals_the_tokenizers_own_ids(which, request):
     assert hasattr(fit.tokenizer, "backend_tokenizer")  # the fast path is the one under test
     expected = [len(ids) for ids in fit.tokenizer(COUNTED_TEXTS, add_special_tokens=False)["input_ids"]]
     assert fit.count(COUNTED_TEXTS) == expected and expected[-1] >= 3000
+
+
+@pytest.mark.e2e  # the tiny model
+def test_a_tokenizer_json_that_truncates_or_pads_does_not_change_the_count(tiny_model, tmp_path):
+    """A checkpoint's tokenizer.json can switch its backend's truncation or padding on; the count is the whole
+    prompt's all the same (the fast backend path would have counted 16, or 64)."""
+    import shutil
+
+    for name, setting in (("truncates", {"truncation": 16}), ("pads", {"padding": 64})):
+        folder = shutil.copytree(tiny_model, tmp_path / name)
+        from tokenizers import Tokenizer
+
+        backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        if "truncation" in setting:
+            backend.enable_truncation(max_length=setting["truncation"])
+        else:
+            backend.enable_padding(length=setting["padding"])
+        backend.save(str(folder / "tokenizer.json"))
+        fit = ContextFit({"pretrained": str(folder)}, 16)
+        expected = [len(ids) for ids in fit.tokenizer(COUNTED_TEXTS[:4], add_special_tokens=False)["input_ids"]]
+        fresh = ContextFit({"pretrained": str(folder)}, 16)  # the backend as loaded, before any tokenizer(...) call
+        assert fresh.count(COUNTED_TEXTS[:4]) == expected, name

@@ -599,15 +599,26 @@ def test_a_verdict_after_a_deep_unclosed_run_is_read(unit):
 
 
 def test_an_object_inside_a_string_of_a_deep_run_is_still_found():
-    """Openings of a deep run are skipped; an object that JSON reads from its own start, though the run sees it
-    inside a string, is not (the skip follows the run's own view of strings)."""
+    """After a failed decode the openings still open where it failed are not decoded again; an object that JSON
+    reads from its own start, though the failed run saw it inside a string, still is."""
     from medeval_metrics.judge.verdict import _json_spans, _reply_json_spans
 
     inner = '{"accuracy": 4, "completeness": 3, "clarity": 5}'
-    text = '{"a": ' * 100 + f'"note {inner} end"'
-    assert [value for _, value, _ in _reply_json_spans(text)] == [json.loads(inner)]
-    assert [value for value, _ in _json_spans(text)] == [json.loads(inner)]  # the objects a prompt or answer shows
-    shallow = '{"a": ' * 10 + "1" + "}" * 10  # nesting within the limit still decodes whole
-    assert len(_reply_json_spans(shallow)) == 1
-    deep = '{"a": ' * 70 + "1" + "}" * 70  # deeper than any object the pack reads: not read
-    assert [value for _, value, _ in _reply_json_spans(deep)][:1] != [json.loads(deep)]
+    for depth in (100, 2000):  # a run that fails at its end, and one nested past Python's recursion limit
+        text = '{"a": ' * depth + f'"note {inner} end"'
+        assert [value for _, value, _ in _reply_json_spans(text)] == [json.loads(inner)], depth
+        assert [value for value, _ in _json_spans(text)] == [json.loads(inner)], depth  # what a prompt shows
+    deep = '{"a": ' * 70 + "1" + "}" * 70  # complete and within the recursion limit: read whole, as before
+    assert [value for _, value, _ in _reply_json_spans(deep)] == [json.loads(deep)]
+    # complete containers between the openings of a failed run are still read
+    assert [value for value, _ in _json_spans('{"a": {"b": 2}, "c": {"d": 1} ')] == [{"b": 2}, {"d": 1}]
+
+
+def test_an_integer_json_cannot_convert_is_no_object_not_a_crash():
+    """Python refuses integers of more than 4,300 digits (ValueError, not JSONDecodeError); an answer or reply
+    holding one gives no object there, and the objects after it are read."""
+    from medeval_metrics.judge.verdict import _json_spans, _reply_json_spans
+
+    text = '{"a": ' + "1" * 5000 + '} then {"b": 2}'
+    assert [value for value, _ in _json_spans(text)] == [{"b": 2}]
+    assert [value for _, value, _ in _reply_json_spans(text)] == [{"b": 2}]

@@ -248,6 +248,10 @@ FIVE = ["a", "b", "c", "d", "e"]
         # "e.g." opening a reply is no letter e (it was read as E), in either case
         ("e.g. the airway comes first", None),
         ("E.G. airway first", None),
+        ("e.g, the airway comes first", None),
+        ("E.g: airway", None),
+        ("E.g", None),
+        ("E.Glucagon", ["e"]),  # the letter, then the option's word run on
         # a list right after "e.g." is an example of the format, whatever the case of "E.g."
         ('e.g. {"answer": ["b"]}', None),
         ('E.g. {"answer": ["b"]}', None),

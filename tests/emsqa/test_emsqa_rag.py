@@ -419,6 +419,51 @@ def test_the_prompts_lm_eval_rendered_are_counted_in_one_call_when_the_first_is_
     assert calls[1:] == [[doc_to_text_rag_expert_cot(docs[1])]]
 
 
+def test_a_task_prompt_wrapping_the_pack_s_renders_each_prompt_once_when_counted(docs, metadata, monkeypatch):
+    """A user's doc_to_text that adds a line to the pack's RAG prompt: counting renders through it, and those
+    renders must not be noted again (each scored item re-rendered the whole batch: N squared)."""
+    from medeval_metrics.context_fit import ContextFit
+    from medeval_metrics.emsqa import rag
+
+    renders, calls = [], []
+    real = rag._rag_cot
+    monkeypatch.setattr(rag, "_rag_cot", lambda d: renders.append(1) or real(d))
+    monkeypatch.setattr(ContextFit, "_tokenize", lambda self, p: calls.append(len(p)) or [7] * len(p))
+    monkeypatch.setattr(ContextFit, "__init__", fake_fit_init)
+
+    def wrapped(doc):
+        return "Answer as a paramedic.\n" + rag.doc_to_text_rag_cot(doc)
+
+    add_retrieval(docs, metadata, max_gen_toks=8, prompt=wrapped)
+    for doc in docs:
+        wrapped(doc)  # lm-eval builds the requests
+    renders.clear()
+    for doc in docs:
+        process_results_rag(doc, [["a"]])
+    assert len(renders) <= 2 * len(docs) and calls == [len(docs)]  # one render to count, one per item's lookup
+    assert rag._COUNTERS[docs[0]["rag_counter"]]["uncounted"] == []
+
+
+def test_a_process_docs_filter_dropping_its_split_keeps_the_batch(docs, metadata, monkeypatch):
+    """lm-eval runs a task's process_docs on each access to its docs; with a filter each access makes a split
+    over the same retrieval, dropped after use. Dropping one must not drop the prompts noted for counting."""
+    import gc
+
+    from medeval_metrics.context_fit import ContextFit
+    from medeval_metrics.emsqa.rag import RetrievedSplit, TaskRetrieval
+
+    calls = []
+    monkeypatch.setattr(ContextFit, "_tokenize", lambda self, p: calls.append(len(p)) or [7] * len(p))
+    monkeypatch.setattr(ContextFit, "__init__", fake_fit_init)
+    whole = RetrievedSplit(docs, list(docs[0]), TaskRetrieval(docs, metadata, 8, doc_to_text_rag_expert_cot, "t"))
+    for doc in whole.filter(lambda d: True):  # lm-eval building the requests on a filtered view
+        doc_to_text_rag_expert_cot(doc)
+    gc.collect()
+    for doc in whole.filter(lambda d: True):
+        process_results_rag(doc, [["a"]])
+    assert calls == [len(docs)]
+
+
 def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None):
     """A ContextFit with a 'tokenizer' (counted by the patched _tokenize) and the on-disk cache."""
     self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"

@@ -203,6 +203,22 @@ def test_second_open_does_no_work_and_gives_identical_results(small_index, monke
     assert second.version == first.version
 
 
+def test_a_new_chunk_file_layout_rebuilds_the_chunks_not_the_index(small_index, monkeypatch):
+    """The chunk files' layout is in the chunks' cache key only: a pack that stores chunks differently does
+    not embed the knowledge base again (hours with a dense encoder on CPU)."""
+    first = small_index(k=3)
+    expected = first.retrieve(["angina nitroglycerin"], None)
+
+    def no_index_build(*args, **kwargs):
+        raise AssertionError("the index was built again")
+
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.index.CHUNKS_LAYOUT", 99)
+    monkeypatch.setattr("medeval_metrics.emsqa.retrieval.retrievers.BM25Retriever.build", no_index_build)
+    again = small_index(k=3)
+    assert again.built  # the chunks were made again, under their new key
+    assert again.retrieve(["angina nitroglycerin"], None) == expected
+
+
 def test_cache_key_changes_with_chunking(small_index):
     assert small_index(chunk_tokens=512).built
     assert small_index(chunk_tokens=8, chunk_overlap=2).built  # another key: built again

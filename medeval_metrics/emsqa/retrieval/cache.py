@@ -20,7 +20,7 @@ from typing import Any
 
 from medeval_metrics.files import exclusive_lock
 
-CACHE_FORMAT = 3  # 3: chunks.json as columns, with the texts' lengths in bytes
+CACHE_FORMAT = 2
 _MARKER = "complete.json"
 
 

@@ -177,6 +177,9 @@ class KnowledgeIndex:
         return [sorted(set(hits), key=lambda h: (-h[1], h[0]))[:k] for hits in merged]
 
 
+CHUNKS_LAYOUT = 2  # 2: chunks.json as columns, the texts' lengths in bytes (1: a list per chunk)
+
+
 def open_index(
     files: Sequence[CorpusFile],
     settings: RetrievalSettings,
@@ -194,7 +197,10 @@ def open_index(
         tokenizer = chunk_tokenizer(settings.tokenizer_name)
         save_chunks(chunk_corpus(files, tokenizer, settings.chunk_tokens, settings.chunk_overlap, what, fix), folder)
 
-    chunk_folder, built = cached_build(cache_root, {"kind": "chunks", **base_spec}, build_chunks)
+    # the chunk files' layout in the chunks' key only: a new layout must not rebuild an index (hours for dense)
+    chunk_folder, built = cached_build(
+        cache_root, {"kind": "chunks", "layout": CHUNKS_LAYOUT, **base_spec}, build_chunks
+    )
     chunks = load_chunks(chunk_folder)
     retriever, pending = None, None
     if with_retriever:
