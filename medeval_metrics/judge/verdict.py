@@ -133,6 +133,8 @@ _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+"|[{}\[\]"]', re.DOTALL)  # a lone q
 def _skip_failed(text: str, start: int, failed_at: int | None, skipped: set[int]) -> None:
     """The decode from the opening at ``start`` failed at ``failed_at`` (a JSONDecodeError's position), or nested
     past the recursion limit (``None``): the openings that would fail the same way go into ``skipped``."""
+    if failed_at is not None and failed_at - start < 256:
+        return  # a failure this near costs less to meet again than to follow (1 MB of '{"': 0.28 s -> 0.15 s)
     if failed_at is None:  # followed only as deep as the decoder surely got: the limit less the frames in use
         frames, frame = 0, sys._getframe()
         while frame is not None:
