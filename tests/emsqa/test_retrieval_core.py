@@ -134,6 +134,10 @@ def test_top_k_breaks_ties_by_position_and_can_drop_zero_scores():
     assert top_k(scores, 4) == [(1, 2.0), (3, 2.0), (5, 1.0), (0, 0.5)]
     assert top_k(scores, 10, allowed=np.array([4, 2, 0])) == [(0, 0.5), (2, 0.5), (4, 0.0)]
     assert top_k(scores, 10, allowed=np.array([4, 2, 0]), positive_only=True) == [(0, 0.5), (2, 0.5)]
+    # over every position, positive only (bm25's global search): zero scores dropped, ties by position
+    assert top_k(scores, 3, positive_only=True) == [(1, 2.0), (3, 2.0), (5, 1.0)]
+    assert top_k(scores, 10, positive_only=True) == [(1, 2.0), (3, 2.0), (5, 1.0), (0, 0.5), (2, 0.5)]
+    assert top_k(np.zeros(4), 2, positive_only=True) == []
 
 
 @pytest.fixture

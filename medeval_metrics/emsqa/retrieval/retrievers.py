@@ -26,11 +26,15 @@ Hits = list[tuple[int, float]]
 
 def top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None = None, positive_only: bool = False) -> Hits:
     """Best ``k`` (position, score) pairs, ties broken by lower position."""
-    positions = np.arange(scores.shape[0]) if allowed is None else np.asarray(allowed)
-    values = scores[positions]
-    if positive_only:
-        keep = values > 0
-        positions, values = positions[keep], values[keep]
+    if allowed is None and positive_only:  # bm25 over all chunks: only the few that share a term (half the time)
+        positions = np.flatnonzero(scores > 0)
+        values = scores[positions]
+    else:
+        positions = np.arange(scores.shape[0]) if allowed is None else np.asarray(allowed)
+        values = scores[positions]
+        if positive_only:
+            keep = values > 0
+            positions, values = positions[keep], values[keep]
     if values.size == 0 or k <= 0:
         return []
     if values.size > k:
@@ -86,7 +90,8 @@ class BM25Retriever:
     def load(self, folder: Path) -> None:
         import bm25s
 
-        self._model = bm25s.BM25.load(str(folder / "bm25"), show_progress=False)
+        # mapped, not read: a --limit run touches a few pages of the 8 MB of scores (load 20 ms -> 11 ms)
+        self._model = bm25s.BM25.load(str(folder / "bm25"), show_progress=False, mmap=True)
 
     def prepare(self, queries: Sequence[str]) -> list[list[int]]:
         return [self._model.get_tokens_ids(tokens) for tokens in self._tokens(queries)]
