@@ -158,6 +158,22 @@ def _skip_failed(text: str, start: int, failed_at: int | None, skipped: set[int]
         skipped.update(path[1:])
 
 
+def _decode_or_skip(decoder: json.JSONDecoder, text: str, start: int, skipped: set[int]) -> tuple[Any, int] | None:
+    """``decoder.raw_decode`` at ``start``, or None where it fails (or ``skipped`` says it would); a failure puts
+    the openings that would fail the same way into ``skipped``."""
+    if start in skipped:
+        return None
+    try:
+        return decoder.raw_decode(text, start)
+    except RecursionError:  # nested past the recursion limit
+        _skip_failed(text, start, None, skipped)
+    except json.JSONDecodeError as exc:
+        _skip_failed(text, start, exc.pos, skipped)
+    except ValueError:  # an integer of more than 4,300 digits
+        pass
+    return None
+
+
 def _json_spans(text: str, with_positions: bool = False) -> list[Any]:
     """Every top-level JSON object that decodes somewhere in ``text``, with its source text, in order
     (``with_positions``: also its start, and repeated keys remembered). Inside a run of openings nested past
@@ -170,18 +186,10 @@ def _json_spans(text: str, with_positions: bool = False) -> list[Any]:
             return found
         start = match.start()
         position = start + 1
-        if start in too_deep:
+        decoded = _decode_or_skip(decoder, text, start, too_deep)
+        if decoded is None:
             continue
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except RecursionError:  # nested past the recursion limit
-            _skip_failed(text, start, None, too_deep)
-            continue
-        except json.JSONDecodeError as exc:
-            _skip_failed(text, start, exc.pos, too_deep)
-            continue
-        except ValueError:  # an integer of more than 4,300 digits
-            continue
+        value, end = decoded
         source = text[start:end]
         if with_positions:  # decoded again with the hook (only what decoded: failures stay cheap)
             try:
@@ -598,22 +606,11 @@ def _reply_json_spans(text: str) -> list[tuple[int, Any, str]]:
         if match is None:
             return found
         start = match.start()
-        if start in too_deep:
+        decoded = _decode_or_skip(_LENIENT, text, start, too_deep)
+        if decoded is None:
             position = start + 1
             continue
-        try:
-            _, end = _LENIENT.raw_decode(text, start)
-        except RecursionError:  # nested past the recursion limit
-            _skip_failed(text, start, None, too_deep)
-            position = start + 1
-            continue
-        except json.JSONDecodeError as exc:
-            _skip_failed(text, start, exc.pos, too_deep)
-            position = start + 1
-            continue
-        except ValueError:  # an integer of more than 4,300 digits
-            position = start + 1
-            continue
+        end = decoded[1]
         source = text[start:end]
         try:  # decoded again with the hook (only what decoded: failures stay cheap)
             value = json.loads(source, strict=False, object_pairs_hook=_object_from_pairs)
