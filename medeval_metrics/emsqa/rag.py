@@ -344,17 +344,21 @@ def _rag_expert_cot(doc: Mapping[str, Any]) -> str:
 _COUNTERS: dict[str, dict[str, Any]] = {}
 
 
+def _registered(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    return _COUNTERS.get(str(doc.get("rag_counter") or ""))
+
+
 def _to_be_counted(doc: Mapping[str, Any], prompt: str) -> str:
     # lm-eval renders the prompt of each item it will score when it builds the requests (and of no other:
     # not those --samples skips); the first item scored counts them all in one call
-    counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
+    counter = _registered(doc)
     if counter is not None and not counter["counting"] and doc.get("prompt_tokens") is None:
         counter["uncounted"].append(doc)
     return prompt
 
 
 def _counter(doc: Mapping[str, Any]) -> dict[str, Any] | None:
-    counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
+    counter = _registered(doc)
     if counter is not None and counter.get("fit") is None:
         counter["fit"] = ContextFit(counter["metadata"], counter["max_gen_toks"], counter["cache_root"])
         counter["record"]["prompt_length"] = counter["fit"].method
@@ -370,21 +374,17 @@ def prompt_tokens(doc: Mapping[str, Any]) -> tuple[int, int] | None:
         return None
     # a batch is tokenized in parallel: 40 prompts of the public set in half the time of 40 calls; the counts
     # are kept by content (ContextFit), so each later item of the batch is a lookup
-    render = _RENDER.get(counter["prompt"], counter["prompt"])
     batch = [doc, *(d for d in counter["uncounted"] if not d.get("rag_missing"))]
     counter["uncounted"].clear()
-    counter["counting"] = True  # a task prompt wrapping the pack's renders through it: not noted again
+    counter["counting"] = True  # these renders (through a task prompt wrapping the pack's, too) are not noted
     try:
-        texts = [(d.get("rag_system") or "") + render(dict(d)) for d in batch]
+        texts = [(d.get("rag_system") or "") + counter["prompt"](dict(d)) for d in batch]
     finally:
         counter["counting"] = False
     counts = counter["fit"].count(texts)
     seconds = counter["record"]["seconds"]  # the results' config shows the counting's share of the run
     seconds["prompt_length"] = round(seconds.get("prompt_length", 0.0) + time.perf_counter() - started, 4)
     return counts[0], counter["fit"].limit
-
-
-_RENDER = {doc_to_text_rag_cot: _rag_cot, doc_to_text_rag_expert_cot: _rag_expert_cot}  # the same text, not noted
 
 
 # --- scoring -------------------------------------------------------------------------------------
@@ -414,7 +414,7 @@ def process_results_rag(
         doc["prompt_tokens"], doc["context_limit"] = counted  # the logged sample shows them
         metrics["prompt_too_long"] = float(counted[0] + int(budget) > counted[1])
         doc["fits_context"] = not metrics["prompt_too_long"]
-        counter = _COUNTERS.get(str(doc.get("rag_counter") or ""))
+        counter = _registered(doc)
         if metrics["prompt_too_long"] and counter is not None and not counter.get("warned"):
             counter["warned"] = True  # once per task: the metric counts them all
             log.warning(
