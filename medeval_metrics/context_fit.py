@@ -4,9 +4,10 @@ lm-eval passes ``--model_args`` to ``custom_dataset`` loaders, so prompts are co
 set is built, with the evaluated model's tokenizer (``tokenizer``, else ``pretrained``). The limit is
 what lm-eval's HF backend would use: ``max_length`` (vLLM: ``max_model_len``) if given, else the
 model config's ``n_positions`` / ``max_position_embeddings`` / ``n_ctx``, else the tokenizer's
-``model_max_length``, else 2048. Without a loadable tokenizer (an API model, offline) the count is an
-estimate of 4 characters per token and every ``method`` string says so. Chat-template tokens are
-not counted.
+``model_max_length``, else 2048. A check made while lm-eval evaluates (``model``: its hf or vllm
+model) takes that model's own tokenizer and ``max_length`` instead, loading nothing. Without a
+tokenizer (an API model, offline) the count is an estimate of 4 characters per token and every
+``method`` string says so. Chat-template tokens are not counted.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ _NO_LIMIT = 10**12  # transformers' "no maximum" sentinel for model_max_length i
 class ContextFit:
     """The evaluated model's tokenizer and context limit, and ``max_gen_toks`` reserved for the answer."""
 
-    def __init__(self, model_args: Mapping[str, Any], max_gen_toks: int, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, model_args: Mapping[str, Any], max_gen_toks: int, cache_dir: Path | None = None, model: Any = None
+    ) -> None:
         self.max_gen_toks = int(max_gen_toks)
         self.tokenizer = None
         self.cache_file: Path | None = None
@@ -39,7 +42,12 @@ class ContextFit:
         explicit = model_args.get("max_length") or model_args.get("max_model_len")  # hf / vllm model_args
         self.limit = int(explicit) if explicit else None
         name = model_args.get("tokenizer") or model_args.get("pretrained")
-        if name:
+        own = _model_tokenizer(model)
+        if own is not None:
+            # what lm-eval cuts the prompt with: its tokenizer (a GGUF's too) and max_length (model_args included)
+            self.tokenizer, self.limit = own, int(model.max_length)
+            name = name if isinstance(name, str) else getattr(own, "name_or_path", None)
+        elif name:
             try:
                 from transformers import AutoConfig, AutoTokenizer
 
@@ -54,9 +62,15 @@ class ContextFit:
                 )
                 self.tokenizer = None
         if self.tokenizer is not None:
-            self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.max_gen_toks} generated"
-            if cache_dir is not None:
-                key = hashlib.sha256(model_fingerprint(str(name), small_files_only=True).encode()).hexdigest()[:24]
+            self.method = (
+                f"tokenizer {Path(str(name or type(self.tokenizer).__name__)).name}, limit {self.limit} incl. "
+                f"{self.max_gen_toks} generated"
+            )
+            if cache_dir is not None and name:
+                # a GGUF's tokenizer is read from the .gguf, which small_files_only leaves out: its name joins the key
+                gguf = model_args.get("gguf_file")
+                fingerprint = model_fingerprint(str(name), small_files_only=True) + (f"\0{gguf}" if gguf else "")
+                key = hashlib.sha256(fingerprint.encode()).hexdigest()[:24]
                 self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
         else:
             self.limit = self.limit or DEFAULT_LIMIT
@@ -66,7 +80,7 @@ class ContextFit:
                 f"incl. {self.max_gen_toks} generated"
             )
 
-    def _model_limit(self, config: Any) -> int:
+    def _model_limit(self, config: Any) -> int:  # what lm-eval's HFLM.max_length resolves
         for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
             if getattr(config, attr, None):
                 return int(getattr(config, attr))
@@ -109,6 +123,16 @@ class ContextFit:
         # verbose=False: counting a prompt longer than the model's limit is the point here, not a problem to warn
         # about ("Token indices sequence length is longer..."); the pack says what does not fit in its own line
         return [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False, verbose=False)["input_ids"]]
+
+
+def _model_tokenizer(model: Any) -> Any | None:
+    """The evaluated model's transformers tokenizer, when it has one and a context limit."""
+    tokenizer = getattr(model, "tokenizer", None) if model is not None else None
+    if tokenizer is None or not isinstance(getattr(model, "max_length", None), int):
+        return None
+    from transformers import PreTrainedTokenizerBase
+
+    return tokenizer if isinstance(tokenizer, PreTrainedTokenizerBase) else None
 
 
 _FLUSH_EVERY = 256

@@ -32,6 +32,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 13. ``quiet_documented_runs``: no ``fatal: not a git repository`` from lm-eval's git probe, and no warning
    the pack's documented commands trigger (a --gen_kwargs token budget, --limit) under ``medeval run``.
 14. ``task_timings``: each task's wall time (and a judged task's judge requests and tokens) in the results.
+15. ``remember_evaluated_model``: the model ``evaluate`` runs (``evaluated_model()``), for scorers that count
+   prompt tokens with its own tokenizer and context limit.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ __all__ = [
     "aggregate_metric_families",
     "api_request_payload",
     "capture_results",
+    "evaluated_model",
     "guard_model_replies",
     "index_pack_tasks",
     "install_redaction",
@@ -65,6 +68,7 @@ __all__ = [
     "quiet_documented_runs",
     "quiet_pack_custom_dataset_notice",
     "redact_results_writer",
+    "remember_evaluated_model",
     "set_api_request_headers",
     "take_write_failures",
     "task_timings",
@@ -957,3 +961,51 @@ def _run_record(times: dict[str, Any], judged: dict[str, Any]) -> dict[str, dict
             }
         out[task] = entry
     return out
+
+
+# --- 15. The evaluated model, for scorers that count its tokens ----------------------------------
+
+_EVALUATED: list[Any] = []  # the models of the evaluate calls running now (innermost last)
+
+
+def remember_evaluated_model() -> None:
+    """While lm-eval's ``evaluator.evaluate`` runs, ``evaluated_model()`` is the model it evaluates.
+
+    Works around (lm-eval 0.4.13, the 0.4 line): a task's ``process_results`` gets the doc and the
+    replies, not the model, so a scorer that counts prompt tokens (EMSQA RAG's ``prompt_too_long``) had to
+    load the model's tokenizer a second time (0.57 s per task for SmolLM2) and restate lm-eval's context
+    limit from ``--model_args``; a model given as an object, or a GGUF folder, had none to load.
+    ``simple_evaluate`` builds the tasks before it calls ``evaluate``, so a loader installs this in time.
+    Idempotent; a wrapper that ``task_timings`` puts back on exit is installed again by the next loader.
+    """
+    from lm_eval import evaluator
+
+    current = evaluator.evaluate
+    if getattr(current, "_medeval_remembers_model", False):
+        return
+
+    @functools.wraps(current)
+    def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
+        _EVALUATED.append(lm)
+        try:
+            return current(lm, *args, **kwargs)
+        finally:
+            _EVALUATED.pop()
+
+    evaluate._medeval_remembers_model = True  # type: ignore[attr-defined]
+    evaluator.evaluate = evaluate
+
+
+_TOKEN_COUNTING_BACKENDS = {("lm_eval.models.huggingface", "HFLM"), ("lm_eval.models.vllm_causallms", "VLLM")}
+
+
+def evaluated_model() -> Any | None:
+    """The model of the ``evaluate`` call running now, when it is a backend that cuts prompts at its
+    ``max_length`` with its ``tokenizer`` (hf, vllm; lm-eval's request cache unwrapped), else None."""
+    if not _EVALUATED:
+        return None
+    lm = _EVALUATED[-1]
+    lm = getattr(lm, "lm", lm) if type(lm).__name__ == "CachingLM" else lm
+    if any((c.__module__, c.__name__) in _TOKEN_COUNTING_BACKENDS for c in type(lm).__mro__):
+        return lm
+    return None

@@ -58,7 +58,12 @@ from medeval_metrics.emsqa.retrieval.precomputed import (
 )
 from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.files import unwritable_reason
-from medeval_metrics.lm_eval_compat import loading_task_config, pass_generation_kwargs_to_process_results
+from medeval_metrics.lm_eval_compat import (
+    evaluated_model,
+    loading_task_config,
+    pass_generation_kwargs_to_process_results,
+    remember_evaluated_model,
+)
 from medeval_metrics.settings import refuse_removed
 from medeval_metrics.task_yaml import own_task_config, task_set_metadata
 
@@ -339,7 +344,8 @@ def _rag_expert_cot(doc: Mapping[str, Any]) -> str:
 
 # --- prompt length, counted for the items a run scores -------------------------------------------
 
-# add_retrieval registers how its docs' prompts are counted; the first item scored loads the tokenizer.
+# add_retrieval registers how its docs' prompts are counted; the first item scored sets up the count (the
+# evaluated model's tokenizer, or outside lm-eval's evaluate one loaded from model_args).
 # Counting when scoring, not when the data set is built, means a --limit 40 run counts 40 prompts.
 _COUNTERS: dict[str, dict[str, Any]] = {}
 
@@ -357,19 +363,23 @@ def _to_be_counted(doc: Mapping[str, Any], prompt: str) -> str:
     return prompt
 
 
-def _counter(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+def _counter(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> dict[str, Any] | None:
     counter = _registered(doc)
     if counter is not None and counter.get("fit") is None:
-        counter["fit"] = ContextFit(counter["metadata"], counter["max_gen_toks"], counter["cache_root"])
+        # scored inside lm-eval's evaluate: its model's tokenizer and limit, nothing loaded again; the budget
+        # lm-eval generated with (--gen_kwargs included) where known, for the record's line
+        budget = counter["max_gen_toks"] if max_gen_toks is None else max_gen_toks
+        fit = ContextFit(counter["metadata"], budget, counter["cache_root"], evaluated_model())
+        counter["fit"] = fit
         counter["record"]["prompt_length"] = counter["fit"].method
     return counter
 
 
-def prompt_tokens(doc: Mapping[str, Any]) -> tuple[int, int] | None:
+def prompt_tokens(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> tuple[int, int] | None:
     """(tokens of the item's prompt, system message included, few-shot examples not; the model's context limit), or None
     for a doc no loader of this process registered. Counts are cached per tokenizer by content."""
     started = time.perf_counter()
-    counter = _counter(doc)
+    counter = _counter(doc, max_gen_toks)
     if counter is None or doc.get("rag_missing"):
         return None
     # a batch is tokenized in parallel: 40 prompts of the public set in half the time of 40 calls; the counts
@@ -406,10 +416,12 @@ def process_results_rag(
     metrics["retrieved_own_area"] = sum(c["source"] in own for c in chunks) / len(chunks) if chunks else 0.0
     metrics["retrieved_documents"] = float(len(chunks))
     metrics["no_documents"] = float(not chunks)
-    counted = (
-        prompt_tokens(doc) if doc.get("prompt_tokens") is None else (doc["prompt_tokens"], doc.get("context_limit"))
-    )
     budget = (generation_kwargs or {}).get("max_gen_toks", doc.get("rag_max_gen_toks"))
+    counted = (
+        prompt_tokens(doc, None if budget is None else int(budget))
+        if doc.get("prompt_tokens") is None
+        else (doc["prompt_tokens"], doc.get("context_limit"))
+    )
     if counted is not None and counted[1] and budget is not None:
         doc["prompt_tokens"], doc["context_limit"] = counted  # the logged sample shows them
         metrics["prompt_too_long"] = float(counted[0] + int(budget) > counted[1])
@@ -470,6 +482,7 @@ def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
 def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     check_task_owns_its_mode(metadata)
     pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
+    remember_evaluated_model()  # and counts with the evaluated model's own tokenizer
     task_config = loading_task_config()
     max_gen_toks = _DEFAULT_MAX_GEN_TOKS
     if task_config is not None and isinstance(getattr(task_config, "generation_kwargs", None), dict):

@@ -149,3 +149,59 @@ def test_a_tokenizer_json_that_truncates_or_pads_does_not_change_the_count(tiny_
         expected = [len(ids) for ids in fit.tokenizer(COUNTED_TEXTS[:4], add_special_tokens=False)["input_ids"]]
         fresh = ContextFit({"pretrained": str(folder)}, 16)  # the backend as loaded, before any tokenizer(...) call
         assert fresh.count(COUNTED_TEXTS[:4]) == expected, name
+
+
+def _word_tokenizer(name: str = "word-tokenizer"):
+    """A transformers tokenizer built in memory: one token per whitespace-separated word."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(WordLevel({"[UNK]": 0, "give": 1, "oxygen": 2}, unk_token="[UNK]"))
+    backend.pre_tokenizer = Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
+    tokenizer.name_or_path = name
+    return tokenizer
+
+
+def test_the_evaluated_models_tokenizer_and_limit_are_taken_without_loading(monkeypatch):
+    """While lm-eval evaluates, its model's tokenizer and max_length (what it cuts prompts with) are used; the
+    model_args name is not loaded again, and an explicit max_length there is already in the model's."""
+    import transformers
+
+    monkeypatch.setattr(
+        transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: pytest.fail("tokenizer loaded again")
+    )
+    model = SimpleNamespace(tokenizer=_word_tokenizer(), max_length=321)
+    fit = ContextFit({"pretrained": "/no/such/folder", "max_length": 100}, 16, model=model)
+    assert fit.limit == 321 and fit.method == "tokenizer folder, limit 321 incl. 16 generated"
+    assert fit.count(["give oxygen now, please", ""]) == [5, 0]  # "now" "," "please": unknown words count too
+    unnamed = ContextFit({}, 8, model=model)  # a model object, no name in model_args: the tokenizer's own name
+    assert unnamed.method == "tokenizer word-tokenizer, limit 321 incl. 8 generated"
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        SimpleNamespace(tokenizer=None, max_length=4096),  # an API model without a tokenizer
+        SimpleNamespace(tokenizer=SimpleNamespace(encode=str.split), max_length=4096),  # tiktoken-like
+        SimpleNamespace(tokenizer="gpt2", max_length=4096),
+        SimpleNamespace(tokenizer=_word_tokenizer(), max_length=None),
+    ],
+)
+def test_a_model_without_a_transformers_tokenizer_and_limit_is_not_used(model):
+    fit = ContextFit({"max_length": 300}, 32, model=model)
+    assert fit.tokenizer is None and fit.limit == 300 and fit.method.startswith("estimate")
+
+
+def test_a_gguf_files_counts_are_kept_apart_from_the_folders(tmp_path):
+    model = SimpleNamespace(tokenizer=_word_tokenizer(), max_length=2048)
+    (tmp_path / "config.json").write_text("{}")
+    files = {
+        gguf: ContextFit({"pretrained": str(tmp_path), "gguf_file": gguf}, 16, tmp_path / "cache", model).cache_file
+        for gguf in (None, "m.Q4_1.gguf", "m.Q8_0.gguf")
+    }
+    assert len(set(files.values())) == 3 and all(
+        f.parent == tmp_path / "cache" / "token_counts" for f in files.values()
+    )

@@ -561,6 +561,49 @@ def test_capture_results_sees_each_evaluation_and_puts_the_function_back(monkeyp
     assert lm_eval.simple_evaluate is original
 
 
+# --- 15. remember_evaluated_model -----------------------------------------------------------------
+
+
+def test_evaluated_model_patch_still_needed():
+    """Needed while a task's process_results gets no model (its scorers cannot reach the evaluated tokenizer)."""
+    from lm_eval.api.task import ConfigurableTask
+
+    process_results = getattr(ConfigurableTask.process_results, "__wrapped__", ConfigurableTask.process_results)
+    assert list(inspect.signature(process_results).parameters) == ["self", "doc", "results"]
+
+
+@pytest.fixture
+def fake_evaluate(monkeypatch):
+    """lm-eval's evaluate replaced by one that returns what ``evaluated_model()`` says while it runs."""
+    import lm_eval.evaluator
+
+    def evaluate(lm, task_dict=None, fail=False):
+        if fail:
+            raise RuntimeError("the model failed")
+        return lm_eval_compat.evaluated_model()
+
+    monkeypatch.setattr(lm_eval.evaluator, "evaluate", evaluate)
+    lm_eval_compat.remember_evaluated_model()
+    lm_eval_compat.remember_evaluated_model()  # idempotent: wrapped once
+    assert lm_eval.evaluator.evaluate.__wrapped__ is evaluate
+    return lm_eval.evaluator
+
+
+def test_the_evaluated_model_is_known_while_evaluate_runs_and_only_then(fake_evaluate):
+    from lm_eval.api.model import CachingLM
+    from lm_eval.models.huggingface import HFLM
+
+    hf = HFLM.__new__(HFLM)  # no weights: only its class matters here
+    cached = CachingLM.__new__(CachingLM)
+    cached.lm = hf
+    assert fake_evaluate.evaluate(lm=hf, task_dict={}) is hf  # as simple_evaluate calls it (by keyword)
+    assert fake_evaluate.evaluate(cached) is hf  # --use_cache wraps the model: the model inside it
+    assert fake_evaluate.evaluate(object()) is None  # a backend whose prompts lm-eval does not cut by tokenizer
+    with pytest.raises(RuntimeError, match="the model failed"):
+        fake_evaluate.evaluate(hf, fail=True)
+    assert lm_eval_compat.evaluated_model() is None  # forgotten after each call, a failed one too
+
+
 # --- 11. model_key_only_for_its_endpoint ----------------------------------------------------------
 
 

@@ -464,7 +464,7 @@ def test_a_process_docs_filter_dropping_its_split_keeps_the_batch(docs, metadata
     assert calls == [len(docs)]
 
 
-def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None):
+def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None, model=None):
     """A ContextFit with a 'tokenizer' (counted by the patched _tokenize) and the on-disk cache."""
     self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"
     self.cache_file = Path(cache_dir) / "token_counts" / "fake.json"

@@ -403,3 +403,49 @@ def test_lm_eval_s_scored_prompts_are_counted_in_one_tokenizer_call(tmp_path, mo
     ]
     # the two scored, and at most item 0, whose prompt lm-eval renders once to check the task: not all of them
     assert len(calls) == 1 and 2 <= calls[0] <= 3 < len(ITEMS)
+
+
+def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(tmp_path, monkeypatch, tiny_model):
+    """A model handed to lm-eval as an object (no ``pretrained`` name in the metadata to load a tokenizer
+    from, like a GGUF folder): the counts are the evaluated model's own, against its ``max_length``, and no
+    tokenizer is loaded a second time (it was an estimate of characters/4 before)."""
+    import lm_eval
+    import transformers
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+    from medeval_metrics.emsqa.rag import doc_to_text_rag_cot
+
+    lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=900)
+
+    def no_second_load(*args, **kwargs):
+        raise AssertionError("the tokenizer was loaded again")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_second_load)
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "test_open.json").write_text(json.dumps(ITEMS))
+    metadata = {
+        "emsqa_public_path": str(folder),
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+    }
+    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata)
+    results = lm_eval.simple_evaluate(
+        model=lm, tasks=["emsqa_public_rag"], task_manager=manager, limit=3, log_samples=True,
+        gen_kwargs="max_gen_toks=4",
+    )  # fmt: skip
+    record = results["configs"]["emsqa_public_rag"]["metadata"]["rag"]
+    # the budget lm-eval generated with (--gen_kwargs), not the YAML's 1,024
+    assert record["prompt_length"].startswith("tokenizer ") and record["prompt_length"].endswith(
+        "limit 900 incl. 4 generated"
+    )
+    samples = results["samples"]["emsqa_public_rag"]
+    assert len(samples) == 3
+    for sample in samples:
+        doc = sample["doc"]
+        prompt = doc["rag_system"] + doc_to_text_rag_cot(doc)
+        expected = len(lm.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        assert (doc["prompt_tokens"], doc["context_limit"]) == (expected, 900)
+        assert sample["prompt_too_long"] == float(expected + 4 > 900)
