@@ -183,6 +183,23 @@ def test_a_file_with_more_chunks_than_k_is_refused(metadata, tmp_path):
         run_task(task, mode, prompt, metadata, rag_retrievals=str(saved))
 
 
+def test_the_record_of_items_filled_one_at_a_time_equals_one_fill(metadata, items, tmp_path):
+    """lm-eval reaches items one by one (each fill updates the record): the same record as filling all at once."""
+    from medeval_metrics.emsqa.rag import TaskRetrieval
+
+    kb = make_kb(tmp_path / "kb-short", items, skip={"ems_operations"})  # item 7 then gets no documents
+    task, mode, prompt = PUBLIC_RAG[2]
+    settings = {**metadata, "emsqa_knowledge_path": str(kb), "rag_mode": mode}
+    docs, whole = fresh(), fresh()
+    one_by_one = TaskRetrieval(docs, settings, prompt=prompt, task=task)
+    at_once = TaskRetrieval(whole, settings, prompt=prompt, task=task)
+    for doc in docs:
+        one_by_one.fill([doc])
+    at_once.fill(whole)
+    assert one_by_one.record["shown"] == at_once.record["shown"]
+    assert one_by_one.record["shown"]["no_documents"]["items"] == 1 and one_by_one.record["shown"]["items"] == 12
+
+
 def test_the_results_record_what_the_prompts_showed(metadata, items, tmp_path, caplog):
     # without the ems_operations file, item 7 (its only area) gets no documents when filtering
     kb = make_kb(tmp_path / "kb-short", items, skip={"ems_operations"})

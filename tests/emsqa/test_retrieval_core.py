@@ -315,6 +315,36 @@ def test_stored_chunks_give_back_each_text_whole_in_any_order_and_any_script(tmp
     assert stored[-1] == chunks[-1] and list(stored) == chunks
     with pytest.raises(IndexError):
         stored[5]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    save_chunks([Chunk("e0", "src", "t", ""), Chunk("e1", "src", "t", "")], empty)  # a texts file of 0 bytes
+    assert [c.text for c in (load_chunks(empty)[1], load_chunks(empty)[0])] == ["", ""]
+
+
+QUERY_TEXTS = [
+    "What is the FIRST step in CPR?",
+    "Give 0.3 mg IM; don't wait — re-assess q5min",
+    "café naïve µg İstanbul ΣΑΣ straße ﬁre",  # lower-casing that changes length, Unicode word characters
+    "a I x 1 2",  # one-character words and numbers only
+    "",
+    "the and of is",  # stopwords only
+    "pt's O2 sat 88% (room air), BP 90/60; HR 130",
+]
+
+
+def test_the_query_tokens_are_bm25s_tokenize_s(shared_data):
+    """Queries are split by the pack (bm25s.tokenize makes two progress bars per call); the index by bm25s.
+    Every real public question and the odd texts above must give bm25s's own tokens."""
+    import bm25s
+
+    from medeval_metrics.emsqa.retrieval.retrievers import _query_tokenizer
+
+    questions = [item["question"] for item in json.loads((shared_data / "emsqa" / "test_open.json").read_text())]
+    texts = QUERY_TEXTS + questions
+    split, stopwords = _query_tokenizer()
+    expected = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    assert [[t for t in split(text.lower()) if t not in stopwords] for text in texts] == expected
+    assert expected[2][:2] == ["café", "naïve"] and expected[3] == [] and expected[5] == []
 
 
 def test_bm25_scores_are_lucene_bm25_by_its_definition(small_index):

@@ -164,7 +164,7 @@ class KnowledgeIndex:
             out = []
             for hits, wanted in zip(pool, sources):
                 wanted_set = set(wanted)
-                out.append([h for h in hits if self.chunks[h[0]].source in wanted_set][:k])
+                out.append([h for h in hits if self.chunk_sources[h[0]] in wanted_set][:k])  # no chunk text read
             return out
         merged: list[list[tuple[int, float]]] = [[] for _ in queries]
         for source in sorted({s for item in sources for s in item}):
