@@ -5,7 +5,8 @@ Prints, measured in this one run (CPU):
   chunking + index build (cold cache), cached load (target < 1 s), retrieval for all public test
   questions in each mode;
 - an `emsqa_public_rag --limit 40` run with the tiny model: first with this model (index cached by
-  the section before), again (all cached), and with nothing cached: wall time and retrieval's part
+  the section before; three times, with the median), again (all cached), and with nothing cached, and as
+  a command (a fresh `lm_eval run` process): wall time and retrieval's part
   (the loader's own timings in the results' config: index, retrieval for the 40 items reached and
   their documents, and counting the prompt lengths of the items scored; target < 5 %);
 - dense: article chunks embedded per second with the tiny random BERT, and with a random encoder of
@@ -86,14 +87,19 @@ def _tiny_run(lines: list[str], work: Path) -> None:
     from medeval_metrics.testing.tiny_model import build_tiny_model
 
     model = build_tiny_model(work / "tiny-lm")
-    rows = []
-    # the index cached by the section before; then nothing cached at all (a fresh cache folder)
+    rows, first_shares = [], []
+    # the first run with a model three times, each on its own copy of the cached index without token counts (one
+    # run's share moves with where the interpreter's full garbage collections fall); then everything cached; then
+    # nothing cached at all (a fresh cache folder)
     runs = [
-        ("first run of the task with this model (index cached, token counts not)", "cache", 16),
-        ("second run (everything cached)", "cache", 16),
-        ("first run on this machine (nothing cached: the index built)", "cold-cache", 16),
-    ]
-    for attempt, cache, new_tokens in runs:
+        *((f"first run of the task with this model (index cached, token counts not), {n} of 3", f"first-{n}")
+          for n in (1, 2, 3)),
+        ("second run (everything cached)", "first-3"),
+        ("first run on this machine (nothing cached: the index built)", "cold-cache"),
+    ]  # fmt: skip
+    for attempt, cache in runs:
+        if cache.startswith("first-") and not (work / cache).exists():
+            shutil.copytree(work / "cache", work / cache, ignore=shutil.ignore_patterns("token_counts"))
         shutil.rmtree(work / "cold-cache", ignore_errors=True)
         # as `medeval run`/`lm_eval` pass it: model_args merged into the metadata (the prompt tokens are
         # counted with the model's tokenizer)
@@ -112,14 +118,20 @@ def _tiny_run(lines: list[str], work: Path) -> None:
             limit=40,
             device="cpu",
             batch_size=8,
-            gen_kwargs=f"max_gen_toks={new_tokens}",
+            gen_kwargs="max_gen_toks=16",
             task_manager=TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata),
         )
         flush_counts()  # what the end of a run's process does (atexit)
         wall = time.perf_counter() - started
         rag = results["configs"]["emsqa_public_rag"]["metadata"]["rag"]["seconds"]
-        rows.append(_share_line(f"{attempt}: wall {wall:.1f} s", wall, rag, new_tokens))
+        rows.append(_share_line(f"{attempt}: wall {wall:.1f} s", wall, rag, 16))
+        if cache.startswith("first-") and "second" not in attempt:
+            first_shares.append(100 * (rag["total"] + rag.get("prompt_length", 0.0)) / wall)
     lines.extend(rows)
+    lines.append(
+        f"first run of the task with this model, median of 3: {statistics.median(first_shares):.1f} % "
+        f"(max {max(first_shares):.1f} %; target < 5 %: {'met' if max(first_shares) < 5 else 'NOT met'})"
+    )
     lines.append(_command_run(model, work))
 
 
