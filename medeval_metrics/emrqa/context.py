@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from medeval_metrics.context_fit import ContextFit
+from medeval_metrics.emrqa.sources import cache_root
 from medeval_metrics.task_yaml import own_task_config
 
 logger = logging.getLogger("medeval.emrqa")
@@ -38,10 +39,12 @@ def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | 
 class ContextCheck:
     """Marks each doc with its prompt's token count and whether it fits the evaluated model's context
     (``medeval_metrics.context_fit``: the model's tokenizer and limit from ``--model_args``, or a
-    labelled estimate), reserving the task's generation budget."""
+    labelled estimate), reserving the task's generation budget. The counts are kept per tokenizer in the
+    emrQA cache folder (prompt digests and numbers, no text): 1,000 prompts of long notes are tokenized on
+    the first run with a model, looked up on later ones."""
 
     def __init__(self, kwargs: Mapping[str, Any]) -> None:
-        self.fit = ContextFit(kwargs, generation_budget(kwargs))
+        self.fit = ContextFit(kwargs, generation_budget(kwargs), cache_root(kwargs))
         self.limit, self.method = self.fit.limit, self.fit.method
 
     def annotate(self, docs: list[dict[str, Any]], prompt: Any) -> None:

@@ -390,18 +390,30 @@ def test_run_without_data_says_where_to_get_it(capsys, monkeypatch):
 
 
 @pytest.mark.e2e  # loads the tiny model's tokenizer
-def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model):
+def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model, tmp_path, monkeypatch):
+    from medeval_metrics import context_fit
     from medeval_metrics.emrqa.tasks import ContextCheck, evidence_prompt
 
     docs = [
         {"note": "aspirin daily\n" * 400, "question": "What is the dosage of aspirin"},
         {"note": "aspirin daily", "question": "What is the dosage of aspirin"},
     ]
-    check = ContextCheck({"pretrained": str(tiny_model)})
+    model = {"pretrained": str(tiny_model), "emrqa_cache_dir": str(tmp_path / "cache")}
+    check = ContextCheck(model)
     assert check.limit == 1024  # the tiny GPT-2's n_positions
     check.annotate(docs, evidence_prompt)
     assert [d["fits_context"] for d in docs] == [False, True] and docs[0]["context_check"].startswith("tokenizer")
-    ContextCheck({"pretrained": str(tiny_model), "max_length": 100000}).annotate(docs, evidence_prompt)
+    counts = [d["prompt_tokens"] for d in docs]
+    # kept in the emrQA cache folder (digests and numbers, no note text): a later run tokenizes nothing
+    context_fit.flush_counts()
+    stored = next((tmp_path / "cache" / "token_counts").glob("*.json")).read_text()
+    assert "aspirin" not in stored and sorted(json.loads(stored).values()) == sorted(counts)
+    context_fit._KNOWN.clear()  # as in a new process
+    monkeypatch.setattr(context_fit.ContextFit, "_tokenize", lambda self, texts: pytest.fail("counted again"))
+    ContextCheck(model).annotate(docs, evidence_prompt)
+    assert [d["prompt_tokens"] for d in docs] == counts
+    monkeypatch.undo()
+    ContextCheck({**model, "max_length": 100000}).annotate(docs, evidence_prompt)
     assert docs[0]["fits_context"] is True
     assert ContextCheck({"pretrained": str(tiny_model), "max_model_len": 4096}).limit == 4096  # vLLM's name
     estimate = ContextCheck({"max_length": "300"})
