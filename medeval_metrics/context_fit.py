@@ -3,16 +3,19 @@
 lm-eval passes ``--model_args`` to ``custom_dataset`` loaders, so prompts are counted when the data
 set is built, with the evaluated model's tokenizer (``tokenizer``, else ``pretrained``). The limit is
 what lm-eval's HF backend would use: ``max_length`` (vLLM: ``max_model_len``) if given, else the
-model config's ``n_positions`` / ``max_position_embeddings`` / ``n_ctx``, else the tokenizer's
-``model_max_length``, else 2048. A check made while lm-eval evaluates (``model``: its hf or vllm
-model) takes that model's own tokenizer and ``max_length`` instead, loading nothing. Without a
-tokenizer (an API model, offline) the count is an estimate of 4 characters per token and every
-``method`` string says so. Chat-template tokens are not counted.
+model config's (a multimodal config's text part first) ``n_positions`` / ``max_position_embeddings`` /
+``n_ctx``, else the tokenizer's ``model_max_length``, else 2048; a ``gguf_file`` is read for both. A
+check made while lm-eval evaluates (``model``: its hf or vllm model) takes that model's own tokenizer
+and ``max_length`` instead, loading nothing. Without a tokenizer (an API model, offline) the count is
+an estimate of 4 characters per token and every ``method`` string says so. Special tokens are
+counted as lm-eval adds them (a Llama tokenizer's BOS, unless ``add_bos_token=False``); chat-template
+tokens are not.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import json
 import logging
@@ -32,6 +35,8 @@ _NO_LIMIT = 10**12  # transformers' "no maximum" sentinel for model_max_length i
 class ContextFit:
     """The evaluated model's tokenizer and context limit, and ``max_gen_toks`` reserved for the answer."""
 
+    add_special_tokens = True  # as lm-eval encodes a prompt: the tokenizer's special tokens unless add_bos_token=False
+
     def __init__(
         self, model_args: Mapping[str, Any], max_gen_toks: int, cache_dir: Path | None = None, model: Any = None
     ) -> None:
@@ -42,20 +47,24 @@ class ContextFit:
         explicit = model_args.get("max_length") or model_args.get("max_model_len")  # hf / vllm model_args
         self.limit = int(explicit) if explicit else None
         name = model_args.get("tokenizer") or model_args.get("pretrained")
+        gguf = model_args.get("gguf_file")
         own = _model_tokenizer(model)
         if own is not None:
-            # what lm-eval cuts the prompt with: its tokenizer (a GGUF's too) and max_length (model_args included)
+            # what lm-eval cuts the prompt with: its tokenizer (a GGUF's too), max_length (model_args included),
+            # and the special tokens it adds (add_bos_token, else the tokenizer's own: a Llama tokenizer's BOS)
             self.tokenizer, self.limit = own, int(model.max_length)
-            name = name if isinstance(name, str) else getattr(own, "name_or_path", None)
+            self.add_special_tokens = _flag(getattr(model, "add_bos_token", None))
+            name = getattr(own, "name_or_path", None) or (name if isinstance(name, str) else None)
         elif name:
+            self.add_special_tokens = _flag(model_args.get("add_bos_token"))
             try:
-                from transformers import AutoConfig, AutoTokenizer
-
-                self.tokenizer = AutoTokenizer.from_pretrained(str(name))
-                if self.limit is None:
-                    self.limit = self._model_limit(
-                        AutoConfig.from_pretrained(str(model_args.get("pretrained") or name))
-                    )
+                self.tokenizer, limit = _load_tokenizer(
+                    str(name),
+                    str(model_args.get("pretrained") or name),
+                    str(gguf) if gguf else None,
+                    self.limit is None,
+                )
+                self.limit = self.limit if self.limit is not None else limit
             except Exception as exc:  # an API model's name, offline: fall back to the labelled estimate
                 log.warning(
                     "medeval: cannot load tokenizer %r (%s); estimating prompt length", name, type(exc).__name__
@@ -68,8 +77,8 @@ class ContextFit:
             )
             if cache_dir is not None and name:
                 # a GGUF's tokenizer is read from the .gguf, which small_files_only leaves out: its name joins the key
-                gguf = model_args.get("gguf_file")
                 fingerprint = model_fingerprint(str(name), small_files_only=True) + (f"\0{gguf}" if gguf else "")
+                fingerprint += "" if self.add_special_tokens else "\0no special tokens"
                 key = hashlib.sha256(fingerprint.encode()).hexdigest()[:24]
                 self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
         else:
@@ -80,14 +89,8 @@ class ContextFit:
                 f"incl. {self.max_gen_toks} generated"
             )
 
-    def _model_limit(self, config: Any) -> int:  # what lm-eval's HFLM.max_length resolves
-        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
-            if getattr(config, attr, None):
-                return int(getattr(config, attr))
-        length = getattr(self.tokenizer, "model_max_length", None)
-        if length and length < _NO_LIMIT:
-            return int(length)
-        return DEFAULT_LIMIT
+    def _model_limit(self, config: Any) -> int:
+        return _config_limit(config, self.tokenizer)
 
     def fits(self, tokens: int) -> bool:
         return tokens + self.max_gen_toks <= self.limit
@@ -118,11 +121,56 @@ class ContextFit:
         # both off for its call (and leaves them off), the backend alone would count 16 for a 1,201-token prompt.
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         fast = getattr(backend, "encode_batch_fast", None)
-        if fast is not None and backend.truncation is None and backend.padding is None:
-            return [len(encoding) for encoding in fast(list(prompts), add_special_tokens=False)]
-        # verbose=False: counting a prompt longer than the model's limit is the point here, not a problem to warn
-        # about ("Token indices sequence length is longer..."); the pack says what does not fit in its own line
-        return [len(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=False, verbose=False)["input_ids"]]
+        usable = fast is not None and backend.truncation is None and backend.padding is None
+        # special tokens as lm-eval's HF backend adds them: none to a text that already starts with the BOS token
+        bos = getattr(self.tokenizer, "bos_token", None) if self.add_special_tokens else None
+        special = [self.add_special_tokens and not (bos and p.startswith(bos)) for p in prompts]
+        counts = [0] * len(prompts)
+        for flag in sorted(set(special)):
+            at = [i for i, s in enumerate(special) if s == flag]
+            texts = [prompts[i] for i in at]
+            if usable:
+                lengths = [len(encoding) for encoding in fast(texts, add_special_tokens=flag)]
+            else:
+                # verbose=False: counting a prompt longer than the model's limit is the point here, not a problem to
+                # warn about ("Token indices sequence length is longer..."); the pack says what does not fit itself
+                lengths = [
+                    len(ids) for ids in self.tokenizer(texts, add_special_tokens=flag, verbose=False)["input_ids"]
+                ]
+            for i, n in zip(at, lengths):
+                counts[i] = n
+        return counts
+
+
+def _flag(value: Any) -> bool:
+    """lm-eval's ``add_bos_token``: None means the tokenizer's own setting (special tokens added)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "0", "no")
+    return True if value is None else bool(value)
+
+
+def _config_limit(config: Any, tokenizer: Any) -> int:
+    """The context lm-eval's HF backend resolves from a model config (a multimodal config's text part first)."""
+    for source in (getattr(config, "text_config", None), config):
+        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+            if source is not None and getattr(source, attr, None):
+                return int(getattr(source, attr))
+    length = getattr(tokenizer, "model_max_length", None)
+    if length and length < _NO_LIMIT:
+        return int(length)
+    return DEFAULT_LIMIT
+
+
+@functools.lru_cache(maxsize=4)
+def _load_tokenizer(name: str, pretrained: str, gguf: str | None, with_limit: bool) -> tuple[Any, int | None]:
+    """A tokenizer (and its model's context) loaded once per process: each task of a group asks for it, and a
+    GGUF's takes seconds to read."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    extra = {"gguf_file": gguf} if gguf else {}
+    tokenizer = AutoTokenizer.from_pretrained(name, **extra)
+    limit = _config_limit(AutoConfig.from_pretrained(pretrained, **extra), tokenizer) if with_limit else None
+    return tokenizer, limit
 
 
 def _model_tokenizer(model: Any) -> Any | None:

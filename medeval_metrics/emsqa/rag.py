@@ -348,6 +348,7 @@ def _rag_expert_cot(doc: Mapping[str, Any]) -> str:
 # evaluated model's tokenizer, or outside lm-eval's evaluate one loaded from model_args).
 # Counting when scoring, not when the data set is built, means a --limit 40 run counts 40 prompts.
 _COUNTERS: dict[str, dict[str, Any]] = {}
+_COUNT_SETTINGS = ("tokenizer", "pretrained", "gguf_file", "max_length", "max_model_len", "add_bos_token")
 
 
 def _registered(doc: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -710,7 +711,8 @@ class TaskRetrieval:
         self._update_shown()
         _COUNTERS[self.counter_key] = {
             "task": task,
-            "metadata": dict(metadata),
+            # only what a count outside lm-eval's evaluate loads by (a model object in model_args would be kept alive)
+            "metadata": {k: v for k, v in metadata.items() if k in _COUNT_SETTINGS and isinstance(v, (str, int, bool))},
             "max_gen_toks": self.max_gen_toks,
             "cache_root": cache_root,
             "prompt": prompt or doc_to_text_rag_expert_cot,

@@ -4,6 +4,7 @@ would use, the answer's tokens reserved, and a labelled estimate when no tokeniz
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -24,6 +25,8 @@ from medeval_metrics.context_fit import DEFAULT_LIMIT, ContextFit
         (SimpleNamespace(), 8192, 8192),  # nothing in the config: the tokenizer's own maximum
         (SimpleNamespace(), int(1e30), DEFAULT_LIMIT),  # transformers' "no maximum" sentinel
         (SimpleNamespace(), None, DEFAULT_LIMIT),
+        # a multimodal config (Gemma 3, Qwen2-VL): its text part's context, as lm-eval resolves it
+        (SimpleNamespace(text_config=SimpleNamespace(max_position_embeddings=131072), n_positions=512), None, 131072),
     ],
 )
 def test_the_model_limit_follows_lm_evals_hf_backend(config, model_max_length, expected):
@@ -62,7 +65,7 @@ def test_counts_with_the_models_tokenizer_and_caches_them(tiny_model, tmp_path):
     fit = ContextFit({"pretrained": str(tiny_model)}, 16, cache_dir=tmp_path)
     assert fit.method.startswith("tokenizer ") and fit.limit > 0
     prompts = ["What is the first step in CPR?", "Give oxygen."]
-    direct = [len(fit.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+    direct = [len(fit.tokenizer(p)["input_ids"]) for p in prompts]
     assert fit.count(prompts) == direct
     again = ContextFit({"pretrained": str(tiny_model)}, 16, cache_dir=tmp_path)
     again._tokenize = lambda texts: pytest.fail("counted again instead of read from the cache")
@@ -125,7 +128,7 @@ def test_the_fast_count_equals_the_tokenizers_own_ids(which, request):
     folder = request.getfixturevalue(which)
     fit = ContextFit({"pretrained": str(folder)}, 16)
     assert hasattr(fit.tokenizer, "backend_tokenizer")  # the fast path is the one under test
-    expected = [len(ids) for ids in fit.tokenizer(COUNTED_TEXTS, add_special_tokens=False)["input_ids"]]
+    expected = [len(ids) for ids in fit.tokenizer(COUNTED_TEXTS)["input_ids"]]  # special tokens as lm-eval adds them
     assert fit.count(COUNTED_TEXTS) == expected and expected[-1] >= 3000
 
 
@@ -146,23 +149,65 @@ def test_a_tokenizer_json_that_truncates_or_pads_does_not_change_the_count(tiny_
             backend.enable_padding(length=setting["padding"])
         backend.save(str(folder / "tokenizer.json"))
         fit = ContextFit({"pretrained": str(folder)}, 16)
-        expected = [len(ids) for ids in fit.tokenizer(COUNTED_TEXTS[:4], add_special_tokens=False)["input_ids"]]
+        expected = [len(ids) for ids in fit.tokenizer(COUNTED_TEXTS[:4])["input_ids"]]
         fresh = ContextFit({"pretrained": str(folder)}, 16)  # the backend as loaded, before any tokenizer(...) call
         assert fresh.count(COUNTED_TEXTS[:4]) == expected, name
 
 
-def _word_tokenizer(name: str = "word-tokenizer"):
-    """A transformers tokenizer built in memory: one token per whitespace-separated word."""
+def _word_tokenizer(name: str = "word-tokenizer", bos: bool = False):
+    """A transformers tokenizer built in memory: one token per whitespace-separated word; with ``bos``, one
+    that puts ``<s>`` before every text it encodes with special tokens (as Llama's does)."""
     from tokenizers import Tokenizer
     from tokenizers.models import WordLevel
     from tokenizers.pre_tokenizers import Whitespace
+    from tokenizers.processors import TemplateProcessing
     from transformers import PreTrainedTokenizerFast
 
-    backend = Tokenizer(WordLevel({"[UNK]": 0, "give": 1, "oxygen": 2}, unk_token="[UNK]"))
+    backend = Tokenizer(WordLevel({"[UNK]": 0, "give": 1, "oxygen": 2, "<s>": 3}, unk_token="[UNK]"))
     backend.pre_tokenizer = Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
+    if bos:
+        backend.post_processor = TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 3)])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", **({"bos_token": "<s>"} if bos else {})
+    )
     tokenizer.name_or_path = name
     return tokenizer
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["rust backend", "tokenizer call"])
+@pytest.mark.parametrize(
+    "add_bos_token, expected",
+    [
+        (None, [3, 3, 1]),  # lm-eval's default: the tokenizer's own special tokens (its BOS), not twice
+        (True, [3, 3, 1]),
+        (False, [2, 3, 0]),
+    ],
+)
+def test_special_tokens_are_counted_as_lm_eval_adds_them(add_bos_token, expected, fast):
+    """lm-eval's HF backend encodes a prompt with the tokenizer's special tokens (a BOS-adding tokenizer's
+    BOS) unless ``add_bos_token=False``, and without them when the prompt already starts with the BOS."""
+    tokenizer = _word_tokenizer(bos=True)
+    if not fast:
+        tokenizer.backend_tokenizer.enable_padding(length=64)  # the Rust backend is then not used
+    model = SimpleNamespace(tokenizer=tokenizer, max_length=100, add_bos_token=add_bos_token)
+    fit = ContextFit({}, 16, model=model)
+    assert fit.count(["give oxygen", "<s> give oxygen", ""]) == expected
+
+
+def test_a_named_tokenizer_is_loaded_once_with_its_special_token_setting(tmp_path, monkeypatch):
+    import transformers
+
+    folder = tmp_path / "bos-tokenizer"
+    _word_tokenizer(bos=True).save_pretrained(folder)
+    args = {"pretrained": str(folder), "max_length": 50}
+    with_bos = ContextFit(args, 8, tmp_path / "cache")
+    assert with_bos.count(["give oxygen"]) == [3] and with_bos.limit == 50
+    monkeypatch.setattr(
+        transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: pytest.fail("tokenizer loaded again")
+    )
+    without = ContextFit({**args, "add_bos_token": "False"}, 8, tmp_path / "cache")  # as --model_args gives it
+    assert without.count(["give oxygen"]) == [2]
+    assert without.cache_file != with_bos.cache_file  # counts made without the BOS are kept apart
 
 
 def test_the_evaluated_models_tokenizer_and_limit_are_taken_without_loading(monkeypatch):
@@ -175,10 +220,11 @@ def test_the_evaluated_models_tokenizer_and_limit_are_taken_without_loading(monk
     )
     model = SimpleNamespace(tokenizer=_word_tokenizer(), max_length=321)
     fit = ContextFit({"pretrained": "/no/such/folder", "max_length": 100}, 16, model=model)
-    assert fit.limit == 321 and fit.method == "tokenizer folder, limit 321 incl. 16 generated"
+    assert fit.limit == 321 and fit.method == "tokenizer word-tokenizer, limit 321 incl. 16 generated"
     assert fit.count(["give oxygen now, please", ""]) == [5, 0]  # "now" "," "please": unknown words count too
-    unnamed = ContextFit({}, 8, model=model)  # a model object, no name in model_args: the tokenizer's own name
-    assert unnamed.method == "tokenizer word-tokenizer, limit 321 incl. 8 generated"
+    # the counts are kept under the tokenizer counted with, whatever name the metadata carries
+    keys = {ContextFit(args, 8, Path("cache"), model).cache_file for args in ({}, {"pretrained": "another-model"})}
+    assert len(keys) == 1
 
 
 @pytest.mark.parametrize(

@@ -223,7 +223,7 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
     for sample in samples_a["emsqa_public_expertrag_rtf"]:
-        whole = len(tokenizer(sample["arguments"]["gen_args_0"]["arg_0"], add_special_tokens=False)["input_ids"])
+        whole = len(tokenizer(sample["arguments"]["gen_args_0"]["arg_0"])["input_ids"])
         assert sample["doc"]["prompt_tokens"] == whole
     assert results_a["configs"]["emsqa_public_expertrag_rtf"]["metadata"]["rag"]["seconds"]["prompt_length"] > 0
     for sample in samples_a["emsqa_public_expertrag_rtf"]:  # scored with the budget lm-eval used: max_gen_toks=8
@@ -445,7 +445,6 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
     assert len(samples) == 3
     for sample in samples:
         doc = sample["doc"]
-        prompt = doc["rag_system"] + doc_to_text_rag_cot(doc)
-        expected = len(lm.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        expected = len(lm.tok_encode(doc["rag_system"] + doc_to_text_rag_cot(doc)))  # as lm-eval encodes it
         assert (doc["prompt_tokens"], doc["context_limit"]) == (expected, 900)
         assert sample["prompt_too_long"] == float(expected + 4 > 900)

@@ -332,19 +332,26 @@ QUERY_TEXTS = [
 ]
 
 
-def test_the_query_tokens_are_bm25s_tokenize_s(shared_data):
-    """Queries are split by the pack (bm25s.tokenize makes two progress bars per call); the index by bm25s.
-    Every real public question and the odd texts above must give bm25s's own tokens."""
+def _same_query_tokens(texts):
+    """Queries are split by the pack (bm25s.tokenize makes two progress bars per call), the index by bm25s."""
     import bm25s
 
     from medeval_metrics.emsqa.retrieval.retrievers import _query_tokenizer
 
-    questions = [item["question"] for item in json.loads((shared_data / "emsqa" / "test_open.json").read_text())]
-    texts = QUERY_TEXTS + questions
     split, stopwords = _query_tokenizer()
-    expected = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    expected = bm25s.tokenize(list(texts), stopwords="en", return_ids=False, show_progress=False)
     assert [[t for t in split(text.lower()) if t not in stopwords] for text in texts] == expected
+    return expected
+
+
+def test_the_query_tokens_are_bm25s_tokenize_s():
+    expected = _same_query_tokens(QUERY_TEXTS)
     assert expected[2][:2] == ["café", "naïve"] and expected[3] == [] and expected[5] == []
+
+
+def test_every_public_question_gets_bm25s_tokenize_s_tokens(shared_data):
+    questions = [item["question"] for item in json.loads((shared_data / "emsqa" / "test_open.json").read_text())]
+    assert len(_same_query_tokens(questions)) == 3721
 
 
 def test_bm25_scores_are_lucene_bm25_by_its_definition(small_index):
