@@ -811,7 +811,7 @@ def quiet_documented_runs() -> None:
     recorded is the same); (b) ``--gen_kwargs max_gen_toks=N`` warns "Ensure 'do_sample=True'" though only the
     budget changed (kept when a sampling setting is given); (c) the ``--limit`` warning, said instead in the
     pack's summary line; (d) "Left truncation applied", once per batch of too-long prompts: only the first is
-    kept (the pack's context check has said which prompts do not fit). ``medeval run`` only; plain ``lm_eval``
+    kept (the pack's context check says which prompts do not fit, when they are scored). ``medeval run`` only; plain ``lm_eval``
     is unchanged. Idempotent.
     Test: tests/core/test_quiet_documented_runs.py.
     """

@@ -6,8 +6,8 @@ which lm-eval passes to ``custom_dataset`` with the metadata (``custom_dataset(*
 merged metadata and model_args as keyword arguments:
 ``emrqa_data_json`` / ``emrqa_data_ql_csv`` (or env ``MEDEVAL_EMRQA_DATA_JSON`` / ``..._DATA_QL_CSV``),
 ``emrqa_cache_dir``, ``emrqa_seed``, ``emrqa_sample_size`` (default 1000 per task; ``all`` for the
-full test split) and, from model_args, ``pretrained``/``tokenizer``/``max_length`` to count how many
-prompts do not fit the model's context.
+full test split) and, from model_args, ``pretrained``/``tokenizer``/``max_length``, by which a prompt is
+counted outside lm-eval's evaluate (inside it, with the evaluated model's tokenizer) when its item is scored.
 """
 
 from __future__ import annotations

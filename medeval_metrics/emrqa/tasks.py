@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from medeval_metrics.emrqa.context import ContextCheck, fits_context, generation_budget
+from medeval_metrics.emrqa import prompts as _prompts
+from medeval_metrics.emrqa.context import ContextCheck, fits_context, generation_budget, noted
 from medeval_metrics.emrqa.loaders import (
     PRIVATE_DOCUMENTS,
     load_classification,
@@ -14,7 +15,7 @@ from medeval_metrics.emrqa.loaders import (
     load_evidence_window,
     load_logical_forms,
 )
-from medeval_metrics.emrqa.prompts import classification_prompt, evidence_prompt, evidence_target, lf_prompt, lf_target
+from medeval_metrics.emrqa.prompts import evidence_target, lf_prompt, lf_target
 from medeval_metrics.emrqa.sampling import DEFAULT_SAMPLE_SIZE, allocate, sample_size, stratified_sample
 from medeval_metrics.emrqa.scoring import (
     aggregate_macro_f1,
@@ -25,6 +26,10 @@ from medeval_metrics.emrqa.scoring import (
 )
 from medeval_metrics.emrqa.windowing import WINDOW_LINES, window_doc
 from medeval_metrics.emrqa.write_out import WRITE_OUT_WARNING, writes_out
+
+# the tasks' doc_to_text: each prompt lm-eval renders is noted, to be counted when its item is scored
+evidence_prompt = noted(_prompts.evidence_prompt)
+classification_prompt = noted(_prompts.classification_prompt)
 
 __all__ = [
     "DEFAULT_SAMPLE_SIZE",

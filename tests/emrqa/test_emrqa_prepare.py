@@ -13,7 +13,7 @@ from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa import jsonstream
 from medeval_metrics.emrqa.prepare import ensure_prepared, prepare, read_ql_csv
 from medeval_metrics.emrqa.synthetic import load_templates, write_synthetic
-from medeval_metrics.emrqa.tasks import load_classification, load_evidence, sample_size, window_doc
+from medeval_metrics.emrqa.tasks import fits_context, load_classification, load_evidence, sample_size, window_doc
 
 TEMPLATES = SHARED_DATA / "emrqa" / "templates-all.csv"
 SECRET = "ZEBRA-PATIENT-TEXT"  # planted in notes: must never appear in an error message
@@ -279,7 +279,10 @@ def test_loader_samples_are_stratified_and_seeded(synthetic, tmp_path):
     assert len(set(first["lf_template"])) == min(
         5, len(set(load_evidence("risk", **{**meta, "emrqa_sample_size": "all"})["test"]["lf_template"]))
     )
-    assert all(first["fits_context"]) and first[0]["context_check"].startswith("estimate")
+    # counted when an item is scored, not when the task loads (lm-eval's evaluate then runs with the model)
+    doc = first[0]
+    assert doc["context_check"] == "counted when the item is scored" and doc["prompt_tokens"] is None
+    assert fits_context(doc) and doc["context_check"].startswith("estimate") and doc["prompt_tokens"] > 0
     with pytest.raises(MedevalDataError, match="emrqa_sample_size"):
         sample_size({"emrqa_sample_size": "many"})
 
@@ -389,20 +392,30 @@ def test_run_without_data_says_where_to_get_it(capsys, monkeypatch):
     assert "medeval: error:" in proc.stderr and "n2c2" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def _checked(settings, docs):
+    """Docs marked as a loader marks them, then each checked as its item is scored."""
+    from medeval_metrics.emrqa.prompts import evidence_prompt
+    from medeval_metrics.emrqa.tasks import ContextCheck
+
+    ContextCheck(settings).annotate(docs, evidence_prompt)
+    return [fits_context(doc) for doc in docs]
+
+
 @pytest.mark.e2e  # loads the tiny model's tokenizer
 def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model, tmp_path, monkeypatch):
     from medeval_metrics import context_fit
-    from medeval_metrics.emrqa.tasks import ContextCheck, evidence_prompt
+    from medeval_metrics.emrqa.prompts import evidence_prompt
 
-    docs = [
-        {"note": "aspirin daily\n" * 400, "question": "What is the dosage of aspirin"},
-        {"note": "aspirin daily", "question": "What is the dosage of aspirin"},
-    ]
+    def fresh():
+        return [
+            {"note": "aspirin daily\n" * 400, "question": "What is the dosage of aspirin"},
+            {"note": "aspirin daily", "question": "What is the dosage of aspirin"},
+        ]
+
     model = {"pretrained": str(tiny_model), "emrqa_cache_dir": str(tmp_path / "cache")}
-    check = ContextCheck(model)
-    assert check.limit == 1024  # the tiny GPT-2's n_positions
-    check.annotate(docs, evidence_prompt)
-    assert [d["fits_context"] for d in docs] == [False, True] and docs[0]["context_check"].startswith("tokenizer")
+    docs = fresh()
+    assert _checked(model, docs) == [False, True] and docs[0]["context_check"].startswith("tokenizer")
+    assert docs[0]["context_limit"] == 1024  # the tiny GPT-2's n_positions
     counts = [d["prompt_tokens"] for d in docs]
     # kept in the emrQA cache folder (digests and numbers, no note text): a later run tokenizes nothing
     context_fit.flush_counts()
@@ -410,18 +423,49 @@ def test_context_check_uses_the_model_tokenizer_and_limit(tiny_model, tmp_path, 
     assert "aspirin" not in stored and sorted(json.loads(stored).values()) == sorted(counts)
     context_fit._KNOWN.clear()  # as in a new process
     monkeypatch.setattr(context_fit.ContextFit, "_tokenize", lambda self, texts: pytest.fail("counted again"))
-    ContextCheck(model).annotate(docs, evidence_prompt)
+    docs = fresh()
+    _checked(model, docs)
     assert [d["prompt_tokens"] for d in docs] == counts
     monkeypatch.undo()
-    ContextCheck({**model, "max_length": 100000}).annotate(docs, evidence_prompt)
-    assert docs[0]["fits_context"] is True
-    assert ContextCheck({"pretrained": str(tiny_model), "max_model_len": 4096}).limit == 4096  # vLLM's name
-    estimate = ContextCheck({"max_length": "300"})
-    estimate.annotate(docs, evidence_prompt)
+    assert _checked({**model, "max_length": 100000}, fresh()) == [True, True]
+    docs = fresh()
+    _checked({"pretrained": str(tiny_model), "max_model_len": 4096}, docs)
+    assert docs[0]["context_limit"] == 4096  # vLLM's name
+    docs = fresh()
     # 4 characters per token against 300 - 256 = 44 tokens: the short prompt (189 characters, 48 tokens) does not fit either.
+    assert _checked({"max_length": "300"}, docs) == [False, False]
     assert len(evidence_prompt(docs[1])) == 189 and docs[1]["prompt_tokens"] == 48
-    assert [d["fits_context"] for d in docs] == [False, False]
     assert "estimate" in docs[0]["context_check"] and "from model_args" in docs[0]["context_check"]
+
+
+def test_only_the_prompts_lm_eval_renders_are_counted_in_one_call_when_the_first_is_scored(monkeypatch, caplog):
+    """A --limit run renders a few of the task's prompts (its doc_to_text notes them); the first item scored
+    counts them in one call, the others are lookups, and items never rendered are not counted at all."""
+    from medeval_metrics import context_fit
+    from medeval_metrics.emrqa import tasks
+
+    calls = []
+    monkeypatch.setattr(
+        context_fit.ContextFit, "_tokenize", lambda self, texts: calls.append(len(texts)) or [50] * len(texts)
+    )
+    monkeypatch.setattr(context_fit.ContextFit, "__init__", _fake_fit_init)
+    docs = [{"note": f"note {i}\nline", "question": f"Question {i}?", "qa_id": f"q{i}"} for i in range(6)]
+    tasks.ContextCheck({}).annotate(docs, tasks._prompts.evidence_prompt)
+    for doc in docs[:3]:
+        tasks.evidence_prompt(doc)  # what lm-eval does while it builds the requests
+    assert calls == []
+    assert [fits_context(doc, {"max_gen_toks": 40}) for doc in docs[:3]] == [True, True, True]
+    assert calls == [3] and [d["prompt_tokens"] for d in docs[:3]] == [50, 50, 50]
+    assert fits_context(docs[4], {"max_gen_toks": 60}) is False  # scored without being rendered: on its own
+    assert calls == [3, 1] and docs[5]["prompt_tokens"] is None
+    lines = [r.getMessage() for r in caplog.records if "exceed the model's context" in r.getMessage()]
+    assert len(lines) == 1 and "question q4's prompt (50 tokens" in lines[0] and "note 4" not in lines[0]
+
+
+def _fake_fit_init(self, settings, max_gen_toks, cache_dir=None, model=None):
+    """A ContextFit with a 100-token context whose 'tokenizer' is the patched _tokenize; no cache file."""
+    self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"
+    self.cache_file, self._counted = None, {}
 
 
 def test_upstream_layout_variants(tmp_path):
