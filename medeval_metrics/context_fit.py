@@ -1,15 +1,15 @@
 """Does a prompt fit the evaluated model's context? One answer for every task that checks it.
 
-lm-eval passes ``--model_args`` to ``custom_dataset`` loaders, so prompts are counted when the data
-set is built, with the evaluated model's tokenizer (``tokenizer``, else ``pretrained``). The limit is
-what lm-eval's HF backend would use: ``max_length`` (vLLM: ``max_model_len``) if given, else the
-model config's (a multimodal config's text part first) ``n_positions`` / ``max_position_embeddings`` /
-``n_ctx``, else the tokenizer's ``model_max_length``, else 2048; a ``gguf_file`` is read for both. A
-check made while lm-eval evaluates (``model``: its hf or vllm model) takes that model's own tokenizer
-and ``max_length`` instead, loading nothing. Without a tokenizer (an API model, offline) the count is
-an estimate of 4 characters per token and every ``method`` string says so. Special tokens are
-counted as lm-eval adds them (a Llama tokenizer's BOS, unless ``add_bos_token=False``); chat-template
-tokens are not.
+Prompts are counted when their items are scored. A count made while lm-eval evaluates (``model``: its
+hf or vllm model) takes that model's own tokenizer and ``max_length``, loading nothing. Otherwise the
+tokenizer ``--model_args`` names (``tokenizer``, else ``pretrained``; lm-eval passes them to
+``custom_dataset`` loaders) is loaded, with the limit lm-eval's HF backend would use: ``max_length``
+(vLLM: ``max_model_len``) if given, else the model config's (a multimodal config's text part first)
+``n_positions`` / ``max_position_embeddings`` / ``n_ctx``, else the tokenizer's ``model_max_length``,
+else 2048; a ``gguf_file`` is read for both. Without a tokenizer (an API model, offline) the count is
+an estimate of 4 characters per token and every ``method`` string says so. Special tokens are counted
+as lm-eval adds them (a Llama tokenizer's BOS, unless ``add_bos_token=False``); chat-template tokens
+are not.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import functools
 import hashlib
 import json
 import logging
+import os
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,60 @@ from medeval_metrics.safe_files import atomic_write_text
 log = logging.getLogger("medeval_metrics.context_fit")
 DEFAULT_LIMIT = 2048  # lm-eval's HFLM default when the model declares no length
 _NO_LIMIT = 10**12  # transformers' "no maximum" sentinel for model_max_length is larger than this
+
+
+# what a count outside lm-eval's evaluate loads a tokenizer by (hf and vllm model_args)
+COUNT_SETTINGS = ("tokenizer", "pretrained", "gguf_file", "max_length", "max_model_len", "add_bos_token")
+
+
+def count_settings(model_args: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``COUNT_SETTINGS`` of ``model_args`` a task keeps: plain values only (a model object given in
+    ``model_args`` would be kept alive), a path given as ``os.PathLike`` as its string."""
+    kept: dict[str, Any] = {}
+    for key in COUNT_SETTINGS:
+        value = model_args.get(key)
+        value = os.fspath(value) if isinstance(value, os.PathLike) else value
+        if isinstance(value, (str, int, bool)):
+            kept[key] = value
+    return kept
+
+
+class TaskFit:
+    """A task's ``ContextFit`` for the model being evaluated and the budget it generates with: built at the
+    first count, built again when the same task object is evaluated with another model or budget (lm-eval's
+    ``evaluate`` called twice with it), so counts and warnings follow the model actually run."""
+
+    def __init__(self, model_args: Mapping[str, Any], cache_dir: Path | None = None) -> None:
+        self.settings = count_settings(model_args)
+        self.cache_dir = cache_dir
+        self.fit: ContextFit | None = None
+        self._for: tuple[Any, int] | None = None
+
+    def get(self, model: Any, max_gen_toks: int) -> tuple[ContextFit, bool]:
+        """(the fit, whether it was built by this call)."""
+        if self.fit is not None and self._for is not None:
+            held, budget = self._for
+            if budget == int(max_gen_toks) and _same_model(held, model):
+                return self.fit, False
+        self.fit = ContextFit(self.settings, max_gen_toks, self.cache_dir, model)
+        self._for = (_model_ref(model), int(max_gen_toks))
+        return self.fit, True
+
+
+def _model_ref(model: Any) -> Any:
+    # a weak reference: the task must not keep a multi-GB model alive after its run (an id where none can be made)
+    if model is None:
+        return None
+    try:
+        return weakref.ref(model)
+    except TypeError:
+        return id(model)
+
+
+def _same_model(held: Any, model: Any) -> bool:
+    if held is None or model is None:
+        return held is None and model is None
+    return held() is model if isinstance(held, weakref.ref) else held == id(model)
 
 
 class ContextFit:

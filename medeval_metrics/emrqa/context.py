@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
+import itertools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from medeval_metrics.context_fit import ContextFit
+from medeval_metrics.context_fit import TaskFit
 from medeval_metrics.emrqa.sources import cache_root
 from medeval_metrics.lm_eval_compat import evaluated_model, remember_evaluated_model
 from medeval_metrics.task_yaml import own_task_config
@@ -20,8 +20,8 @@ _LM_EVAL_DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's budget for a task config that s
 def generation_budget(kwargs: Mapping[str, Any]) -> int:
     """``max_gen_toks`` of the task's own config (the YAML at lm-eval's ``config_source``), else lm-eval's 256.
 
-    ``--gen_kwargs`` is applied by lm-eval after the data set is loaded; ``process_evidence`` and
-    ``process_classification`` re-check the fit against the budget actually used.
+    The budget for an item scored without the generation settings lm-eval used (``--gen_kwargs`` is
+    applied after the data set is loaded; the pack's lm-eval compat layer passes them to the scorers).
     """
     generation = own_task_config(kwargs.get("config_source")).get("generation_kwargs") or {}
     return int(generation.get("max_gen_toks", _LM_EVAL_DEFAULT_MAX_GEN_TOKS))
@@ -30,20 +30,21 @@ def generation_budget(kwargs: Mapping[str, Any]) -> int:
 def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | None = None) -> bool:
     """Whether the doc's prompt and the generation budget fit the model's context.
 
-    A doc whose prompt is not counted yet (``ContextCheck``) is counted first, in this process, with the
-    evaluated model's tokenizer, and the logged doc shows the count. With the generation settings lm-eval
-    used (``--gen_kwargs`` included), the fit is recomputed from the counted prompt tokens; otherwise it
-    is the check against the task config's budget.
+    A doc of a task loaded in this process (``ContextCheck``) is counted now, with the evaluated model's
+    tokenizer, against the budget lm-eval generated with (``--gen_kwargs`` included), else the task
+    config's; the logged doc shows the count. A logged doc read back elsewhere keeps its count, checked
+    again against the given budget.
     """
-    if doc.get("prompt_tokens") is None and doc.get("context_counter"):
-        _count(doc)  # type: ignore[arg-type]  # lm-eval's docs are dicts: the count is written into the logged one
-    if generation_kwargs and "max_gen_toks" in generation_kwargs and doc.get("context_limit") is not None:
-        fits = int(doc["prompt_tokens"]) <= int(doc["context_limit"]) - int(generation_kwargs["max_gen_toks"])
-    else:
-        fits = bool(doc["fits_context"])
+    given = generation_kwargs.get("max_gen_toks") if generation_kwargs else None
     check = _CHECKS.get(str(doc.get("context_counter") or ""))
-    if not fits and check is not None and not check["warned"]:
-        check["warned"] = True  # once per task: the metric counts them all
+    if check is None:
+        if given is not None and doc.get("prompt_tokens") is not None and doc.get("context_limit") is not None:
+            return int(doc["prompt_tokens"]) <= int(doc["context_limit"]) - int(given)
+        return doc.get("fits_context") is not False  # None: logged by a run that did not score it, never counted
+    _count(check, doc, check["budget"] if given is None else int(given))  # type: ignore[arg-type]  # lm-eval's docs are dicts
+    fits = bool(doc["fits_context"])
+    if not fits and not check["warned"]:
+        check["warned"] = True  # once per task and model: the metric counts them all
         logger.warning(
             "emrQA: %s: question %s's prompt (%s tokens, %s) and the generation budget exceed the model's "
             "context; lm-eval cuts the start of the note. The metric prompt_too_long gives the share.",
@@ -57,34 +58,28 @@ def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | 
 
 # A task's prompts are counted when its items are scored, not when it loads: a --limit 10 run counts 10 of
 # the 1,000 long-note prompts, with the evaluated model's own tokenizer (lm-eval's evaluate runs by then).
-# The prompts lm-eval renders are noted (``noted``) and counted in one call when the first item is scored.
+# The docs whose prompts lm-eval renders are noted (``note``) and counted in one call when the first item
+# is scored. A task's check is found by its name, which is all a doc carries (it enters lm-eval's doc hash).
 _CHECKS: dict[str, dict[str, Any]] = {}
-_COUNT_SETTINGS = ("tokenizer", "pretrained", "gguf_file", "max_length", "max_model_len", "add_bos_token")
+_UNNAMED = itertools.count()
 
 
-def noted(prompt: Callable[[Mapping[str, Any]], str]) -> Callable[[Mapping[str, Any]], str]:
-    """``prompt`` as a task's ``doc_to_text``: each prompt rendered for a doc not counted yet is noted."""
-
-    @functools.wraps(prompt)
-    def render(doc: Mapping[str, Any]) -> str:
-        text = prompt(doc)
-        check = _CHECKS.get(str(doc.get("context_counter") or ""))
-        if check is not None and doc.get("prompt_tokens") is None:
-            check["uncounted"].append(text)
-        return text
-
-    return render
+def note(doc: Mapping[str, Any], text: str) -> str:
+    """``text``, the prompt a task's ``doc_to_text`` rendered for ``doc``; the doc is noted to be counted
+    with the others when the first item is scored (one entry per prompt text, however often rendered)."""
+    check = _CHECKS.get(str(doc.get("context_counter") or ""))
+    if check is not None:
+        check["pending"][hash(text)] = doc  # the doc, not the text: lm-eval holds it anyway
+    return text
 
 
-def _count(doc: dict[str, Any]) -> None:
-    check = _CHECKS.get(str(doc["context_counter"]))
-    if check is None:  # a logged doc read back in another process: nothing to count with
-        return
-    if check["fit"] is None:
-        check["fit"] = ContextFit(check["settings"], check["budget"], check["cache"], evaluated_model())
-    fit = check["fit"]
-    texts = [check["prompt"](doc), *check["uncounted"]]
-    check["uncounted"].clear()
+def _count(check: dict[str, Any], doc: dict[str, Any], budget: int) -> None:
+    fit, built = check["fit"].get(evaluated_model(), budget)
+    if built:
+        check["warned"] = False  # another model (a task object evaluated again): its own warning
+    prompt = check["prompt"]
+    texts = [prompt(doc), *(prompt(d) for d in check["pending"].values())]
+    check["pending"].clear()
     count = fit.count(texts)[0]  # the others are looked up by content when their items are scored
     doc["prompt_tokens"], doc["context_limit"] = count, fit.limit
     doc["fits_context"], doc["context_check"] = fit.fits(count), fit.method
@@ -93,30 +88,28 @@ def _count(doc: dict[str, Any]) -> None:
 class ContextCheck:
     """Marks each doc for the check of whether its prompt fits the evaluated model's context
     (``medeval_metrics.context_fit``: the evaluated model's tokenizer and limit, else the ones
-    ``--model_args`` names, or a labelled estimate), reserving the task's generation budget. The count is
-    made when the item is scored (``fits_context``); counts are kept per tokenizer in the emrQA cache
-    folder (prompt digests and numbers, no text), so a later run looks them up."""
+    ``--model_args`` names, or a labelled estimate), reserving the generation budget. The count is made
+    when the item is scored (``fits_context``); counts are kept per tokenizer in the emrQA cache folder
+    (prompt digests and numbers, no text), so a later run looks them up."""
 
     def __init__(self, kwargs: Mapping[str, Any]) -> None:
-        self.settings = {k: v for k, v in kwargs.items() if k in _COUNT_SETTINGS and isinstance(v, (str, int, bool))}
+        self.fit = TaskFit(kwargs, cache_root(kwargs))
         self.budget = generation_budget(kwargs)
-        self.cache = cache_root(kwargs)
         self.task = str(own_task_config(kwargs.get("config_source")).get("task") or "")
         remember_evaluated_model()  # the count, made while lm-eval evaluates, takes its model's tokenizer
 
     def annotate(self, docs: list[dict[str, Any]], prompt: Callable[[Mapping[str, Any]], str]) -> None:
-        key = f"{self.task or 'emrqa'}#{len(_CHECKS)}"
+        # a task loaded again in this process (a new task object) replaces its check
+        key = self.task or f"emrqa#{next(_UNNAMED)}"
         _CHECKS[key] = {
-            "settings": self.settings,
+            "fit": self.fit,
             "budget": self.budget,
-            "cache": self.cache,
             "task": self.task,
             "prompt": prompt,
-            "fit": None,
-            "uncounted": [],
+            "pending": {},
             "warned": False,
         }
         for doc in docs:
             doc["context_counter"] = key
-            doc["prompt_tokens"] = doc["context_limit"] = None
-            doc["fits_context"], doc["context_check"] = True, "counted when the item is scored"
+            doc["prompt_tokens"] = doc["context_limit"] = doc["fits_context"] = None
+            doc["context_check"] = "counted when the item is scored"

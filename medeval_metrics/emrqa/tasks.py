@@ -6,8 +6,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from medeval_metrics.emrqa import prompts as _prompts
-from medeval_metrics.emrqa.context import ContextCheck, fits_context, generation_budget, noted
+from medeval_metrics.emrqa.context import ContextCheck, fits_context, generation_budget, note
 from medeval_metrics.emrqa.loaders import (
     PRIVATE_DOCUMENTS,
     load_classification,
@@ -27,9 +30,17 @@ from medeval_metrics.emrqa.scoring import (
 from medeval_metrics.emrqa.windowing import WINDOW_LINES, window_doc
 from medeval_metrics.emrqa.write_out import WRITE_OUT_WARNING, writes_out
 
-# the tasks' doc_to_text: each prompt lm-eval renders is noted, to be counted when its item is scored
-evidence_prompt = noted(_prompts.evidence_prompt)
-classification_prompt = noted(_prompts.classification_prompt)
+
+# The tasks' doc_to_text: each doc whose prompt lm-eval renders is noted, to be counted when its item is scored.
+def evidence_prompt(doc: Mapping[str, Any]) -> str:
+    """The evidence tasks' prompt (``prompts.evidence_prompt``)."""
+    return note(doc, _prompts.evidence_prompt(doc))
+
+
+def classification_prompt(doc: Mapping[str, Any]) -> str:
+    """The class-label tasks' prompt (``prompts.classification_prompt``)."""
+    return note(doc, _prompts.classification_prompt(doc))
+
 
 __all__ = [
     "DEFAULT_SAMPLE_SIZE",

@@ -26,6 +26,7 @@ sets ``rag_mode``:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import re
@@ -36,7 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from medeval_metrics.context_fit import ContextFit
+from medeval_metrics.context_fit import TaskFit
 from medeval_metrics.data import MedevalDataError, download_hub_file, setting
 from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
 from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_REMOVED
@@ -347,8 +348,10 @@ def _rag_expert_cot(doc: Mapping[str, Any]) -> str:
 # add_retrieval registers how its docs' prompts are counted; the first item scored sets up the count (the
 # evaluated model's tokenizer, or outside lm-eval's evaluate one loaded from model_args).
 # Counting when scoring, not when the data set is built, means a --limit 40 run counts 40 prompts.
+# A task's counter is found by its name, which is all a doc carries (it enters lm-eval's doc hash); a task
+# loaded again in this process (a new task object) replaces it.
 _COUNTERS: dict[str, dict[str, Any]] = {}
-_COUNT_SETTINGS = ("tokenizer", "pretrained", "gguf_file", "max_length", "max_model_len", "add_bos_token")
+_UNNAMED = itertools.count()
 
 
 def _registered(doc: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -366,13 +369,13 @@ def _to_be_counted(doc: Mapping[str, Any], prompt: str) -> str:
 
 def _counter(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> dict[str, Any] | None:
     counter = _registered(doc)
-    if counter is not None and counter.get("fit") is None:
+    if counter is not None:
         # scored inside lm-eval's evaluate: its model's tokenizer and limit, nothing loaded again; the budget
         # lm-eval generated with (--gen_kwargs included) where known, for the record's line
         budget = counter["max_gen_toks"] if max_gen_toks is None else max_gen_toks
-        fit = ContextFit(counter["metadata"], budget, counter["cache_root"], evaluated_model())
-        counter["fit"] = fit
-        counter["record"]["prompt_length"] = counter["fit"].method
+        counter["fit"], built = counter["task_fit"].get(evaluated_model(), budget)
+        if built:  # the first count, or the task object evaluated again with another model
+            counter["record"]["prompt_length"], counter["warned"] = counter["fit"].method, False
     return counter
 
 
@@ -441,7 +444,7 @@ def process_results_rag(
                 counted[1],
             )
     else:
-        metrics["prompt_too_long"] = float(not doc.get("fits_context", True))
+        metrics["prompt_too_long"] = float(doc.get("fits_context") is False)  # None: not counted (no retrievals)
     return metrics
 
 
@@ -686,7 +689,7 @@ class TaskRetrieval:
         self.splits = 0  # the RetrievedSplits alive over this task's items (release)
         self.expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
         self.max_gen_toks = int(max_gen_toks)
-        self.counter_key = f"{task or 'emsqa'}#{len(_COUNTERS)}"
+        self.counter_key = task or f"emsqa#{next(_UNNAMED)}"
         self.saved: dict[str, list[dict[str, Any]]] = {}  # what rag_save_retrievals writes
         self._written = self._reported = -1  # how many items the file / the log line had
         # items per number of documents shown: the record is updated on every fill (per item under --limit), so
@@ -709,14 +712,13 @@ class TaskRetrieval:
             "seconds": {"index": round(index.seconds, 3), "retrieval": 0.0, "total": 0.0},
         }
         self._update_shown()
-        _COUNTERS[self.counter_key] = {
+        self.counter = _COUNTERS[self.counter_key] = {
             "task": task,
-            # only what a count outside lm-eval's evaluate loads by (a model object in model_args would be kept alive)
-            "metadata": {k: v for k, v in metadata.items() if k in _COUNT_SETTINGS and isinstance(v, (str, int, bool))},
+            "task_fit": TaskFit(metadata, cache_root),
             "max_gen_toks": self.max_gen_toks,
-            "cache_root": cache_root,
             "prompt": prompt or doc_to_text_rag_expert_cot,
             "fit": None,
+            "warned": False,
             "record": self.record,
             "uncounted": [],  # items whose prompt lm-eval rendered, not counted yet (_to_be_counted)
             "counting": False,
@@ -750,7 +752,7 @@ class TaskRetrieval:
             doc["rag_header"] = self.header  # a sample log given back as rag_retrievals is checked against it
             doc["rag_prompt"] = self.style
             doc["rag_counter"], doc["rag_max_gen_toks"] = self.counter_key, self.max_gen_toks
-            doc["prompt_tokens"], doc["context_limit"], doc["fits_context"] = None, None, True  # set when scored
+            doc["prompt_tokens"] = doc["context_limit"] = doc["fits_context"] = None  # set when scored
             chunks = retrieved.get(item_id)
             if chunks is None:
                 doc["rag_missing"] = str(self.precomputed_path)
@@ -809,7 +811,7 @@ class TaskRetrieval:
         self.finish_or_report()
         self.splits -= 1
         if self.splits <= 0:
-            _COUNTERS[self.counter_key]["uncounted"].clear()
+            self.counter["uncounted"].clear()
 
     def finish(self) -> None:
         """Save the retrievals made so far and log how many items got no document (each once per count)."""

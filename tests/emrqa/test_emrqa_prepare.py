@@ -612,3 +612,107 @@ def test_seed_comes_from_metadata_then_the_environment(synthetic, tmp_path, monk
     monkeypatch.setenv("MEDEVAL_EMRQA_SEED", "seven")
     with pytest.raises(MedevalDataError, match="emrqa_seed is 'seven'.*MEDEVAL_EMRQA_SEED"):
         split_seed({})
+
+
+def _limit_fit_init(self, settings, max_gen_toks, cache_dir=None, model=None):
+    """A ContextFit whose context is the evaluated (fake) model's ``limit``; no cache file."""
+    self.max_gen_toks, self.tokenizer, self.cache_file, self._counted = int(max_gen_toks), object(), None, {}
+    self.limit = model.limit
+    self.method = f"limit {model.limit}, incl. {max_gen_toks} generated"
+
+
+def test_a_task_evaluated_again_with_another_model_counts_and_warns_for_that_model(monkeypatch, caplog):
+    """A task object handed to lm-eval's evaluate twice, with a 60-token model then a 1,000-token one and the
+    first again: each item is checked against the model running (the first fit was kept before), and each
+    evaluation with a model too small gets its own warning."""
+    from medeval_metrics import context_fit
+    from medeval_metrics.emrqa import context, tasks
+
+    class Model:
+        def __init__(self, limit):
+            self.limit = limit
+
+    monkeypatch.setattr(context_fit.ContextFit, "__init__", _limit_fit_init)
+    monkeypatch.setattr(context_fit.ContextFit, "_tokenize", lambda self, texts: [50] * len(texts))
+    running = [Model(60)]
+    monkeypatch.setattr(context, "evaluated_model", lambda: running[0])
+    docs = [{"note": f"note {i}", "question": f"Question {i}?", "qa_id": f"q{i}"} for i in range(4)]
+    tasks.ContextCheck({}).annotate(docs, tasks._prompts.evidence_prompt)
+    small = running[0]
+    assert fits_context(docs[0], {"max_gen_toks": 20}) is False  # 50 + 20 > 60
+    running[0] = Model(1000)
+    assert fits_context(docs[1], {"max_gen_toks": 20}) is True and docs[1]["context_limit"] == 1000
+    running[0] = small
+    assert fits_context(docs[2], {"max_gen_toks": 20}) is False and docs[2]["context_limit"] == 60
+    lines = [r.getMessage() for r in caplog.records if "exceed the model's context" in r.getMessage()]
+    assert len(lines) == 2 and "question q0's" in lines[0] and "question q2's" in lines[1]
+
+
+def test_the_count_reserves_the_budget_lm_eval_generated_with():
+    """``--gen_kwargs max_gen_toks=100`` over the task config's 256: the check and the logged doc's
+    ``context_check`` use 100 (the fit was built with the config's budget, whatever lm-eval used)."""
+    from medeval_metrics.emrqa.prompts import evidence_prompt
+    from medeval_metrics.emrqa.tasks import ContextCheck
+
+    def doc():
+        return {"note": "aspirin daily", "question": "What is the dosage of aspirin", "qa_id": "q1"}
+
+    # the prompt is 189 characters: 48 estimated tokens against max_length 300
+    config, given = [doc()], [doc()]
+    ContextCheck({"max_length": "300"}).annotate(config, evidence_prompt)
+    ContextCheck({"max_length": "300"}).annotate(given, evidence_prompt)
+    assert config[0]["fits_context"] is None  # logged unscored (predict_only): not a claim that it fits
+    assert fits_context(config[0]) is False and "incl. 256 generated" in config[0]["context_check"]  # 48 + 256 > 300
+    assert fits_context(given[0], {"max_gen_toks": 100}) is True
+    assert given[0]["fits_context"] is True and "incl. 100 generated" in given[0]["context_check"]
+    # a doc logged unscored, read back where no task of its name is loaded: nothing to count with
+    assert fits_context({"qa_id": "q1", "fits_context": None, "prompt_tokens": None}, {"max_gen_toks": 9}) is True
+
+
+def test_a_prompt_rendered_many_times_is_noted_once_as_its_doc():
+    """lm-eval may render a doc's prompt more than once (few-shot examples, a second pass); the check keeps one
+    entry per prompt, and keeps the doc (which lm-eval holds anyway), not a second copy of a long note."""
+    from medeval_metrics.emrqa import context, tasks
+
+    docs = [{"note": f"note {i}\n" * 50, "question": f"Question {i}?", "qa_id": f"q{i}"} for i in range(3)]
+    tasks.ContextCheck({}).annotate(docs, tasks._prompts.evidence_prompt)
+    for _ in range(4):
+        for doc in docs[:2]:
+            assert tasks.evidence_prompt(doc) == tasks._prompts.evidence_prompt(doc)
+    pending = context._CHECKS[docs[0]["context_counter"]]["pending"]
+    assert len(pending) == 2 and all(any(d is doc for doc in docs[:2]) for d in pending.values())
+    fits_context(docs[0])
+    assert pending == {} and docs[1]["prompt_tokens"] is None  # counted and looked up when docs[1] is scored
+
+
+def test_a_doc_names_its_task_whatever_was_loaded_before(synthetic, tmp_path):
+    """The doc's ``context_counter`` enters lm-eval's doc hash (and the report's comparison of runs): it is the
+    task's name, not a load-order number, and a task loaded again in the process takes over the name."""
+    from medeval_metrics.emrqa import context
+
+    tasks_dir = Path(__file__).resolve().parents[2] / "tasks" / "emrqa"
+    meta = {
+        "emrqa_data_json": str(synthetic.data_json),
+        "emrqa_data_ql_csv": str(synthetic.data_ql_csv),
+        "emrqa_cache_dir": str(tmp_path),
+        "emrqa_sample_size": 3,
+    }
+    first = load_evidence("risk", **meta, config_source=str(tasks_dir / "emrqa_risk.yaml"))["test"]
+    load_classification("smoking", **meta, config_source=str(tasks_dir / "emrqa_smoking.yaml"))
+    again = load_evidence("risk", **meta, config_source=str(tasks_dir / "emrqa_risk.yaml"))["test"]
+    assert set(first["context_counter"]) == set(again["context_counter"]) == {"emrqa_risk"}
+    assert context._CHECKS["emrqa_risk"]["task"] == "emrqa_risk"
+    doc = again[0]  # a Dataset row is a new dict on each access
+    assert fits_context(doc) and doc["prompt_tokens"] > 0
+
+
+def test_a_path_given_as_pretrained_is_kept_for_the_count(tmp_path):
+    """Settings given as objects (``simple_evaluate(model_args={...})``): a Path is a tokenizer's folder
+    (it was dropped, so the count fell back to the estimate); a model object is never kept."""
+    from medeval_metrics.context_fit import count_settings
+
+    assert count_settings({"pretrained": tmp_path, "max_length": 512, "model": object(), "add_bos_token": False}) == {
+        "pretrained": str(tmp_path),
+        "max_length": 512,
+        "add_bos_token": False,
+    }

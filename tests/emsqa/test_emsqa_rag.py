@@ -464,6 +464,60 @@ def test_a_process_docs_filter_dropping_its_split_keeps_the_batch(docs, metadata
     assert calls == [len(docs)]
 
 
+def test_a_task_evaluated_again_with_another_model_counts_and_warns_for_that_model(docs, metadata, monkeypatch, caplog):
+    """The same retrieval (task object) scored under a 36-token model, then a 10,000-token one, then the first
+    again: each item is checked against the model running (the first fit was kept before), the record names
+    the fit of the latest, and each evaluation with a model too small gets its own warning."""
+    from medeval_metrics.context_fit import ContextFit
+    from medeval_metrics.emsqa import rag
+
+    class Model:
+        def __init__(self, limit):
+            self.limit = limit
+
+    def init(self, model_args, max_gen_toks, cache_dir=None, model=None):
+        self.max_gen_toks, self.tokenizer, self.cache_file, self._counted = int(max_gen_toks), object(), None, {}
+        self.limit, self.method = model.limit, f"limit {model.limit}"
+
+    monkeypatch.setattr(ContextFit, "__init__", init)
+    monkeypatch.setattr(ContextFit, "_tokenize", lambda self, p: [30] * len(p))
+    small, large = Model(36), Model(10_000)
+    running = [small]
+    monkeypatch.setattr(rag, "evaluated_model", lambda: running[0])
+    record = add_retrieval(docs, metadata, max_gen_toks=8, task="emsqa_public_rag")
+    assert process_results_rag(docs[0], [["a"]])["prompt_too_long"] == 1.0  # 30 + 8 > 36
+    running[0] = large
+    assert process_results_rag(docs[1], [["a"]])["prompt_too_long"] == 0.0 and docs[1]["context_limit"] == 10_000
+    assert record["prompt_length"] == "limit 10000"
+    running[0] = small
+    assert process_results_rag(docs[2], [["a"]])["prompt_too_long"] == 1.0 and docs[2]["context_limit"] == 36
+    lines = [r.getMessage() for r in caplog.records if "exceed the model's context" in r.getMessage()]
+    assert len(lines) == 2 and f"item {docs[0]['id']}'s" in lines[0] and f"item {docs[2]['id']}'s" in lines[1]
+
+
+def test_a_doc_names_its_task_whatever_was_loaded_before(docs, metadata):
+    """``rag_counter`` enters lm-eval's doc hash (and the report's comparison of runs): the task's name, not
+    a load-order number; a task loaded again in the process takes over the name, and the old one's release
+    leaves the new one's noted prompts alone."""
+    import gc
+
+    from medeval_metrics.emsqa import rag
+
+    add_retrieval(load_docs(SYNTHETIC, "other"), metadata, max_gen_toks=8, task="emsqa_public_rag_ftr")
+    first = rag.TaskRetrieval(docs, metadata, 8, None, "emsqa_public_rag")
+    first.fill(docs)
+    again = load_docs(SYNTHETIC, "again")
+    second = rag.TaskRetrieval(again, metadata, 8, None, "emsqa_public_rag")
+    second.fill(again)
+    assert {d["rag_counter"] for d in docs + again} == {"emsqa_public_rag"}
+    doc_to_text_rag_expert_cot(again[0])
+    first.splits = 1
+    first.release()
+    del first
+    gc.collect()
+    assert rag._COUNTERS["emsqa_public_rag"]["uncounted"] == [again[0]]
+
+
 def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None, model=None):
     """A ContextFit with a 'tokenizer' (counted by the patched _tokenize) and the on-disk cache."""
     self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"
