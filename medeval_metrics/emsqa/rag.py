@@ -362,8 +362,8 @@ def _to_be_counted(doc: Mapping[str, Any], prompt: str) -> str:
     # lm-eval renders the prompt of each item it will score when it builds the requests (and of no other:
     # not those --samples skips); the first item scored counts them all in one call
     counter = _registered(doc)
-    if counter is not None and not counter["counting"] and doc.get("prompt_tokens") is None:
-        counter["uncounted"].append(doc)
+    if counter is not None and not counter["counting"]:
+        counter["uncounted"][id(doc)] = doc  # once however often rendered; a counted doc again (another model's run)
     return prompt
 
 
@@ -388,7 +388,7 @@ def prompt_tokens(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> tu
         return None
     # a batch is tokenized in parallel: 40 prompts of the public set in half the time of 40 calls; the counts
     # are kept by content (ContextFit), so each later item of the batch is a lookup
-    batch = [doc, *(d for d in counter["uncounted"] if not d.get("rag_missing"))]
+    batch = [doc, *(d for d in counter["uncounted"].values() if not d.get("rag_missing"))]
     counter["uncounted"].clear()
     counter["counting"] = True  # these renders (through a task prompt wrapping the pack's, too) are not noted
     try:
@@ -421,11 +421,11 @@ def process_results_rag(
     metrics["retrieved_documents"] = float(len(chunks))
     metrics["no_documents"] = float(not chunks)
     budget = (generation_kwargs or {}).get("max_gen_toks", doc.get("rag_max_gen_toks"))
-    counted = (
-        prompt_tokens(doc, None if budget is None else int(budget))
-        if doc.get("prompt_tokens") is None
-        else (doc["prompt_tokens"], doc.get("context_limit"))
-    )
+    # counted (a lookup once its batch is) with the model running now, even if the doc holds an earlier run's
+    # count: the split keeps its docs, and a task object evaluated again with another model must not keep the first's
+    counted = prompt_tokens(doc, None if budget is None else int(budget))
+    if counted is None and doc.get("prompt_tokens") is not None:  # a logged doc read back where no task counts
+        counted = (doc["prompt_tokens"], doc.get("context_limit"))
     if counted is not None and counted[1] and budget is not None:
         doc["prompt_tokens"], doc["context_limit"] = counted  # the logged sample shows them
         metrics["prompt_too_long"] = float(counted[0] + int(budget) > counted[1])
@@ -720,7 +720,7 @@ class TaskRetrieval:
             "fit": None,
             "warned": False,
             "record": self.record,
-            "uncounted": [],  # items whose prompt lm-eval rendered, not counted yet (_to_be_counted)
+            "uncounted": {},  # items whose prompt lm-eval rendered, not counted yet (_to_be_counted)
             "counting": False,
         }
         self._add_seconds("total", time.perf_counter() - started)

@@ -255,3 +255,32 @@ def test_gen_kwargs_budget_is_what_prompt_too_long_counts(metadata):
     # the YAML's 256 generated tokens, not with 2,000 (48 left for the prompt).
     assert too_long() == 0.0
     assert too_long(gen_kwargs="max_gen_toks=2000") == 1.0
+
+
+def test_a_task_dict_evaluated_with_two_models_counts_with_each(metadata, tiny_model):
+    """lm-eval's ``evaluate`` called twice with the same task object (a sweep over models in one process):
+    each run counts with its own model's tokenizer and limit, and each warns for its own model."""
+    from lm_eval import evaluator
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    import medeval_metrics
+
+    manager = TaskManager(
+        include_defaults=False, include_path=medeval_metrics.tasks_path(), metadata={**metadata, "emrqa_sample_size": 2}
+    )
+    task_dict = get_task_dict(["emrqa_medication"], manager)
+    task_dict["emrqa_medication"]._config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs does
+    seen = []
+    for max_length in (1024, 64):
+        lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=2, max_length=max_length)
+        out = evaluator.evaluate(lm, task_dict, log_samples=True)
+        samples = out["samples"]["emrqa_medication"]
+        for sample in samples:
+            doc = sample["doc"]
+            assert doc["context_counter"] == "emrqa_medication"
+            assert doc["prompt_tokens"] == len(lm.tok_encode(sample["arguments"][0][0]))  # as lm-eval encodes it
+            assert doc["context_check"].endswith(f"limit {max_length} incl. 4 generated")
+            assert sample["prompt_too_long"] == float(doc["prompt_tokens"] + 4 > max_length)
+        seen.append(sorted({s["doc"]["context_limit"] for s in samples}))
+    assert seen == [[1024], [64]]

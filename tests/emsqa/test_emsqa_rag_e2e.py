@@ -448,3 +448,40 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
         expected = len(lm.tok_encode(doc["rag_system"] + doc_to_text_rag_cot(doc)))  # as lm-eval encodes it
         assert (doc["prompt_tokens"], doc["context_limit"]) == (expected, 900)
         assert sample["prompt_too_long"] == float(expected + 4 > 900)
+
+
+def test_a_task_dict_evaluated_with_two_models_counts_with_each(tmp_path, tiny_model):
+    """lm-eval's ``evaluate`` called twice with the same tasks (a sweep over models in one process): the RAG
+    split keeps its docs, so each run's counts must come from that run's model (the second run reported the
+    first model's limit before)."""
+    from lm_eval import evaluator
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    from medeval_metrics import tasks_path
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "test_open.json").write_text(json.dumps(ITEMS))
+    metadata = {
+        "emsqa_public_path": str(folder),
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        "rag_k": 1,
+    }
+    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata)
+    task_dict = get_task_dict(["emsqa_public_rag"], manager)
+    task_dict["emsqa_public_rag"]._config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs does
+    seen = []
+    for max_length in (1024, 64):
+        lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=max_length)
+        out = evaluator.evaluate(lm, task_dict, limit=2, log_samples=True)
+        docs = [s["doc"] for s in out["samples"]["emsqa_public_rag"]]
+        assert all(d["prompt_tokens"] + 4 > 64 for d in docs)  # the prompts fit 1,024, not 64
+        seen.append(
+            ([d["context_limit"] for d in docs], out["results"]["emsqa_public_rag"]["prompt_too_long,extract_answer"])
+        )
+        assert out["configs"]["emsqa_public_rag"]["metadata"]["rag"]["prompt_length"].endswith(
+            f"limit {max_length} incl. 4 generated"
+        )
+    assert seen == [([1024, 1024], 0.0), ([64, 64], 1.0)]
