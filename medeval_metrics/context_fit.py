@@ -50,6 +50,11 @@ def count_settings(model_args: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def text_digest(text: str) -> str:
+    """The key a text's count is kept under (in memory, in the cache files, in what lm-eval encoded)."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:20]
+
+
 class TaskFit:
     """A task's ``ContextFit`` for the model being evaluated and the budget it generates with: built at the
     first count, built again when the same task object is evaluated with another model or budget (lm-eval's
@@ -61,13 +66,13 @@ class TaskFit:
         self.fit: ContextFit | None = None
         self._for: tuple[Any, int] | None = None
 
-    def get(self, model: Any, max_gen_toks: int) -> tuple[ContextFit, bool]:
-        """(the fit, whether it was built by this call)."""
+    def get(self, model: Any, max_gen_toks: int, encoded: Mapping[str, int] | None = None) -> tuple[ContextFit, bool]:
+        """(the fit, whether it was built by this call). ``encoded``: the lengths ``model`` encoded itself."""
         if self.fit is not None and self._for is not None:
             held, budget = self._for
             if budget == int(max_gen_toks) and _same_model(held, model):
                 return self.fit, False
-        self.fit = ContextFit(self.settings, max_gen_toks, self.cache_dir, model)
+        self.fit = ContextFit(self.settings, max_gen_toks, self.cache_dir, model, encoded)
         self._for = (_model_ref(model), int(max_gen_toks))
         return self.fit, True
 
@@ -94,10 +99,16 @@ class ContextFit:
     add_special_tokens = True  # as lm-eval encodes a prompt: the tokenizer's special tokens unless add_bos_token=False
 
     def __init__(
-        self, model_args: Mapping[str, Any], max_gen_toks: int, cache_dir: Path | None = None, model: Any = None
+        self,
+        model_args: Mapping[str, Any],
+        max_gen_toks: int,
+        cache_dir: Path | None = None,
+        model: Any = None,
+        encoded: Mapping[str, int] | None = None,
     ) -> None:
         self.max_gen_toks = int(max_gen_toks)
         self.tokenizer = None
+        self.encoded: Mapping[str, int] = {}  # text digest -> tokens, as the evaluated model encoded them
         self.cache_file: Path | None = None
         self._counted: dict[str, int] = {}  # without a cache file: this object's counts
         explicit = model_args.get("max_length") or model_args.get("max_model_len")  # hf / vllm model_args
@@ -110,6 +121,7 @@ class ContextFit:
             # and the special tokens it adds (add_bos_token, else the tokenizer's own: a Llama tokenizer's BOS)
             self.tokenizer, self.limit = own, int(model.max_length)
             self.add_special_tokens = _flag(getattr(model, "add_bos_token", None))
+            self.encoded = encoded or {}
             name = getattr(own, "name_or_path", None) or (name if isinstance(name, str) else None)
         elif name:
             self.add_special_tokens = _flag(model_args.get("add_bos_token"))
@@ -157,11 +169,14 @@ class ContextFit:
         # Counts are kept per tokenizer (text hash -> tokens), in memory for the process and, with a cache
         # folder, on disk for later runs; new ones are written in batches and at exit. So a text counted in
         # a batch (rag.prompt_tokens) is a lookup when its item asks.
-        keys = [hashlib.sha1(p.encode("utf-8")).hexdigest()[:20] for p in prompts]
+        keys = [text_digest(p) for p in prompts]
         known = self._counted if self.cache_file is None else _known_counts(self.cache_file)
         todo = sorted({k: p for k, p in zip(keys, prompts) if k not in known}.items())
         if todo:
-            new = dict(zip((k for k, _ in todo), self._tokenize([p for _, p in todo])))
+            # what the evaluated model's lm-eval backend encoded itself (the same count) is not encoded again
+            new = {k: self.encoded[k] for k, _ in todo if k in self.encoded}
+            rest = [(k, p) for k, p in todo if k not in new]
+            new.update(zip((k for k, _ in rest), self._tokenize([p for _, p in rest]) if rest else []))
             known.update(new)
             if self.cache_file is not None:
                 pending = _PENDING.setdefault(self.cache_file, {})

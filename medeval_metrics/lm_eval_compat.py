@@ -33,7 +33,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
    the pack's documented commands trigger (a --gen_kwargs token budget, --limit) under ``medeval run``.
 14. ``task_timings``: each task's wall time (and a judged task's judge requests and tokens) in the results.
 15. ``remember_evaluated_model``: the model ``evaluate`` runs (``evaluated_model()``), for scorers that count
-   prompt tokens with its own tokenizer and context limit.
+   prompt tokens with its own tokenizer and context limit, and the lengths of the prompts its HF backend
+   encoded (``encoded_lengths``), so those scorers need not encode them again.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import functools
 import inspect
 import logging
 import sys
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -987,13 +989,61 @@ def remember_evaluated_model() -> None:
     @functools.wraps(current)
     def evaluate(lm: Any, *args: Any, **kwargs: Any) -> Any:
         _EVALUATED.append(lm)
+        stop_recording = _record_encoded_lengths(_unwrapped(lm))
         try:
             return current(lm, *args, **kwargs)
         finally:
             _EVALUATED.pop()
+            stop_recording()
 
     evaluate._medeval_remembers_model = True  # type: ignore[attr-defined]
     evaluator.evaluate = evaluate
+
+
+# model -> {text digest: tokens}: what the HF backend's tok_encode returned for whole prompts while it was evaluated.
+# lm-eval 0.4.13 encodes every generate_until context to sort the requests by length (and again to batch them),
+# and tells the task none of it; a scorer counting the same text (prompt_too_long) would encode it a third time.
+_ENCODED: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
+_MAX_ENCODED = 500_000  # per model: a loglikelihood suite encodes every context; the recording stops there
+
+
+def _record_encoded_lengths(lm: Any) -> Any:
+    """While ``evaluate`` runs: the lengths of the texts ``lm``'s ``tok_encode`` encodes as a prompt (its own
+    special-token setting, no truncation). Only lm-eval's own HF ``tok_encode`` (a subclass overriding it may
+    encode otherwise). Returns the undo."""
+    hf = next((c for c in type(lm).__mro__ if (c.__module__, c.__name__) == _HF_BACKEND), None)
+    if hf is None or type(lm).tok_encode is not hf.tok_encode or "tok_encode" in vars(lm):
+        return lambda: None
+    from medeval_metrics.context_fit import text_digest
+
+    lengths = _ENCODED.setdefault(lm, {})
+    encode = lm.tok_encode
+
+    def tok_encode(string: Any, add_special_tokens: Any = None, left_truncate_len: Any = None, **kwargs: Any) -> Any:
+        ids = encode(string, add_special_tokens, left_truncate_len, **kwargs)
+        whole = add_special_tokens is None and not left_truncate_len and isinstance(string, str)
+        if whole and len(lengths) < _MAX_ENCODED:
+            lengths[text_digest(string)] = len(ids)
+        return ids
+
+    lm.tok_encode = tok_encode
+    return lambda: vars(lm).pop("tok_encode", None)
+
+
+def encoded_lengths(model: Any) -> Mapping[str, int]:
+    """{``context_fit.text_digest(text)``: tokens} for the prompts ``model`` (``evaluated_model()``) encoded
+    as lm-eval encodes a prompt; empty for a model not recorded."""
+    try:
+        return _ENCODED.get(model) or {}
+    except TypeError:  # not weak-referenceable: never recorded
+        return {}
+
+
+_HF_BACKEND = ("lm_eval.models.huggingface", "HFLM")
+
+
+def _unwrapped(lm: Any) -> Any:
+    return getattr(lm, "lm", lm) if type(lm).__name__ == "CachingLM" else lm
 
 
 _TOKEN_COUNTING_BACKENDS = {("lm_eval.models.huggingface", "HFLM"), ("lm_eval.models.vllm_causallms", "VLLM")}
@@ -1004,8 +1054,7 @@ def evaluated_model() -> Any | None:
     ``max_length`` with its ``tokenizer`` (hf, vllm; lm-eval's request cache unwrapped), else None."""
     if not _EVALUATED:
         return None
-    lm = _EVALUATED[-1]
-    lm = getattr(lm, "lm", lm) if type(lm).__name__ == "CachingLM" else lm
+    lm = _unwrapped(_EVALUATED[-1])
     if any((c.__module__, c.__name__) in _TOKEN_COUNTING_BACKENDS for c in type(lm).__mro__):
         return lm
     return None

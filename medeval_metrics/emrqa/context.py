@@ -9,7 +9,7 @@ from typing import Any
 
 from medeval_metrics.context_fit import TaskFit
 from medeval_metrics.emrqa.sources import cache_root
-from medeval_metrics.lm_eval_compat import evaluated_model, remember_evaluated_model
+from medeval_metrics.lm_eval_compat import encoded_lengths, evaluated_model, remember_evaluated_model
 from medeval_metrics.task_yaml import own_task_config
 
 logger = logging.getLogger("medeval.emrqa")
@@ -74,7 +74,8 @@ def note(doc: Mapping[str, Any], text: str) -> str:
 
 
 def _count(check: dict[str, Any], doc: dict[str, Any], budget: int) -> None:
-    fit, built = check["fit"].get(evaluated_model(), budget)
+    model = evaluated_model()
+    fit, built = check["fit"].get(model, budget, encoded_lengths(model))
     if built:
         check["warned"] = False  # another model (a task object evaluated again): its own warning
     prompt = check["prompt"]

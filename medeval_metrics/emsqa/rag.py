@@ -60,6 +60,7 @@ from medeval_metrics.emsqa.retrieval.precomputed import (
 from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.files import unwritable_reason
 from medeval_metrics.lm_eval_compat import (
+    encoded_lengths,
     evaluated_model,
     loading_task_config,
     pass_generation_kwargs_to_process_results,
@@ -373,7 +374,8 @@ def _counter(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> dict[st
         # scored inside lm-eval's evaluate: its model's tokenizer and limit, nothing loaded again; the budget
         # lm-eval generated with (--gen_kwargs included) where known, for the record's line
         budget = counter["max_gen_toks"] if max_gen_toks is None else max_gen_toks
-        counter["fit"], built = counter["task_fit"].get(evaluated_model(), budget)
+        model = evaluated_model()
+        counter["fit"], built = counter["task_fit"].get(model, budget, encoded_lengths(model))
         if built:  # the first count, or the task object evaluated again with another model
             counter["record"]["prompt_length"], counter["warned"] = counter["fit"].method, False
     return counter

@@ -604,6 +604,60 @@ def test_the_evaluated_model_is_known_while_evaluate_runs_and_only_then(fake_eva
     assert lm_eval_compat.evaluated_model() is None  # forgotten after each call, a failed one too
 
 
+def test_encoded_lengths_patch_still_needed():
+    """Needed while lm-eval keeps the lengths it encodes to itself: a request (``Instance``) carries no token
+    count, and the HF backend's ``tok_encode`` keeps nothing (no cache a scorer could read)."""
+    import dataclasses
+
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    assert not [f.name for f in dataclasses.fields(Instance) if "tok" in f.name or "len" in f.name]
+    assert inspect.isfunction(HFLM.tok_encode) and not hasattr(HFLM.tok_encode, "cache_info")
+
+
+def _word_encode(self, string, add_special_tokens=None, left_truncate_len=None, **kwargs):
+    ids = list(range(len(string.split()) + (add_special_tokens is not False)))  # one "BOS" unless told not to
+    return ids[-left_truncate_len:] if left_truncate_len else ids
+
+
+def test_the_lengths_the_hf_backend_encodes_for_whole_prompts_are_kept_for_its_scorers(monkeypatch):
+    """While evaluate runs, the HF backend's tok_encode of a whole prompt (its own special tokens, not cut)
+    is recorded by text digest; a cut one or one with other special tokens is not (its count differs); the
+    model's tok_encode is its own again afterwards; a subclass encoding its own way is not recorded."""
+    import lm_eval.evaluator
+    from lm_eval.api.model import CachingLM
+    from lm_eval.models.huggingface import HFLM
+
+    from medeval_metrics.context_fit import text_digest
+
+    monkeypatch.setattr(HFLM, "tok_encode", _word_encode)
+
+    def evaluate(lm, task_dict=None):
+        model = lm_eval_compat.evaluated_model()
+        model.tok_encode("a b c")  # as generate_until sorts its requests
+        model.tok_encode("a b c d", left_truncate_len=2)
+        model.tok_encode("p q", add_special_tokens=False)
+        return dict(lm_eval_compat.encoded_lengths(model))
+
+    monkeypatch.setattr(lm_eval.evaluator, "evaluate", evaluate)
+    lm_eval_compat.remember_evaluated_model()
+    hf = HFLM.__new__(HFLM)  # no weights: the patched class encodes words
+    assert lm_eval.evaluator.evaluate(hf) == {text_digest("a b c"): 4}
+    assert "tok_encode" not in vars(hf) and hf.tok_encode("x y") == [0, 1, 2]
+    assert dict(lm_eval_compat.encoded_lengths(hf)) == {text_digest("a b c"): 4}  # kept with the model
+    cached = CachingLM.__new__(CachingLM)
+    cached.lm = HFLM.__new__(HFLM)
+    assert lm_eval.evaluator.evaluate(cached) == {text_digest("a b c"): 4}  # --use_cache: the model inside
+
+    class OwnEncoding(HFLM):
+        def tok_encode(self, string, add_special_tokens=None, left_truncate_len=None, **kwargs):
+            return [0]
+
+    assert lm_eval.evaluator.evaluate(OwnEncoding.__new__(OwnEncoding)) == {}
+    assert lm_eval_compat.encoded_lengths(object()) == {}
+
+
 # --- 11. model_key_only_for_its_endpoint ----------------------------------------------------------
 
 

@@ -462,9 +462,10 @@ def test_only_the_prompts_lm_eval_renders_are_counted_in_one_call_when_the_first
     assert len(lines) == 1 and "question q4's prompt (50 tokens" in lines[0] and "note 4" not in lines[0]
 
 
-def _fake_fit_init(self, settings, max_gen_toks, cache_dir=None, model=None):
+def _fake_fit_init(self, settings, max_gen_toks, cache_dir=None, model=None, encoded=None):
     """A ContextFit with a 100-token context whose 'tokenizer' is the patched _tokenize; no cache file."""
     self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"
+    self.encoded = {}
     self.cache_file, self._counted = None, {}
 
 
@@ -614,9 +615,10 @@ def test_seed_comes_from_metadata_then_the_environment(synthetic, tmp_path, monk
         split_seed({})
 
 
-def _limit_fit_init(self, settings, max_gen_toks, cache_dir=None, model=None):
+def _limit_fit_init(self, settings, max_gen_toks, cache_dir=None, model=None, encoded=None):
     """A ContextFit whose context is the evaluated (fake) model's ``limit``; no cache file."""
     self.max_gen_toks, self.tokenizer, self.cache_file, self._counted = int(max_gen_toks), object(), None, {}
+    self.encoded = {}
     self.limit = model.limit
     self.method = f"limit {model.limit}, incl. {max_gen_toks} generated"
 

@@ -475,8 +475,9 @@ def test_a_task_evaluated_again_with_another_model_counts_and_warns_for_that_mod
         def __init__(self, limit):
             self.limit = limit
 
-    def init(self, model_args, max_gen_toks, cache_dir=None, model=None):
+    def init(self, model_args, max_gen_toks, cache_dir=None, model=None, encoded=None):
         self.max_gen_toks, self.tokenizer, self.cache_file, self._counted = int(max_gen_toks), object(), None, {}
+        self.encoded = {}
         self.limit, self.method = model.limit, f"limit {model.limit}"
 
     monkeypatch.setattr(ContextFit, "__init__", init)
@@ -522,9 +523,10 @@ def test_a_doc_names_its_task_whatever_was_loaded_before(docs, metadata):
     assert list(rag._COUNTERS["emsqa_public_rag"]["uncounted"].values()) == [again[0]]
 
 
-def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None, model=None):
+def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None, model=None, encoded=None):
     """A ContextFit with a 'tokenizer' (counted by the patched _tokenize) and the on-disk cache."""
     self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"
+    self.encoded = {}
     self.cache_file = Path(cache_dir) / "token_counts" / "fake.json"
 
 

@@ -418,11 +418,19 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
     from medeval_metrics.emsqa.rag import doc_to_text_rag_cot
 
     lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=900)
+    chat_lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=900)  # for the chat run below
 
     def no_second_load(*args, **kwargs):
         raise AssertionError("the tokenizer was loaded again")
 
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_second_load)
+    from medeval_metrics.context_fit import ContextFit
+
+    tokenized = []
+    own_tokenize = ContextFit._tokenize
+    monkeypatch.setattr(
+        ContextFit, "_tokenize", lambda self, texts: tokenized.extend(texts) or own_tokenize(self, texts)
+    )
     folder = tmp_path / "data"
     folder.mkdir()
     (folder / "test_open.json").write_text(json.dumps(ITEMS))
@@ -448,6 +456,23 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
         expected = len(lm.tok_encode(doc["rag_system"] + doc_to_text_rag_cot(doc)))  # as lm-eval encodes it
         assert (doc["prompt_tokens"], doc["context_limit"]) == (expected, 900)
         assert sample["prompt_too_long"] == float(expected + 4 > 900)
+    assert tokenized == []  # each prompt's length is the one lm-eval encoded to sort its requests: not encoded again
+    # under a chat template lm-eval encodes other texts: the pack counts its prompts itself (a new model object,
+    # no counts kept from the run above), as many tokens
+    import shutil
+
+    from medeval_metrics import context_fit
+
+    context_fit._KNOWN.clear(), context_fit._PENDING.clear()
+    shutil.rmtree(tmp_path / "cache" / "token_counts", ignore_errors=True)
+    chat = lm_eval.simple_evaluate(
+        model=chat_lm, tasks=["emsqa_public_rag"], task_manager=manager, limit=3, log_samples=True,
+        gen_kwargs="max_gen_toks=4", apply_chat_template=True,
+    )  # fmt: skip
+    docs = [sample["doc"] for sample in chat["samples"]["emsqa_public_rag"]]
+    assert len(tokenized) == 3 and [d["prompt_tokens"] for d in docs] == [
+        len(chat_lm.tok_encode(d["rag_system"] + doc_to_text_rag_cot(d))) for d in docs
+    ]
 
 
 def test_a_task_dict_evaluated_with_two_models_counts_with_each(tmp_path, tiny_model):
