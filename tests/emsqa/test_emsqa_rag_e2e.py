@@ -405,6 +405,24 @@ def test_lm_eval_s_scored_prompts_are_counted_in_one_tokenizer_call(tmp_path, mo
     assert len(calls) == 1 and 2 <= calls[0] <= 3 < len(ITEMS)
 
 
+def public_rag_manager(tmp_path, **metadata):
+    """A TaskManager of the pack's tasks with the synthetic items as the public set and a planted knowledge base."""
+    from lm_eval.tasks import TaskManager
+
+    from medeval_metrics import tasks_path
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "test_open.json").write_text(json.dumps(ITEMS))
+    metadata = {
+        "emsqa_public_path": str(folder),
+        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)),
+        "rag_cache_dir": str(tmp_path / "cache"),
+        **metadata,
+    }
+    return TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata)
+
+
 def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(tmp_path, monkeypatch, tiny_model):
     """A model handed to lm-eval as an object (no ``pretrained`` name in the metadata to load a tokenizer
     from, like a GGUF folder): the counts are the evaluated model's own, against its ``max_length``, and no
@@ -412,9 +430,7 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
     import lm_eval
     import transformers
     from lm_eval.models.huggingface import HFLM
-    from lm_eval.tasks import TaskManager
 
-    from medeval_metrics import tasks_path
     from medeval_metrics.emsqa.rag import doc_to_text_rag_cot
 
     lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=900)
@@ -431,15 +447,7 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
     monkeypatch.setattr(
         ContextFit, "_tokenize", lambda self, texts: tokenized.extend(texts) or own_tokenize(self, texts)
     )
-    folder = tmp_path / "data"
-    folder.mkdir()
-    (folder / "test_open.json").write_text(json.dumps(ITEMS))
-    metadata = {
-        "emsqa_public_path": str(folder),
-        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)),
-        "rag_cache_dir": str(tmp_path / "cache"),
-    }
-    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata)
+    manager = public_rag_manager(tmp_path)
     results = lm_eval.simple_evaluate(
         model=lm, tasks=["emsqa_public_rag"], task_manager=manager, limit=3, log_samples=True,
         gen_kwargs="max_gen_toks=4",
@@ -481,21 +489,9 @@ def test_a_task_dict_evaluated_with_two_models_counts_with_each(tmp_path, tiny_m
     first model's limit before)."""
     from lm_eval import evaluator
     from lm_eval.models.huggingface import HFLM
-    from lm_eval.tasks import TaskManager, get_task_dict
+    from lm_eval.tasks import get_task_dict
 
-    from medeval_metrics import tasks_path
-
-    folder = tmp_path / "data"
-    folder.mkdir()
-    (folder / "test_open.json").write_text(json.dumps(ITEMS))
-    metadata = {
-        "emsqa_public_path": str(folder),
-        "emsqa_knowledge_path": str(make_kb(tmp_path / "kb", ITEMS)),
-        "rag_cache_dir": str(tmp_path / "cache"),
-        "rag_k": 1,
-    }
-    manager = TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata)
-    task_dict = get_task_dict(["emsqa_public_rag"], manager)
+    task_dict = get_task_dict(["emsqa_public_rag"], public_rag_manager(tmp_path, rag_k=1))
     task_dict["emsqa_public_rag"]._config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs does
     seen = []
     for max_length in (1024, 64):
