@@ -17,11 +17,12 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,87 @@ class TaskFit:
         self.fit = ContextFit(self.settings, max_gen_toks, self.cache_dir, model, encoded)
         self._for = (_model_ref(model), int(max_gen_toks))
         return self.fit, True
+
+
+# --- a task's prompts, counted when its items are scored -------------------------------------------
+#
+# Counting when an item is scored, not when the data set is built: a --limit 10 run counts 10 prompts, with the
+# evaluated model's tokenizer (lm-eval's evaluate runs by then). A task's counter is found by the task's name,
+# which is all a doc carries (it enters lm-eval's doc hash, so no load-order number); a task loaded again in this
+# process takes the name over. Two live tasks of one name (a task dict that builds it twice) share the newer
+# counter: one YAML, so the same prompt and budget, and counts are kept by content.
+_COUNTERS: dict[str, PromptCounter] = {}
+_UNNAMED = itertools.count()
+
+
+class PromptCounter:
+    """How one task's prompts are counted. The task's ``doc_to_text`` notes each doc whose prompt lm-eval
+    renders (``note``: lm-eval renders only the items it will score); the first item scored counts them all in
+    one tokenizer call (``count``), and each later item is a lookup by content (``ContextFit``)."""
+
+    def __init__(self, task: str, kind: str, render: Callable[[Any], str], task_fit: TaskFit, budget: int) -> None:
+        self.task, self.render, self.task_fit, self.budget = task, render, task_fit, int(budget)
+        self.key = task or f"{kind}#{next(_UNNAMED)}"  # only a task config without a name (a loader called directly)
+        self.fit: ContextFit | None = None
+        self.warned = False  # one warning per task and model: the metric counts the rest
+        self._noted: dict[int, Any] = {}  # prompt hash -> the doc (lm-eval holds it in its requests anyway)
+        self._counting = False
+        _COUNTERS[self.key] = self
+
+    @staticmethod
+    def of(doc: Mapping[str, Any], field: str) -> PromptCounter | None:
+        """The counter of the task loaded in this process whose name the doc carries in ``field``."""
+        return _COUNTERS.get(str(doc.get(field) or ""))
+
+    def note(self, doc: Any, prompt: str) -> None:
+        """``doc``'s ``prompt`` was rendered: one entry per prompt, however often rendered and from however many
+        copies of the doc (lm-eval renders the first doc once more when it builds the task)."""
+        if not self._counting:  # not the renders of a count itself (through a task prompt wrapping the pack's too)
+            self._noted.setdefault(hash(prompt), doc)
+
+    @property
+    def noted(self) -> list[Any]:
+        """The docs noted and not counted yet."""
+        return list(self._noted.values())
+
+    def use(self, model: Any, budget: int | None = None, encoded: Mapping[str, int] | None = None) -> bool:
+        """Set ``fit`` for ``model`` (the model being evaluated, or None) and the budget lm-eval generates with
+        (else the task's); True when it changed (the first count, or the task evaluated again with another model:
+        its own warning)."""
+        self.fit, built = self.task_fit.get(model, self.budget if budget is None else int(budget), encoded)
+        if built:
+            self.warned = False
+        return built
+
+    def count(self, doc: Any) -> int:
+        """Tokens of ``doc``'s prompt (after ``use``), counting every noted prompt with it."""
+        assert self.fit is not None, "PromptCounter.use comes first"
+        batch = [doc, *(d for d in self._noted.values() if d is not doc)]
+        self._noted.clear()
+        self._counting = True
+        try:
+            texts = [self.render(d) for d in batch]
+        finally:
+            self._counting = False
+        return self.fit.count(texts)[0]
+
+    def release(self) -> None:
+        """The task's data is gone: its rendered, never-scored prompts (a --predict_only run) need no count."""
+        self._noted.clear()
+
+
+def task_prompt(task: Any, fallback: Callable[[Any], str]) -> Callable[[Any], str]:
+    """What lm-eval renders as ``task``'s ``doc_to_text`` for a doc (the YAML's, or a user's override: a
+    function, a Jinja template, a field), while the task lives; else (no task, or gone) ``fallback``."""
+    if task is None or not callable(getattr(task, "doc_to_text", None)):
+        return fallback
+    ref = weakref.ref(task)  # the counter must not keep a task (and its data) alive
+
+    def render(doc: Any) -> str:
+        live = ref()
+        return fallback(doc) if live is None else str(live.doc_to_text(doc))
+
+    return render
 
 
 def _model_ref(model: Any) -> Any:

@@ -18,7 +18,8 @@ needed, or when the patch stops working. Importing this module imports nothing f
 6. ``pack_only_task_index``: ``TaskManager`` skips lm-eval's built-in tasks while ``medeval run``
    needs only the pack's.
 7. ``loading_task_config``: the ``TaskConfig`` of the task whose ``custom_dataset`` loader runs, so
-   the loader can record what it resolved (retrieval corpus version, settings) in the results' config.
+   the loader can record what it resolved (retrieval corpus version, settings) in the results' config;
+   ``loading_task``, the task itself (its ``doc_to_text`` renders the prompts a loader's items are counted by).
 8. ``aggregate_metric_families``: metrics named at run time (one per judge) get the aggregation and
    direction their scorer declares, instead of lm-eval's "No aggregation function defined" fallback.
 9. ``quiet_pack_custom_dataset_notice``: no "Custom kwargs can be passed to `--metadata`" line per
@@ -63,6 +64,7 @@ __all__ = [
     "guard_model_replies",
     "index_pack_tasks",
     "install_redaction",
+    "loading_task",
     "loading_task_config",
     "model_key_only_for_its_endpoint",
     "pack_only_task_index",
@@ -442,14 +444,24 @@ def loading_task_config() -> Any | None:
     Needed for lm-eval 0.4.x up to at least 0.4.13 (``ConfigurableTask.download`` calls the loader
     directly). Returns ``None`` when called any other way (a loader used outside lm-eval).
     """
-    frame = sys._getframe(1)
+    task = _loading_task(sys._getframe(1))
+    return None if task is None else task.config
+
+
+def loading_task() -> Any | None:
+    """The task (lm-eval's ``ConfigurableTask``) whose ``custom_dataset`` loader is running now, else ``None``:
+    what renders its prompts (``doc_to_text``, a user's override included). Same workaround as above."""
+    return _loading_task(sys._getframe(1))
+
+
+def _loading_task(frame: Any) -> Any | None:
     for _ in range(8):  # the loader, maybe a wrapper or two, then ConfigurableTask.download
         frame = frame.f_back
         if frame is None:
             return None
         task = frame.f_locals.get("self")
         if frame.f_code.co_name == "download" and getattr(getattr(task, "config", None), "custom_dataset", None):
-            return task.config
+            return task
     return None
 
 

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from medeval_metrics.context_fit import TaskFit
+from medeval_metrics.context_fit import PromptCounter, TaskFit, task_prompt
 from medeval_metrics.emrqa.sources import cache_root
-from medeval_metrics.lm_eval_compat import encoded_lengths, evaluated_model, remember_evaluated_model
+from medeval_metrics.lm_eval_compat import encoded_lengths, evaluated_model, loading_task, remember_evaluated_model
 from medeval_metrics.task_yaml import own_task_config
 
 logger = logging.getLogger("medeval.emrqa")
 
 _LM_EVAL_DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's budget for a task config that sets none
+_FIELD = "context_counter"  # the doc's field naming its task's counter (the task's name)
 
 
 def generation_budget(kwargs: Mapping[str, Any]) -> int:
@@ -36,19 +37,19 @@ def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | 
     again against the given budget.
     """
     given = generation_kwargs.get("max_gen_toks") if generation_kwargs else None
-    check = _CHECKS.get(str(doc.get("context_counter") or ""))
-    if check is None:
+    counter = PromptCounter.of(doc, _FIELD)
+    if counter is None:
         if given is not None and doc.get("prompt_tokens") is not None and doc.get("context_limit") is not None:
             return int(doc["prompt_tokens"]) <= int(doc["context_limit"]) - int(given)
         return doc.get("fits_context") is not False  # None: logged by a run that did not score it, never counted
-    _count(check, doc, check["budget"] if given is None else int(given))  # type: ignore[arg-type]  # lm-eval's docs are dicts
+    _count(counter, doc, None if given is None else int(given))  # type: ignore[arg-type]  # lm-eval's docs are dicts
     fits = bool(doc["fits_context"])
-    if not fits and not check["warned"]:
-        check["warned"] = True  # once per task and model: the metric counts them all
+    if not fits and not counter.warned:
+        counter.warned = True  # once per task and model: the metric counts them all
         logger.warning(
             "emrQA: %s: question %s's prompt (%s tokens, %s) and the generation budget exceed the model's "
             "context; lm-eval cuts the start of the note. The metric prompt_too_long gives the share.",
-            check["task"] or "the task",
+            counter.task or "the task",
             doc.get("qa_id", "?"),
             doc.get("prompt_tokens"),
             doc.get("context_check"),
@@ -56,32 +57,24 @@ def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | 
     return fits
 
 
-# A task's prompts are counted when its items are scored, not when it loads: a --limit 10 run counts 10 of
-# the 1,000 long-note prompts, with the evaluated model's own tokenizer (lm-eval's evaluate runs by then).
-# The docs whose prompts lm-eval renders are noted (``note``) and counted in one call when the first item
-# is scored. A task's check is found by its name, which is all a doc carries (it enters lm-eval's doc hash).
-_CHECKS: dict[str, dict[str, Any]] = {}
-_UNNAMED = itertools.count()
+# A task's prompts are counted when its items are scored, not when it loads (context_fit.PromptCounter): a
+# --limit 10 run counts 10 of the 1,000 long-note prompts, with the evaluated model's own tokenizer.
 
 
 def note(doc: Mapping[str, Any], text: str) -> str:
     """``text``, the prompt a task's ``doc_to_text`` rendered for ``doc``; the doc is noted to be counted
-    with the others when the first item is scored (one entry per prompt text, however often rendered)."""
-    check = _CHECKS.get(str(doc.get("context_counter") or ""))
-    if check is not None:
-        check["pending"][hash(text)] = doc  # the doc, not the text: lm-eval holds it anyway
+    with the others when the first item is scored (once however often rendered)."""
+    counter = PromptCounter.of(doc, _FIELD)
+    if counter is not None:
+        counter.note(doc, text)
     return text
 
 
-def _count(check: dict[str, Any], doc: dict[str, Any], budget: int) -> None:
+def _count(counter: PromptCounter, doc: dict[str, Any], budget: int | None) -> None:
     model = evaluated_model()
-    fit, built = check["fit"].get(model, budget, encoded_lengths(model))
-    if built:
-        check["warned"] = False  # another model (a task object evaluated again): its own warning
-    prompt = check["prompt"]
-    texts = [prompt(doc), *(prompt(d) for d in check["pending"].values())]
-    check["pending"].clear()
-    count = fit.count(texts)[0]  # the others are looked up by content when their items are scored
+    counter.use(model, budget, encoded_lengths(model))
+    fit = counter.fit
+    count = counter.count(doc)  # the others noted are counted with it, looked up when their items are scored
     doc["prompt_tokens"], doc["context_limit"] = count, fit.limit
     doc["fits_context"], doc["context_check"] = fit.fits(count), fit.method
 
@@ -90,27 +83,36 @@ class ContextCheck:
     """Marks each doc for the check of whether its prompt fits the evaluated model's context
     (``medeval_metrics.context_fit``: the evaluated model's tokenizer and limit, else the ones
     ``--model_args`` names, or a labelled estimate), reserving the generation budget. The count is made
-    when the item is scored (``fits_context``); counts are kept per tokenizer in the emrQA cache folder
-    (prompt digests and numbers, no text), so a later run looks them up."""
+    when the item is scored (``fits_context``), of the prompt the task renders (its ``doc_to_text``, a
+    user's override included); counts are kept per tokenizer in the emrQA cache folder (prompt digests and
+    numbers, no text), so a later run looks them up."""
 
     def __init__(self, kwargs: Mapping[str, Any]) -> None:
-        self.fit = TaskFit(kwargs, cache_root(kwargs))
-        self.budget = generation_budget(kwargs)
-        self.task = str(own_task_config(kwargs.get("config_source")).get("task") or "")
+        self.kwargs = kwargs
+        self.loading = loading_task()  # inside lm-eval: the task being built (its name, budget and prompt)
+        config = getattr(self.loading, "config", None)
+        generation = getattr(config, "generation_kwargs", None)
+        if config is not None and isinstance(generation, Mapping):
+            self.task = str(getattr(config, "task", "") or "")
+            self.budget = int(generation.get("max_gen_toks", _LM_EVAL_DEFAULT_MAX_GEN_TOKS))
+        else:  # a loader called directly: the YAML it names, if any
+            self.task = str(own_task_config(kwargs.get("config_source")).get("task") or "")
+            self.budget = generation_budget(kwargs)
         remember_evaluated_model()  # the count, made while lm-eval evaluates, takes its model's tokenizer
 
-    def annotate(self, docs: list[dict[str, Any]], prompt: Callable[[Mapping[str, Any]], str]) -> None:
-        # a task loaded again in this process (a new task object) replaces its check
-        key = self.task or f"emrqa#{next(_UNNAMED)}"
-        _CHECKS[key] = {
-            "fit": self.fit,
-            "budget": self.budget,
-            "task": self.task,
-            "prompt": prompt,
-            "pending": {},
-            "warned": False,
-        }
+    def annotate(self, docs: list[dict[str, Any]], prompt: Callable[[Mapping[str, Any]], str]) -> PromptCounter:
+        """Mark ``docs`` for counting; ``prompt`` renders them where no lm-eval task is being built."""
+        counter = PromptCounter(
+            self.task,
+            "emrqa",
+            task_prompt(self.loading, prompt),
+            TaskFit(self.kwargs, cache_root(self.kwargs)),
+            self.budget,
+        )
+        if self.loading is not None:  # the task's rendered, never-scored prompts (--predict_only) go with it
+            weakref.finalize(self.loading, counter.release)
         for doc in docs:
-            doc["context_counter"] = key
+            doc[_FIELD] = counter.key
             doc["prompt_tokens"] = doc["context_limit"] = doc["fits_context"] = None
             doc["context_check"] = "counted when the item is scored"
+        return counter

@@ -26,7 +26,6 @@ sets ``rag_mode``:
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import logging
 import re
@@ -37,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from medeval_metrics.context_fit import TaskFit
+from medeval_metrics.context_fit import PromptCounter, TaskFit, task_prompt
 from medeval_metrics.data import MedevalDataError, download_hub_file, setting
 from medeval_metrics.emsqa.data import EmsqaSplits, load_private, load_public
 from medeval_metrics.emsqa.knowledge import AREA_FILES, KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_REMOVED
@@ -62,7 +61,7 @@ from medeval_metrics.files import unwritable_reason
 from medeval_metrics.lm_eval_compat import (
     encoded_lengths,
     evaluated_model,
-    loading_task_config,
+    loading_task,
     pass_generation_kwargs_to_process_results,
     remember_evaluated_model,
 )
@@ -346,61 +345,50 @@ def _rag_expert_cot(doc: Mapping[str, Any]) -> str:
 
 # --- prompt length, counted for the items a run scores -------------------------------------------
 
-# add_retrieval registers how its docs' prompts are counted; the first item scored sets up the count (the
-# evaluated model's tokenizer, or outside lm-eval's evaluate one loaded from model_args).
-# Counting when scoring, not when the data set is built, means a --limit 40 run counts 40 prompts.
-# A task's counter is found by its name, which is all a doc carries (it enters lm-eval's doc hash); a task
-# loaded again in this process (a new task object) replaces it.
-_COUNTERS: dict[str, dict[str, Any]] = {}
-_UNNAMED = itertools.count()
+# TaskRetrieval registers how its docs' prompts are counted (context_fit.PromptCounter); the first item scored
+# counts the prompts lm-eval rendered (the evaluated model's tokenizer, or outside lm-eval's evaluate one loaded
+# from model_args): a --limit 40 run counts 40 prompts.
+_FIELD = "rag_counter"  # the doc's field naming its task's counter (the task's name)
 
 
-def _registered(doc: Mapping[str, Any]) -> dict[str, Any] | None:
-    return _COUNTERS.get(str(doc.get("rag_counter") or ""))
+class _RagCounter(PromptCounter):
+    """A RAG task's counter, with the results' record it reports the count's method and seconds in."""
+
+    def __init__(self, record: dict[str, Any], *args: Any) -> None:
+        super().__init__(*args)
+        self.record = record
+
+
+def _registered(doc: Mapping[str, Any]) -> _RagCounter | None:
+    counter = PromptCounter.of(doc, _FIELD)
+    return counter if isinstance(counter, _RagCounter) else None
 
 
 def _to_be_counted(doc: Mapping[str, Any], prompt: str) -> str:
     # lm-eval renders the prompt of each item it will score when it builds the requests (and of no other:
     # not those --samples skips); the first item scored counts them all in one call
     counter = _registered(doc)
-    if counter is not None and not counter["counting"]:
-        counter["uncounted"][id(doc)] = doc  # once however often rendered; a counted doc again (another model's run)
+    if counter is not None and not doc.get("rag_missing"):
+        counter.note(doc, prompt)
     return prompt
-
-
-def _counter(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> dict[str, Any] | None:
-    counter = _registered(doc)
-    if counter is not None:
-        # scored inside lm-eval's evaluate: its model's tokenizer and limit, nothing loaded again; the budget
-        # lm-eval generated with (--gen_kwargs included) where known, for the record's line
-        budget = counter["max_gen_toks"] if max_gen_toks is None else max_gen_toks
-        model = evaluated_model()
-        counter["fit"], built = counter["task_fit"].get(model, budget, encoded_lengths(model))
-        if built:  # the first count, or the task object evaluated again with another model
-            counter["record"]["prompt_length"], counter["warned"] = counter["fit"].method, False
-    return counter
 
 
 def prompt_tokens(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> tuple[int, int] | None:
     """(tokens of the item's prompt, system message included, few-shot examples not; the model's context limit), or None
-    for a doc no loader of this process registered. Counts are cached per tokenizer by content."""
+    for a doc no loader of this process registered. Counts are cached per tokenizer by content.
+
+    ``max_gen_toks``: the budget lm-eval generated with (``--gen_kwargs`` included) where known, else the task's."""
     started = time.perf_counter()
-    counter = _counter(doc, max_gen_toks)
+    counter = _registered(doc)
     if counter is None or doc.get("rag_missing"):
         return None
-    # a batch is tokenized in parallel: 40 prompts of the public set in half the time of 40 calls; the counts
-    # are kept by content (ContextFit), so each later item of the batch is a lookup
-    batch = [doc, *(d for d in counter["uncounted"].values() if not d.get("rag_missing"))]
-    counter["uncounted"].clear()
-    counter["counting"] = True  # these renders (through a task prompt wrapping the pack's, too) are not noted
-    try:
-        texts = [(d.get("rag_system") or "") + counter["prompt"](dict(d)) for d in batch]
-    finally:
-        counter["counting"] = False
-    counts = counter["fit"].count(texts)
-    seconds = counter["record"]["seconds"]  # the results' config shows the counting's share of the run
+    model = evaluated_model()  # inside lm-eval's evaluate: its model's tokenizer and limit, nothing loaded again
+    if counter.use(model, max_gen_toks, encoded_lengths(model)):  # the first count, or another model's run
+        counter.record["prompt_length"] = counter.fit.method
+    count = counter.count(doc)  # with every prompt noted: a batch is tokenized in parallel (40 in half the time)
+    seconds = counter.record["seconds"]  # the results' config shows the counting's share of the run
     seconds["prompt_length"] = round(seconds.get("prompt_length", 0.0) + time.perf_counter() - started, 4)
-    return counts[0], counter["fit"].limit
+    return count, counter.fit.limit
 
 
 # --- scoring -------------------------------------------------------------------------------------
@@ -433,13 +421,13 @@ def process_results_rag(
         metrics["prompt_too_long"] = float(counted[0] + int(budget) > counted[1])
         doc["fits_context"] = not metrics["prompt_too_long"]
         counter = _registered(doc)
-        if metrics["prompt_too_long"] and counter is not None and not counter.get("warned"):
-            counter["warned"] = True  # once per task: the metric counts them all
+        if metrics["prompt_too_long"] and counter is not None and not counter.warned:
+            counter.warned = True  # once per task and model: the metric counts them all
             log.warning(
                 "medeval: %s: item %s's prompt (%d tokens) and the generation budget (%d) exceed the model's "
                 "context (%d); lm-eval cuts the prompt's start. The metric prompt_too_long gives the share; a "
                 "smaller --gen_kwargs max_gen_toks or rag_k leaves more room (tasks/emsqa/README.md, 'k vs prompt length').",
-                counter["task"] or "EMSQA RAG",
+                counter.task or "EMSQA RAG",
                 doc["id"],
                 counted[0],
                 int(budget),
@@ -489,7 +477,8 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     check_task_owns_its_mode(metadata)
     pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
     remember_evaluated_model()  # and counts with the evaluated model's own tokenizer
-    task_config = loading_task_config()
+    lm_task = loading_task()  # the task lm-eval builds: its config, and what renders its prompts
+    task_config = getattr(lm_task, "config", None)
     max_gen_toks = _DEFAULT_MAX_GEN_TOKS
     if task_config is not None and isinstance(getattr(task_config, "generation_kwargs", None), dict):
         max_gen_toks = int(task_config.generation_kwargs.get("max_gen_toks", max_gen_toks))
@@ -497,7 +486,7 @@ def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     test = dataset["test"]
     docs = test.to_list()
     task = str(getattr(task_config, "task", "") or "")
-    retrieval = TaskRetrieval(docs, metadata, max_gen_toks, prompt if callable(prompt) else None, task)
+    retrieval = TaskRetrieval(docs, metadata, max_gen_toks, prompt if callable(prompt) else None, task, lm_task)
     if task_config is not None:
         task_config.metadata = {**(task_config.metadata or {}), "rag": retrieval.record}
     # the other splits as they came (the public validation pool stays unread until examples are drawn)
@@ -551,7 +540,9 @@ class RetrievedSplit(Sequence):
         doc = self._docs[index]
         if "rag_chunks" not in doc:
             self.retrieval.fill([doc])
-        return doc
+        # a copy, as a Dataset row is: what scoring writes in it (the count, for the logged sample) stays with
+        # that run's sample, not rewritten by the task object's next evaluation
+        return dict(doc)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         try:
@@ -630,6 +621,7 @@ class TaskRetrieval:
         max_gen_toks: int = _DEFAULT_MAX_GEN_TOKS,
         prompt: Any = None,
         task: str = "",
+        lm_task: Any = None,
     ) -> None:
         started = time.perf_counter()
         self.task, self.metadata = task, metadata
@@ -691,7 +683,6 @@ class TaskRetrieval:
         self.splits = 0  # the RetrievedSplits alive over this task's items (release)
         self.expert = (prompt or doc_to_text_rag_expert_cot) is not doc_to_text_rag_cot
         self.max_gen_toks = int(max_gen_toks)
-        self.counter_key = task or f"emsqa#{next(_UNNAMED)}"
         self.saved: dict[str, list[dict[str, Any]]] = {}  # what rag_save_retrievals writes
         self._written = self._reported = -1  # how many items the file / the log line had
         # items per number of documents shown: the record is updated on every fill (per item under --limit), so
@@ -714,17 +705,17 @@ class TaskRetrieval:
             "seconds": {"index": round(index.seconds, 3), "retrieval": 0.0, "total": 0.0},
         }
         self._update_shown()
-        self.counter = _COUNTERS[self.counter_key] = {
-            "task": task,
-            "task_fit": TaskFit(metadata, cache_root),
-            "max_gen_toks": self.max_gen_toks,
-            "prompt": prompt or doc_to_text_rag_expert_cot,
-            "fit": None,
-            "warned": False,
-            "record": self.record,
-            "uncounted": {},  # items whose prompt lm-eval rendered, not counted yet (_to_be_counted)
-            "counting": False,
-        }
+        # what lm-eval renders as the task's doc_to_text (a user's override too), else the pack's prompt
+        render = task_prompt(lm_task, prompt or doc_to_text_rag_expert_cot)
+        self.counter = _RagCounter(
+            self.record,
+            task,
+            "emsqa",
+            lambda d: (d.get("rag_system") or "") + render(dict(d)),
+            TaskFit(metadata, cache_root),
+            self.max_gen_toks,
+        )
+        self.counter_key = self.counter.key
         self._add_seconds("total", time.perf_counter() - started)
 
     def _add_seconds(self, key: str, seconds: float) -> None:
@@ -813,7 +804,7 @@ class TaskRetrieval:
         self.finish_or_report()
         self.splits -= 1
         if self.splits <= 0:
-            self.counter["uncounted"].clear()
+            self.counter.release()
 
     def finish(self) -> None:
         """Save the retrievals made so far and log how many items got no document (each once per count)."""

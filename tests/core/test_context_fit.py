@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from medeval_metrics.context_fit import DEFAULT_LIMIT, ContextFit
+from medeval_metrics.context_fit import DEFAULT_LIMIT, ContextFit, PromptCounter, TaskFit, task_prompt
 
 
 @pytest.mark.parametrize(
@@ -251,3 +251,67 @@ def test_a_gguf_files_counts_are_kept_apart_from_the_folders(tmp_path):
     assert len(set(files.values())) == 3 and all(
         f.parent == tmp_path / "cache" / "token_counts" for f in files.values()
     )
+
+
+def _counted_docs(counter_field, n):
+    return [{"id": i, "text": "x" * (4 * (i + 1)), counter_field: "prompt-counter-test"} for i in range(n)]
+
+
+def test_a_task_counter_counts_its_noted_prompts_in_one_batch_rendered_once_each():
+    """The docs lm-eval rendered are counted with the first scored: one render each (renders made by the count
+    itself, through a doc_to_text that notes, are not noted again), nothing noted twice."""
+    rendered, counted = [], []
+
+    def render(doc):
+        rendered.append(doc["id"])
+        counter.note(doc, doc["text"])  # the tasks' doc_to_text notes the doc it renders
+        return doc["text"]
+
+    counter = PromptCounter("prompt-counter-test", "test", render, TaskFit({"max_length": 100}), 10)
+    docs = _counted_docs("field", 3)
+    for doc in [*docs, *(dict(d) for d in docs)]:  # lm-eval may render a prompt again, from another copy
+        counter.note(doc, doc["text"])
+    assert counter.noted == docs
+    assert counter.use(None) is True and counter.fit.method.startswith("estimate")
+    original = counter.fit.count
+    counter.fit.count = lambda texts: counted.append(list(texts)) or original(texts)
+    assert counter.count(docs[1]) == 2  # 8 characters, estimated at 4 per token
+    assert sorted(rendered) == [0, 1, 2] and counted == [["x" * 8, "x" * 4, "x" * 12]] and counter.noted == []
+    assert counter.count(docs[2]) == 3 and len(counted) == 2 and counted[1] == ["x" * 12]  # nothing left to batch
+    assert PromptCounter.of(docs[0], "field") is counter and PromptCounter.of({}, "field") is None
+
+
+def test_a_task_counters_fit_follows_the_budget_and_resets_its_warning():
+    counter = PromptCounter("", "test", str, TaskFit({"max_length": 100}), 10)
+    assert counter.key.startswith("test#")  # a task config without a name (a loader called directly)
+    counter.use(None)
+    counter.warned = True
+    assert counter.use(None) is False and counter.warned is True  # the same model and budget: the same fit
+    assert counter.use(None, 20) is True and counter.warned is False and counter.fit.max_gen_toks == 20
+    assert counter.use(None) is True and counter.fit.max_gen_toks == 10  # None: the task's own budget
+
+
+def test_a_released_counter_drops_its_noted_prompts():
+    """A --predict_only run renders prompts and scores none: the task's data going releases them."""
+    counter = PromptCounter("prompt-counter-test", "test", str, TaskFit({}), 10)
+    docs = _counted_docs("field", 2)
+    for doc in docs:
+        counter.note(doc, doc["text"])
+    counter.release()
+    assert counter.noted == []
+
+
+def test_a_task_prompt_renders_with_the_live_task_and_falls_back_when_it_is_gone():
+    import gc
+
+    class Task:  # lm-eval's ConfigurableTask.doc_to_text: the YAML's prompt, a user's override included
+        def doc_to_text(self, doc):
+            return f"Overridden: {doc['q']}"
+
+    task = Task()
+    render = task_prompt(task, lambda doc: doc["q"])
+    assert render({"q": "dose?"}) == "Overridden: dose?"
+    del task
+    gc.collect()
+    assert render({"q": "dose?"}) == "dose?"  # the counter keeps no task alive
+    assert task_prompt(None, str.upper)("a") == "A"

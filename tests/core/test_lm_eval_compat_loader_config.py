@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from medeval_metrics.lm_eval_compat import loading_task_config
+from medeval_metrics.lm_eval_compat import loading_task, loading_task_config
 
 SEEN: dict = {}
 
@@ -18,7 +18,7 @@ def probe_loader(**metadata):
 
     SEEN["kwargs"] = metadata
     config = loading_task_config()
-    SEEN["config"] = config
+    SEEN["config"], SEEN["task"] = config, loading_task()
     if config is not None:
         config.metadata = {**config.metadata, "recorded": {"corpus": "abc"}}
     return datasets.DatasetDict({"test": datasets.Dataset.from_list([{"q": "x", "a": "y"}])})
@@ -44,7 +44,7 @@ def test_a_loader_records_into_the_dumped_task_config(probe_task):
         ["rag_compat_probe"]
     )
     task = task["tasks"]["rag_compat_probe"]
-    assert SEEN["config"] is task.config
+    assert SEEN["config"] is task.config and SEEN["task"] is task  # the task renders the prompts a loader counts
     assert task.dump_config()["metadata"]["recorded"] == {"corpus": "abc"}
     # Still needed: lm-eval hands the loader copies, so a change to its kwargs would not reach the config.
     SEEN["kwargs"]["k"] = 99
@@ -53,4 +53,4 @@ def test_a_loader_records_into_the_dumped_task_config(probe_task):
 
 
 def test_outside_lm_eval_there_is_no_task_config():
-    assert loading_task_config() is None
+    assert loading_task_config() is None and loading_task() is None

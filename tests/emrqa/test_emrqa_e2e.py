@@ -282,5 +282,50 @@ def test_a_task_dict_evaluated_with_two_models_counts_with_each(metadata, tiny_m
             assert doc["prompt_tokens"] == len(lm.tok_encode(sample["arguments"][0][0]))  # as lm-eval encodes it
             assert doc["context_check"].endswith(f"limit {max_length} incl. 4 generated")
             assert sample["prompt_too_long"] == float(doc["prompt_tokens"] + 4 > max_length)
-        seen.append(sorted({s["doc"]["context_limit"] for s in samples}))
-    assert seen == [[1024], [64]]
+        seen.append(samples)
+    # read after both runs: each run's logged samples keep their own counts
+    assert [sorted({s["doc"]["context_limit"] for s in samples}) for samples in seen] == [[1024], [64]]
+
+
+def test_a_users_task_over_the_packs_counts_its_own_prompt_and_name(metadata, tiny_model, tmp_path):
+    """A user's YAML including the pack's task with its own name and a shorter ``doc_to_text``: the counts are of
+    the prompt lm-eval renders (the pack's long-note prompt was counted before), under the user's task name; a
+    --predict_only run (nothing scored) drops the prompts it noted when its task goes."""
+    import gc
+
+    from lm_eval import evaluator
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    import medeval_metrics
+    from medeval_metrics.context_fit import PromptCounter
+
+    pack_yaml = Path(medeval_metrics.tasks_path()) / "emrqa" / "emrqa_medication.yaml"
+    (tmp_path / "mine.yaml").write_text(
+        f'include: {pack_yaml}\ntask: my_short_emrqa\ndoc_to_text: "Question: {{{{question}}}}\\nEvidence:"\n'
+    )
+    manager = TaskManager(
+        include_defaults=False,
+        include_path=[medeval_metrics.tasks_path(), str(tmp_path)],
+        metadata={**metadata, "emrqa_sample_size": 2},
+    )
+    lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=2, max_length=1024)
+    task_dict = get_task_dict(["my_short_emrqa"], manager)  # built first, as simple_evaluate does
+    out = evaluator.evaluate(lm, task_dict, log_samples=True)
+    samples = out["samples"]["my_short_emrqa"]
+    assert len(samples) == 2
+    for sample in samples:
+        prompt = sample["arguments"][0][0]
+        assert prompt == f"Question: {sample['doc']['question']}\nEvidence:"  # the user's prompt, not the note
+        assert sample["doc"]["context_counter"] == "my_short_emrqa"
+        assert sample["doc"]["prompt_tokens"] == len(lm.tok_encode(prompt))
+        assert sample["doc"]["context_check"].endswith("limit 1024 incl. 256 generated")
+
+    task_dict = get_task_dict(["emrqa_medication"], manager)  # the pack's prompt, which notes what it renders
+    task_dict["emrqa_medication"].override_metric("bypass")  # what simple_evaluate(predict_only=True) does
+    evaluator.evaluate(lm, task_dict, log_samples=True)
+    counter = PromptCounter.of({"context_counter": "emrqa_medication"}, "context_counter")
+    assert len(counter.noted) == 2  # rendered, never scored
+    del task_dict
+    gc.collect()
+    assert counter.noted == []

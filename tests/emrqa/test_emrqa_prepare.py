@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import SHARED_DATA, run_medeval
 
+from medeval_metrics.context_fit import PromptCounter
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emrqa import jsonstream
 from medeval_metrics.emrqa.prepare import ensure_prepared, prepare, read_ql_csv
@@ -674,23 +675,22 @@ def test_the_count_reserves_the_budget_lm_eval_generated_with():
 def test_a_prompt_rendered_many_times_is_noted_once_as_its_doc():
     """lm-eval may render a doc's prompt more than once (few-shot examples, a second pass); the check keeps one
     entry per prompt, and keeps the doc (which lm-eval holds anyway), not a second copy of a long note."""
-    from medeval_metrics.emrqa import context, tasks
+    from medeval_metrics.emrqa import tasks
 
     docs = [{"note": f"note {i}\n" * 50, "question": f"Question {i}?", "qa_id": f"q{i}"} for i in range(3)]
     tasks.ContextCheck({}).annotate(docs, tasks._prompts.evidence_prompt)
     for _ in range(4):
         for doc in docs[:2]:
             assert tasks.evidence_prompt(doc) == tasks._prompts.evidence_prompt(doc)
-    pending = context._CHECKS[docs[0]["context_counter"]]["pending"]
-    assert len(pending) == 2 and all(any(d is doc for doc in docs[:2]) for d in pending.values())
+    counter = PromptCounter.of(docs[0], "context_counter")
+    assert len(counter.noted) == 2 and all(any(d is doc for doc in docs[:2]) for d in counter.noted)
     fits_context(docs[0])
-    assert pending == {} and docs[1]["prompt_tokens"] is None  # counted and looked up when docs[1] is scored
+    assert counter.noted == [] and docs[1]["prompt_tokens"] is None  # counted and looked up when docs[1] is scored
 
 
 def test_a_doc_names_its_task_whatever_was_loaded_before(synthetic, tmp_path):
     """The doc's ``context_counter`` enters lm-eval's doc hash (and the report's comparison of runs): it is the
     task's name, not a load-order number, and a task loaded again in the process takes over the name."""
-    from medeval_metrics.emrqa import context
 
     tasks_dir = Path(__file__).resolve().parents[2] / "tasks" / "emrqa"
     meta = {
@@ -703,7 +703,7 @@ def test_a_doc_names_its_task_whatever_was_loaded_before(synthetic, tmp_path):
     load_classification("smoking", **meta, config_source=str(tasks_dir / "emrqa_smoking.yaml"))
     again = load_evidence("risk", **meta, config_source=str(tasks_dir / "emrqa_risk.yaml"))["test"]
     assert set(first["context_counter"]) == set(again["context_counter"]) == {"emrqa_risk"}
-    assert context._CHECKS["emrqa_risk"]["task"] == "emrqa_risk"
+    assert PromptCounter.of({"context_counter": "emrqa_risk"}, "context_counter").task == "emrqa_risk"
     doc = again[0]  # a Dataset row is a new dict on each access
     assert fits_context(doc) and doc["prompt_tokens"] > 0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
+from medeval_metrics.context_fit import PromptCounter
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.data import SUBJECT_AREAS, load_docs
 from medeval_metrics.emsqa.rag import (
@@ -441,7 +442,7 @@ def test_a_task_prompt_wrapping_the_pack_s_renders_each_prompt_once_when_counted
     for doc in docs:
         process_results_rag(doc, [["a"]])
     assert len(renders) <= 2 * len(docs) and calls == [len(docs)]  # one render to count, one per item's lookup
-    assert rag._COUNTERS[docs[0]["rag_counter"]]["uncounted"] == {}
+    assert PromptCounter.of(docs[0], "rag_counter").noted == []
 
 
 def test_a_process_docs_filter_dropping_its_split_keeps_the_batch(docs, metadata, monkeypatch):
@@ -520,7 +521,7 @@ def test_a_doc_names_its_task_whatever_was_loaded_before(docs, metadata):
     first.release()
     del first
     gc.collect()
-    assert list(rag._COUNTERS["emsqa_public_rag"]["uncounted"].values()) == [again[0]]
+    assert PromptCounter.of({"rag_counter": "emsqa_public_rag"}, "rag_counter").noted == [again[0]]
 
 
 def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None, model=None, encoded=None):

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, find_results, run_cli
@@ -405,8 +406,9 @@ def test_lm_eval_s_scored_prompts_are_counted_in_one_tokenizer_call(tmp_path, mo
     assert len(calls) == 1 and 2 <= calls[0] <= 3 < len(ITEMS)
 
 
-def public_rag_manager(tmp_path, **metadata):
-    """A TaskManager of the pack's tasks with the synthetic items as the public set and a planted knowledge base."""
+def public_rag_manager(tmp_path, user_tasks=None, **metadata):
+    """A TaskManager of the pack's tasks (and a folder of a user's own) with the synthetic items as the public set
+    and a planted knowledge base."""
     from lm_eval.tasks import TaskManager
 
     from medeval_metrics import tasks_path
@@ -420,7 +422,8 @@ def public_rag_manager(tmp_path, **metadata):
         "rag_cache_dir": str(tmp_path / "cache"),
         **metadata,
     }
-    return TaskManager(include_defaults=False, include_path=tasks_path(), metadata=metadata)
+    paths = [tasks_path(), *([str(user_tasks)] if user_tasks else [])]
+    return TaskManager(include_defaults=False, include_path=paths, metadata=metadata)
 
 
 def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(tmp_path, monkeypatch, tiny_model):
@@ -486,23 +489,54 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
 def test_a_task_dict_evaluated_with_two_models_counts_with_each(tmp_path, tiny_model):
     """lm-eval's ``evaluate`` called twice with the same tasks (a sweep over models in one process): the RAG
     split keeps its docs, so each run's counts must come from that run's model (the second run reported the
-    first model's limit before)."""
+    first model's limit before), and each run's logged samples keep their own."""
     from lm_eval import evaluator
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import get_task_dict
 
     task_dict = get_task_dict(["emsqa_public_rag"], public_rag_manager(tmp_path, rag_k=1))
     task_dict["emsqa_public_rag"]._config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs does
-    seen = []
+    outs = []
     for max_length in (1024, 64):
         lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=max_length)
         out = evaluator.evaluate(lm, task_dict, limit=2, log_samples=True)
         docs = [s["doc"] for s in out["samples"]["emsqa_public_rag"]]
         assert all(d["prompt_tokens"] + 4 > 64 for d in docs)  # the prompts fit 1,024, not 64
-        seen.append(
-            ([d["context_limit"] for d in docs], out["results"]["emsqa_public_rag"]["prompt_too_long,extract_answer"])
-        )
         assert out["configs"]["emsqa_public_rag"]["metadata"]["rag"]["prompt_length"].endswith(
             f"limit {max_length} incl. 4 generated"
         )
+        outs.append(out)
+    # read after both runs: each run's logged samples keep its own counts (the second run rewrote the first's docs)
+    seen = [
+        (
+            [s["doc"]["context_limit"] for s in out["samples"]["emsqa_public_rag"]],
+            out["results"]["emsqa_public_rag"]["prompt_too_long,extract_answer"],
+        )
+        for out in outs
+    ]
     assert seen == [([1024, 1024], 0.0), ([64, 64], 1.0)]
+
+
+def test_a_users_task_over_the_packs_counts_its_own_prompt(tmp_path, tiny_model):
+    """A user's YAML including the pack's RAG task with its own name and ``doc_to_text`` (a Jinja template): the
+    count is of the prompt lm-eval renders, system message included (the pack's prompt was counted before)."""
+    from lm_eval import evaluator
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import get_task_dict
+
+    from medeval_metrics import tasks_path
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "mine.yaml").write_text(
+        f"include: {Path(tasks_path()) / 'emsqa' / 'emsqa_public_rag.yaml'}\ntask: my_rag\n"
+        'doc_to_text: "{{rag_context}}\\n\\nQ: {{question}}\\nA:"\n'
+    )
+    task_dict = get_task_dict(["my_rag"], public_rag_manager(tmp_path, user_tasks=mine, rag_k=1))
+    task_dict["my_rag"]._config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs does
+    lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=1024)
+    out = evaluator.evaluate(lm, task_dict, limit=2, log_samples=True)
+    for sample in out["samples"]["my_rag"]:
+        prompt, doc = sample["arguments"][0][0], sample["doc"]
+        assert prompt.endswith(f"Q: {doc['question']}\nA:") and doc["rag_counter"] == "my_rag"
+        assert doc["prompt_tokens"] == len(lm.tok_encode(prompt))
