@@ -82,42 +82,67 @@ class TaskFit:
 #
 # Counting when an item is scored, not when the data set is built: a --limit 10 run counts 10 prompts, with the
 # evaluated model's tokenizer (lm-eval's evaluate runs by then). A task's counter is found by the task's name,
-# which is all a doc carries (it enters lm-eval's doc hash, so no load-order number); a task loaded again in this
-# process takes the name over. Two live tasks of one name (a task dict that builds it twice) share the newer
-# counter: one YAML, so the same prompt and budget, and counts are kept by content.
-_COUNTERS: dict[str, PromptCounter] = {}
+# which is all a doc carries (it enters lm-eval's doc hash, so no load-order number): the newest counter of that
+# name whose lm-eval task is alive. Two live tasks of one name (a task dict that builds it twice) share the
+# newer's: one YAML, so the same prompt and budget, and counts are kept by content; when it goes, the older's.
+_COUNTERS: dict[str, list[PromptCounter]] = {}
 _UNNAMED = itertools.count()
 
 
 class PromptCounter:
     """How one task's prompts are counted. The task's ``doc_to_text`` notes each doc whose prompt lm-eval
     renders (``note``: lm-eval renders only the items it will score); the first item scored counts them all in
-    one tokenizer call (``count``), and each later item is a lookup by content (``ContextFit``)."""
+    one tokenizer call (``count``), and each later item is a lookup by content (``ContextFit``).
 
-    def __init__(self, task: str, kind: str, render: Callable[[Any], str], task_fit: TaskFit, budget: int) -> None:
+    ``lm_task``: the lm-eval task being built (``lm_eval_compat.loading_task``), weakly held; when it goes, so
+    does its counter with its noted prompts (a --predict_only run scores none). Without one (a loader called
+    directly) the counter stands until another of its name is made."""
+
+    def __init__(
+        self,
+        task: str,
+        kind: str,
+        render: Callable[[Any], str],
+        task_fit: TaskFit,
+        budget: int,
+        lm_task: Any = None,
+    ) -> None:
         self.task, self.render, self.task_fit, self.budget = task, render, task_fit, int(budget)
         self.key = task or f"{kind}#{next(_UNNAMED)}"  # only a task config without a name (a loader called directly)
         self.fit: ContextFit | None = None
         self.warned = False  # one warning per task and model: the metric counts the rest
         self._noted: dict[int, Any] = {}  # prompt hash -> the doc (lm-eval holds it in its requests anyway)
         self._counting = False
-        _COUNTERS[self.key] = self
+        self._task = None if lm_task is None else weakref.ref(lm_task)
+        kept = [c for c in _COUNTERS.get(self.key, []) if c._task is not None and c._task() is not None]
+        _COUNTERS[self.key] = [*kept, self]
+        if lm_task is not None:
+            weakref.finalize(lm_task, self._retire)
+
+    def _retire(self) -> None:
+        self._noted.clear()
+        same = _COUNTERS.get(self.key, [])
+        if self in same:
+            same.remove(self)
+        if not same:
+            _COUNTERS.pop(self.key, None)
 
     @staticmethod
     def of(doc: Mapping[str, Any], field: str) -> PromptCounter | None:
         """The counter of the task loaded in this process whose name the doc carries in ``field``."""
-        return _COUNTERS.get(str(doc.get(field) or ""))
+        same = _COUNTERS.get(str(doc.get(field) or ""))
+        return same[-1] if same else None
+
+    @property
+    def noted(self) -> list[Any]:
+        """The docs noted and not counted yet."""
+        return list(self._noted.values())
 
     def note(self, doc: Any, prompt: str) -> None:
         """``doc``'s ``prompt`` was rendered: one entry per prompt, however often rendered and from however many
         copies of the doc (lm-eval renders the first doc once more when it builds the task)."""
         if not self._counting:  # not the renders of a count itself (through a task prompt wrapping the pack's too)
             self._noted.setdefault(hash(prompt), doc)
-
-    @property
-    def noted(self) -> list[Any]:
-        """The docs noted and not counted yet."""
-        return list(self._noted.values())
 
     def use(self, model: Any, budget: int | None = None, encoded: Mapping[str, int] | None = None) -> bool:
         """Set ``fit`` for ``model`` (the model being evaluated, or None) and the budget lm-eval generates with
@@ -141,7 +166,7 @@ class PromptCounter:
         return self.fit.count(texts)[0]
 
     def release(self) -> None:
-        """The task's data is gone: its rendered, never-scored prompts (a --predict_only run) need no count."""
+        """The task's data is gone: its rendered, never-scored prompts need no count."""
         self._noted.clear()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -102,15 +101,10 @@ class ContextCheck:
 
     def annotate(self, docs: list[dict[str, Any]], prompt: Callable[[Mapping[str, Any]], str]) -> PromptCounter:
         """Mark ``docs`` for counting; ``prompt`` renders them where no lm-eval task is being built."""
-        counter = PromptCounter(
-            self.task,
-            "emrqa",
-            task_prompt(self.loading, prompt),
-            TaskFit(self.kwargs, cache_root(self.kwargs)),
-            self.budget,
-        )
-        if self.loading is not None:  # the task's rendered, never-scored prompts (--predict_only) go with it
-            weakref.finalize(self.loading, counter.release)
+        fit = TaskFit(self.kwargs, cache_root(self.kwargs))
+        # with the task being built: its prompts rendered by its own doc_to_text, and freed when it goes
+        render = task_prompt(self.loading, prompt)
+        counter = PromptCounter(self.task, "emrqa", render, fit, self.budget, self.loading)
         for doc in docs:
             doc[_FIELD] = counter.key
             doc["prompt_tokens"] = doc["context_limit"] = doc["fits_context"] = None

@@ -380,11 +380,13 @@ def prompt_tokens(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> tu
     ``max_gen_toks``: the budget lm-eval generated with (``--gen_kwargs`` included) where known, else the task's."""
     started = time.perf_counter()
     counter = _registered(doc)
-    if counter is None or doc.get("rag_missing"):
+    if counter is None:
         return None
     model = evaluated_model()  # inside lm-eval's evaluate: its model's tokenizer and limit, nothing loaded again
     if counter.use(model, max_gen_toks, encoded_lengths(model)):  # the first count, or another model's run
         counter.record["prompt_length"] = counter.fit.method
+    if doc.get("rag_missing"):  # no retrievals for the item: nothing shown to count
+        return None
     count = counter.count(doc)  # with every prompt noted: a batch is tokenized in parallel (40 in half the time)
     seconds = counter.record["seconds"]  # the results' config shows the counting's share of the run
     seconds["prompt_length"] = round(seconds.get("prompt_length", 0.0) + time.perf_counter() - started, 4)
@@ -714,6 +716,7 @@ class TaskRetrieval:
             lambda d: (d.get("rag_system") or "") + render(dict(d)),
             TaskFit(metadata, cache_root),
             self.max_gen_toks,
+            lm_task,
         )
         self.counter_key = self.counter.key
         self._add_seconds("total", time.perf_counter() - started)

@@ -315,3 +315,36 @@ def test_a_task_prompt_renders_with_the_live_task_and_falls_back_when_it_is_gone
     gc.collect()
     assert render({"q": "dose?"}) == "dose?"  # the counter keeps no task alive
     assert task_prompt(None, str.upper)("a") == "A"
+
+
+def test_a_docs_counter_is_the_newest_of_its_name_whose_task_lives():
+    """A task dict built twice holds two tasks of one name; a doc carries only the name. It gets the newest
+    counter whose task is alive (the newer one dropped: the older's, not a fallback to the pack's prompt), and a
+    task's counter and noted prompts go with the task."""
+    import gc
+
+    class Task:
+        def __init__(self, prompt):
+            self.prompt = prompt
+
+        def doc_to_text(self, doc):
+            return self.prompt
+
+    def counter_for(task):
+        return PromptCounter("same-name", "test", task_prompt(task, str), TaskFit({}), 10, task)
+
+    doc = {"field": "same-name"}
+    older, newer = Task("older prompt"), Task("newer prompt")
+    first, second = counter_for(older), counter_for(newer)
+    assert PromptCounter.of(doc, "field") is second
+    second.note(doc, "newer prompt")
+    del newer
+    gc.collect()
+    assert PromptCounter.of(doc, "field") is first and first.render(doc) == "older prompt" and second.noted == []
+    del older
+    gc.collect()
+    assert PromptCounter.of(doc, "field") is None
+    direct = PromptCounter("same-name", "test", str, TaskFit({}), 10)  # a loader called outside lm-eval
+    assert PromptCounter.of(doc, "field") is direct
+    replacement = PromptCounter("same-name", "test", str, TaskFit({}), 10)
+    assert PromptCounter.of(doc, "field") is replacement
