@@ -77,6 +77,7 @@ def _bm25(lines: list[str], work: Path) -> None:
 
 
 def _tiny_run(lines: list[str], work: Path) -> None:
+    import gc
     import shutil
 
     import lm_eval
@@ -110,6 +111,9 @@ def _tiny_run(lines: list[str], work: Path) -> None:
             "rag_k": 4,
             "pretrained": str(model),
         }
+        # each run from the same collector state: the section's earlier measurements leave a heap whose full
+        # collection (0.17-0.19 s here) otherwise fell inside one run's retrieval in about one section of three
+        gc.collect()
         started = time.perf_counter()
         results = lm_eval.simple_evaluate(
             model="hf",
