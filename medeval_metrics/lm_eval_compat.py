@@ -1058,7 +1058,7 @@ def _unwrapped(lm: Any) -> Any:
     return getattr(lm, "lm", lm) if type(lm).__name__ == "CachingLM" else lm
 
 
-_TOKEN_COUNTING_BACKENDS = {("lm_eval.models.huggingface", "HFLM"), ("lm_eval.models.vllm_causallms", "VLLM")}
+_TOKEN_COUNTING_BACKENDS = {_HF_BACKEND, ("lm_eval.models.vllm_causallms", "VLLM")}
 
 
 def evaluated_model() -> Any | None:

@@ -99,7 +99,7 @@ class ContextCheck:
             self.budget = generation_budget(kwargs)
         remember_evaluated_model()  # the count, made while lm-eval evaluates, takes its model's tokenizer
 
-    def annotate(self, docs: list[dict[str, Any]], prompt: Callable[[Mapping[str, Any]], str]) -> PromptCounter:
+    def annotate(self, docs: list[dict[str, Any]], prompt: Callable[[Mapping[str, Any]], str]) -> None:
         """Mark ``docs`` for counting; ``prompt`` renders them where no lm-eval task is being built."""
         fit = TaskFit(self.kwargs, cache_root(self.kwargs))
         # with the task being built: its prompts rendered by its own doc_to_text, and freed when it goes
@@ -109,4 +109,3 @@ class ContextCheck:
             doc[_FIELD] = counter.key
             doc["prompt_tokens"] = doc["context_limit"] = doc["fits_context"] = None
             doc["context_check"] = "counted when the item is scored"
-        return counter

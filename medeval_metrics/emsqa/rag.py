@@ -718,7 +718,6 @@ class TaskRetrieval:
             self.max_gen_toks,
             lm_task,
         )
-        self.counter_key = self.counter.key
         self._add_seconds("total", time.perf_counter() - started)
 
     def _add_seconds(self, key: str, seconds: float) -> None:
@@ -747,7 +746,7 @@ class TaskRetrieval:
             doc["rag_chunks_version"] = index.version
             doc["rag_header"] = self.header  # a sample log given back as rag_retrievals is checked against it
             doc["rag_prompt"] = self.style
-            doc["rag_counter"], doc["rag_max_gen_toks"] = self.counter_key, self.max_gen_toks
+            doc["rag_counter"], doc["rag_max_gen_toks"] = self.counter.key, self.max_gen_toks
             doc["prompt_tokens"] = doc["context_limit"] = doc["fits_context"] = None  # set when scored
             chunks = retrieved.get(item_id)
             if chunks is None:
