@@ -1,15 +1,18 @@
 """Does a prompt fit the evaluated model's context? One answer for every task that checks it.
 
-Prompts are counted when their items are scored. A count made while lm-eval evaluates (``model``: its
-hf or vllm model) takes that model's own tokenizer and ``max_length``, loading nothing. Otherwise the
-tokenizer ``--model_args`` names (``tokenizer``, else ``pretrained``; lm-eval passes them to
-``custom_dataset`` loaders) is loaded, with the limit lm-eval's HF backend would use: ``max_length``
-(vLLM: ``max_model_len``) if given, else the model config's (a multimodal config's text part first)
-``n_positions`` / ``max_position_embeddings`` / ``n_ctx``, else the tokenizer's ``model_max_length``,
-else 2048; a ``gguf_file`` is read for both. Without a tokenizer (an API model, offline) the count is
-an estimate of 4 characters per token and every ``method`` string says so. Special tokens are counted
-as lm-eval adds them (a Llama tokenizer's BOS, unless ``add_bos_token=False``); chat-template tokens
-are not.
+Prompts are counted when their items are scored, with what the lm-eval task object holds then (read
+through lm-eval's own channels, nothing of lm-eval replaced): the budget is its config's
+``generation_kwargs["max_gen_toks"]`` (``--gen_kwargs`` included, which lm-eval applies after loading)
+and the model settings are its config's ``metadata``, into which lm-eval's command line (and
+``simple_evaluate`` building its own TaskManager) merges ``--model_args``. The tokenizer they name
+(``tokenizer``, else ``pretrained``; with ``gguf_file``, ``revision``, ``trust_remote_code`` and
+``add_bos_token`` as lm-eval's HF backend loads it) is loaded once per process, with the limit that
+backend would use: ``max_length`` (vLLM: ``max_model_len``) if given, else the model config's (a
+multimodal config's text part first) ``n_positions`` / ``max_position_embeddings`` / ``n_ctx``, else the
+tokenizer's ``model_max_length``, else 2048. Without a name (a model object handed to
+``simple_evaluate`` in Python, an API model) or a loadable tokenizer (offline) the count is an estimate
+of 4 characters per token and every ``method`` string says so. Special tokens are counted as lm-eval
+adds them (a Llama tokenizer's BOS, unless ``add_bos_token=False``); chat-template tokens are not.
 """
 
 from __future__ import annotations
@@ -35,8 +38,17 @@ DEFAULT_LIMIT = 2048  # lm-eval's HFLM default when the model declares no length
 _NO_LIMIT = 10**12  # transformers' "no maximum" sentinel for model_max_length is larger than this
 
 
-# what a count outside lm-eval's evaluate loads a tokenizer by (hf and vllm model_args)
-COUNT_SETTINGS = ("tokenizer", "pretrained", "gguf_file", "max_length", "max_model_len", "add_bos_token")
+# the model_args a count loads a tokenizer and takes a limit by (hf and vllm), as lm-eval merges them into metadata
+COUNT_SETTINGS = (
+    "tokenizer",
+    "pretrained",
+    "gguf_file",
+    "revision",
+    "trust_remote_code",
+    "max_length",
+    "max_model_len",
+    "add_bos_token",
+)
 
 
 def count_settings(model_args: Mapping[str, Any]) -> dict[str, Any]:
@@ -52,14 +64,15 @@ def count_settings(model_args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def text_digest(text: str) -> str:
-    """The key a text's count is kept under (in memory, in the cache files, in what lm-eval encoded)."""
+    """The key a text's count is kept under (in memory and in the cache files)."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:20]
 
 
 class TaskFit:
-    """A task's ``ContextFit`` for the model being evaluated and the budget it generates with: built at the
-    first count, built again when the same task object is evaluated with another model or budget (lm-eval's
-    ``evaluate`` called twice with it), so counts and warnings follow the model actually run."""
+    """A task's ``ContextFit`` for the model settings and budget of the run: built at the first count, built
+    again when they change (the same task object evaluated again after its metadata or ``generation_kwargs``
+    changed), so counts and warnings follow what was run. ``model_args``: the loader's, for a count made
+    where no lm-eval task is alive (a loader called directly)."""
 
     def __init__(self, model_args: Mapping[str, Any], cache_dir: Path | None = None) -> None:
         self.settings = count_settings(model_args)
@@ -67,22 +80,21 @@ class TaskFit:
         self.fit: ContextFit | None = None
         self._for: tuple[Any, int] | None = None
 
-    def get(self, model: Any, max_gen_toks: int, encoded: Mapping[str, int] | None = None) -> tuple[ContextFit, bool]:
-        """(the fit, whether it was built by this call). ``encoded``: the lengths ``model`` encoded itself."""
-        if self.fit is not None and self._for is not None:
-            held, budget = self._for
-            if budget == int(max_gen_toks) and _same_model(held, model):
-                return self.fit, False
-        self.fit = ContextFit(self.settings, max_gen_toks, self.cache_dir, model, encoded)
-        self._for = (_model_ref(model), int(max_gen_toks))
+    def get(self, settings: Mapping[str, Any], max_gen_toks: int) -> tuple[ContextFit, bool]:
+        """(the fit for these count settings and budget, whether it was built by this call)."""
+        key = (tuple(sorted(settings.items())), int(max_gen_toks))
+        if self.fit is not None and self._for == key:
+            return self.fit, False
+        self.fit = ContextFit(settings, max_gen_toks, self.cache_dir)
+        self._for = key
         return self.fit, True
 
 
 # --- a task's prompts, counted when its items are scored -------------------------------------------
 #
 # Counting when an item is scored, not when the data set is built: a --limit 10 run counts 10 prompts, with the
-# evaluated model's tokenizer (lm-eval's evaluate runs by then). A task's counter is found by the task's name,
-# which is all a doc carries (it enters lm-eval's doc hash, so no load-order number): the newest counter of that
+# model settings and budget the lm-eval task holds by then. A task's counter is found by the task's name, which
+# is all a doc carries (it enters lm-eval's doc hash, so no load-order number): the newest counter of that
 # name whose lm-eval task is alive. Two live tasks of one name (a task dict that builds it twice) share the
 # newer's: one YAML, so the same prompt and budget, and counts are kept by content; when it goes, the older's.
 _COUNTERS: dict[str, list[PromptCounter]] = {}
@@ -144,11 +156,24 @@ class PromptCounter:
         if not self._counting:  # not the renders of a count itself (through a task prompt wrapping the pack's too)
             self._noted.setdefault(hash(prompt), doc)
 
-    def use(self, model: Any, budget: int | None = None, encoded: Mapping[str, int] | None = None) -> bool:
-        """Set ``fit`` for ``model`` (the model being evaluated, or None) and the budget lm-eval generates with
-        (else the task's); True when it changed (the first count, or the task evaluated again with another model:
-        its own warning)."""
-        self.fit, built = self.task_fit.get(model, self.budget if budget is None else int(budget), encoded)
+    def run_settings(self) -> tuple[dict[str, Any], int]:
+        """(count settings, budget) of the run, read from the lm-eval task when its items are scored: its
+        config's ``metadata`` (``--model_args`` merged in by lm-eval's command line) and
+        ``generation_kwargs["max_gen_toks"]`` (``--gen_kwargs`` applied). Without a live task, the loader's."""
+        config = getattr(self._task() if self._task is not None else None, "config", None)
+        if config is None:
+            return self.task_fit.settings, self.budget
+        metadata = getattr(config, "metadata", None)
+        generation = getattr(config, "generation_kwargs", None)
+        settings = count_settings(metadata if isinstance(metadata, Mapping) else {})
+        budget = generation.get("max_gen_toks", self.budget) if isinstance(generation, Mapping) else self.budget
+        return settings, int(budget)
+
+    def use(self, budget: int | None = None) -> bool:
+        """Set ``fit`` for the run (``run_settings``; ``budget`` given: that one); True when it changed (the
+        first count, or the task evaluated again with other settings: its own warning)."""
+        settings, run_budget = self.run_settings()
+        self.fit, built = self.task_fit.get(settings, run_budget if budget is None else int(budget))
         if built:
             self.warned = False
         return built
@@ -184,60 +209,38 @@ def task_prompt(task: Any, fallback: Callable[[Any], str]) -> Callable[[Any], st
     return render
 
 
-def _model_ref(model: Any) -> Any:
-    # a weak reference: the task must not keep a multi-GB model alive after its run (an id where none can be made)
-    if model is None:
-        return None
-    try:
-        return weakref.ref(model)
-    except TypeError:
-        return id(model)
-
-
-def _same_model(held: Any, model: Any) -> bool:
-    if held is None or model is None:
-        return held is None and model is None
-    return held() is model if isinstance(held, weakref.ref) else held == id(model)
-
-
 class ContextFit:
     """The evaluated model's tokenizer and context limit, and ``max_gen_toks`` reserved for the answer."""
 
     add_special_tokens = True  # as lm-eval encodes a prompt: the tokenizer's special tokens unless add_bos_token=False
 
-    def __init__(
-        self,
-        model_args: Mapping[str, Any],
-        max_gen_toks: int,
-        cache_dir: Path | None = None,
-        model: Any = None,
-        encoded: Mapping[str, int] | None = None,
-    ) -> None:
+    def __init__(self, model_args: Mapping[str, Any], max_gen_toks: int, cache_dir: Path | None = None) -> None:
         self.max_gen_toks = int(max_gen_toks)
         self.tokenizer = None
-        self.encoded: Mapping[str, int] = {}  # text digest -> tokens, as the evaluated model encoded them
         self.cache_file: Path | None = None
         self._counted: dict[str, int] = {}  # without a cache file: this object's counts
         explicit = model_args.get("max_length") or model_args.get("max_model_len")  # hf / vllm model_args
         self.limit = int(explicit) if explicit else None
         name = model_args.get("tokenizer") or model_args.get("pretrained")
+        name = os.fspath(name) if isinstance(name, os.PathLike) else name
+        # as lm-eval's HF backend: a gguf_file is where the tokenizer is read from only when no tokenizer is named
         gguf = model_args.get("gguf_file")
-        own = _model_tokenizer(model)
-        if own is not None:
-            # what lm-eval cuts the prompt with: its tokenizer (a GGUF's too), max_length (model_args included),
-            # and the special tokens it adds (add_bos_token, else the tokenizer's own: a Llama tokenizer's BOS)
-            self.tokenizer, self.limit = own, int(model.max_length)
-            self.add_special_tokens = _flag(getattr(model, "add_bos_token", None))
-            self.encoded = encoded or {}
-            name = getattr(own, "name_or_path", None) or (name if isinstance(name, str) else None)
-        elif name:
-            self.add_special_tokens = _flag(model_args.get("add_bos_token"))
+        tokenizer_gguf = str(gguf) if gguf and not model_args.get("tokenizer") else None
+        bos = model_args.get("add_bos_token")
+        revision = model_args.get("revision")
+        if isinstance(name, str) and name:
+            # the special tokens lm-eval adds: add_bos_token's, else the tokenizer's own (a Llama tokenizer's BOS)
+            self.add_special_tokens = _flag(bos)
             try:
                 self.tokenizer, limit = _load_tokenizer(
-                    str(name),
+                    name,
                     str(model_args.get("pretrained") or name),
+                    tokenizer_gguf,
                     str(gguf) if gguf else None,
                     self.limit is None,
+                    str(revision) if revision else None,
+                    _true(model_args.get("trust_remote_code")),
+                    None if bos is None else _flag(bos),
                 )
                 self.limit = self.limit if self.limit is not None else limit
             except Exception as exc:  # an API model's name, offline: fall back to the labelled estimate
@@ -246,14 +249,13 @@ class ContextFit:
                 )
                 self.tokenizer = None
         if self.tokenizer is not None:
-            self.method = (
-                f"tokenizer {Path(str(name or type(self.tokenizer).__name__)).name}, limit {self.limit} incl. "
-                f"{self.max_gen_toks} generated"
-            )
-            if cache_dir is not None and name:
+            self.method = f"tokenizer {Path(str(name)).name}, limit {self.limit} incl. {self.max_gen_toks} generated"
+            if cache_dir is not None:
                 # a GGUF's tokenizer is read from the .gguf, which small_files_only leaves out: its name joins the key
-                fingerprint = model_fingerprint(str(name), small_files_only=True) + (f"\0{gguf}" if gguf else "")
-                fingerprint += "" if self.add_special_tokens else "\0no special tokens"
+                fingerprint = model_fingerprint(str(name), small_files_only=True)
+                fingerprint += f"\0{tokenizer_gguf}" if tokenizer_gguf else ""
+                fingerprint += f"\0revision {revision}" if revision else ""
+                fingerprint += "" if bos is None else ("\0bos added" if _flag(bos) else "\0no special tokens")
                 key = hashlib.sha256(fingerprint.encode()).hexdigest()[:24]
                 self.cache_file = Path(cache_dir) / "token_counts" / f"{key}.json"
         else:
@@ -280,10 +282,7 @@ class ContextFit:
         known = self._counted if self.cache_file is None else _known_counts(self.cache_file)
         todo = sorted({k: p for k, p in zip(keys, prompts) if k not in known}.items())
         if todo:
-            # what the evaluated model's lm-eval backend encoded itself (the same count) is not encoded again
-            new = {k: self.encoded[k] for k, _ in todo if k in self.encoded}
-            rest = [(k, p) for k, p in todo if k not in new]
-            new.update(zip((k for k, _ in rest), self._tokenize([p for _, p in rest]) if rest else []))
+            new = dict(zip((k for k, _ in todo), self._tokenize([p for _, p in todo])))
             known.update(new)
             if self.cache_file is not None:
                 pending = _PENDING.setdefault(self.cache_file, {})
@@ -300,8 +299,9 @@ class ContextFit:
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         fast = getattr(backend, "encode_batch_fast", None)
         usable = fast is not None and backend.truncation is None and backend.padding is None
-        # special tokens as lm-eval's HF backend adds them: none to a text that already starts with the BOS token
-        bos = getattr(self.tokenizer, "bos_token", None) if self.add_special_tokens else None
+        # special tokens as lm-eval's HF backend adds them: none to a text that already starts with its prefix
+        # token (the BOS, else the EOS)
+        bos = _prefix_token(self.tokenizer) if self.add_special_tokens else None
         special = [self.add_special_tokens and not (bos and p.startswith(bos)) for p in prompts]
         counts = [0] * len(prompts)
         for flag in sorted(set(special)):
@@ -327,6 +327,23 @@ def _flag(value: Any) -> bool:
     return True if value is None else bool(value)
 
 
+def _true(value: Any) -> bool:
+    """A yes/no model argument that is off unless given (``trust_remote_code``), as text or a bool."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _prefix_token(tokenizer: Any) -> str | None:
+    """The text lm-eval's HF backend checks a prompt for before adding special tokens (its prefix token: the
+    BOS, else the EOS)."""
+    for attr in ("bos_token", "eos_token"):
+        token = getattr(tokenizer, attr, None)
+        if isinstance(token, str) and token:
+            return token
+    return None
+
+
 def _config_limit(config: Any, tokenizer: Any) -> int:
     """The context lm-eval's HF backend resolves from a model config (a multimodal config's text part first)."""
     for source in (getattr(config, "text_config", None), config):
@@ -339,26 +356,30 @@ def _config_limit(config: Any, tokenizer: Any) -> int:
     return DEFAULT_LIMIT
 
 
-@functools.lru_cache(maxsize=4)
-def _load_tokenizer(name: str, pretrained: str, gguf: str | None, with_limit: bool) -> tuple[Any, int | None]:
-    """A tokenizer (and its model's context) loaded once per process: each task of a group asks for it, and a
-    GGUF's takes seconds to read."""
+@functools.lru_cache(maxsize=8)
+def _load_tokenizer(
+    name: str,
+    pretrained: str,
+    tokenizer_gguf: str | None,
+    config_gguf: str | None,
+    with_limit: bool,
+    revision: str | None,
+    trust_remote_code: bool,
+    add_bos_token: bool | None,
+) -> tuple[Any, int | None]:
+    """A tokenizer (and its model's context) loaded once per process and settings, with the arguments lm-eval's
+    HF backend loads it with: each task of a group asks for it, and a GGUF's takes seconds to read."""
     from transformers import AutoConfig, AutoTokenizer
 
-    extra = {"gguf_file": gguf} if gguf else {}
-    tokenizer = AutoTokenizer.from_pretrained(name, **extra)
-    limit = _config_limit(AutoConfig.from_pretrained(pretrained, **extra), tokenizer) if with_limit else None
-    return tokenizer, limit
-
-
-def _model_tokenizer(model: Any) -> Any | None:
-    """The evaluated model's transformers tokenizer, when it has one and a context limit."""
-    tokenizer = getattr(model, "tokenizer", None) if model is not None else None
-    if tokenizer is None or not isinstance(getattr(model, "max_length", None), int):
-        return None
-    from transformers import PreTrainedTokenizerBase
-
-    return tokenizer if isinstance(tokenizer, PreTrainedTokenizerBase) else None
+    common: dict[str, Any] = {"trust_remote_code": trust_remote_code, **({"revision": revision} if revision else {})}
+    extra = {"gguf_file": tokenizer_gguf} if tokenizer_gguf else {}
+    if add_bos_token is not None:
+        extra["add_bos_token"] = add_bos_token
+    tokenizer = AutoTokenizer.from_pretrained(name, **common, **extra)
+    if not with_limit:
+        return tokenizer, None
+    config = AutoConfig.from_pretrained(pretrained, **common, **({"gguf_file": config_gguf} if config_gguf else {}))
+    return tokenizer, _config_limit(config, tokenizer)
 
 
 _FLUSH_EVERY = 256

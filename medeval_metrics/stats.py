@@ -7,8 +7,6 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from medeval_metrics.lm_eval_compat import use_attached_stderrs
-
 Aggregation = TypeVar("Aggregation", bound=Callable[..., Any])
 
 
@@ -53,24 +51,18 @@ def normal_ci(mean: float, stderr: float, z: float = 1.959963984540054) -> tuple
 
 
 def with_stderr(stderr: Callable[[list[Any]], float]) -> Callable[[Aggregation], Aggregation]:
-    """Attach a standard-error function to a corpus-level aggregation (see ``install_stderr_hook``)."""
+    """Attach a standard-error function to a corpus-level aggregation, as ``medeval_stderr``.
+
+    lm-eval does not read it: it reports "N/A" as the stderr of every aggregation it does not know (a
+    corpus-level macro-F1, an agreement statistic), and the pack leaves lm-eval's stderr rule as it is.
+    The attached function is what a reader of the logged samples (the pack's report) computes it with.
+    """
 
     def attach(aggregation: Aggregation) -> Aggregation:
         aggregation.medeval_stderr = stderr  # type: ignore[attr-defined]
         return aggregation
 
     return attach
-
-
-def install_stderr_hook() -> None:
-    """Make lm-eval use an aggregation's ``medeval_stderr`` (attached by ``with_stderr``).
-
-    lm-eval reports "N/A" as the stderr of every aggregation it does not know (a corpus-level
-    macro-F1, an agreement statistic); with this hook such aggregations get a real number, e.g. a
-    seeded bootstrap. Idempotent; modules defining such aggregations call it when their task is
-    built. The patch itself lives in ``lm_eval_compat.use_attached_stderrs``.
-    """
-    use_attached_stderrs()
 
 
 def _order_free_stderr(items: list[float]) -> float:
@@ -87,5 +79,6 @@ def order_free_mean(items: list[float]) -> float:
 
     A data-parallel run gathers per-item values rank by rank, so lm-eval's ``mean`` (a plain float
     sum) can differ from the single-process run in the last bit; this one is the same in any order.
+    lm-eval gives it no stderr of its own ("N/A"); its closed-form one is attached (``with_stderr``).
     """
     return mean_and_stderr(items, order_free=True)[0]

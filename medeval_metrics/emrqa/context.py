@@ -8,7 +8,7 @@ from typing import Any
 
 from medeval_metrics.context_fit import PromptCounter, TaskFit, task_prompt
 from medeval_metrics.emrqa.sources import cache_root
-from medeval_metrics.lm_eval_compat import encoded_lengths, evaluated_model, loading_task, remember_evaluated_model
+from medeval_metrics.lm_eval_compat import loading_task
 from medeval_metrics.task_yaml import own_task_config
 
 logger = logging.getLogger("medeval.emrqa")
@@ -20,8 +20,8 @@ _FIELD = "context_counter"  # the doc's field naming its task's counter (the tas
 def generation_budget(kwargs: Mapping[str, Any]) -> int:
     """``max_gen_toks`` of the task's own config (the YAML at lm-eval's ``config_source``), else lm-eval's 256.
 
-    The budget for an item scored without the generation settings lm-eval used (``--gen_kwargs`` is
-    applied after the data set is loaded; the pack's lm-eval compat layer passes them to the scorers).
+    The budget of a loader called outside lm-eval; inside it the count reads the task's own
+    ``generation_kwargs`` when the item is scored (``--gen_kwargs`` is applied after the data set is loaded).
     """
     generation = own_task_config(kwargs.get("config_source")).get("generation_kwargs") or {}
     return int(generation.get("max_gen_toks", _LM_EVAL_DEFAULT_MAX_GEN_TOKS))
@@ -30,10 +30,11 @@ def generation_budget(kwargs: Mapping[str, Any]) -> int:
 def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | None = None) -> bool:
     """Whether the doc's prompt and the generation budget fit the model's context.
 
-    A doc of a task loaded in this process (``ContextCheck``) is counted now, with the evaluated model's
-    tokenizer, against the budget lm-eval generated with (``--gen_kwargs`` included), else the task
-    config's; the logged doc shows the count. A logged doc read back elsewhere keeps its count, checked
-    again against the given budget.
+    A doc of a task loaded in this process (``ContextCheck``) is counted now, with the tokenizer its task's
+    metadata names (``--model_args`` merged in by lm-eval; else a labelled estimate), against the budget its
+    task's ``generation_kwargs`` hold now (``--gen_kwargs`` included), or ``generation_kwargs`` given here;
+    the logged doc shows the count. A logged doc read back elsewhere keeps its count, checked again against
+    the given budget.
     """
     given = generation_kwargs.get("max_gen_toks") if generation_kwargs else None
     counter = PromptCounter.of(doc, _FIELD)
@@ -57,7 +58,7 @@ def fits_context(doc: Mapping[str, Any], generation_kwargs: Mapping[str, Any] | 
 
 
 # A task's prompts are counted when its items are scored, not when it loads (context_fit.PromptCounter): a
-# --limit 10 run counts 10 of the 1,000 long-note prompts, with the evaluated model's own tokenizer.
+# --limit 10 run counts 10 of the 1,000 long-note prompts, with the tokenizer the task's metadata names.
 
 
 def note(doc: Mapping[str, Any], text: str) -> str:
@@ -70,8 +71,7 @@ def note(doc: Mapping[str, Any], text: str) -> str:
 
 
 def _count(counter: PromptCounter, doc: dict[str, Any], budget: int | None) -> None:
-    model = evaluated_model()
-    counter.use(model, budget, encoded_lengths(model))
+    counter.use(budget)
     fit = counter.fit
     count = counter.count(doc)  # the others noted are counted with it, looked up when their items are scored
     doc["prompt_tokens"], doc["context_limit"] = count, fit.limit
@@ -80,15 +80,16 @@ def _count(counter: PromptCounter, doc: dict[str, Any], budget: int | None) -> N
 
 class ContextCheck:
     """Marks each doc for the check of whether its prompt fits the evaluated model's context
-    (``medeval_metrics.context_fit``: the evaluated model's tokenizer and limit, else the ones
-    ``--model_args`` names, or a labelled estimate), reserving the generation budget. The count is made
+    (``medeval_metrics.context_fit``: the tokenizer and limit the task's metadata names, as lm-eval merges
+    ``--model_args`` into it, or a labelled estimate), reserving the generation budget. The count is made
     when the item is scored (``fits_context``), of the prompt the task renders (its ``doc_to_text``, a
     user's override included); counts are kept per tokenizer in the emrQA cache folder (prompt digests and
     numbers, no text), so a later run looks them up."""
 
     def __init__(self, kwargs: Mapping[str, Any]) -> None:
         self.kwargs = kwargs
-        self.loading = loading_task()  # inside lm-eval: the task being built (its name, budget and prompt)
+        # inside lm-eval: the task being built (its name and prompt; its metadata and budget, read when scored)
+        self.loading = loading_task()
         config = getattr(self.loading, "config", None)
         generation = getattr(config, "generation_kwargs", None)
         if config is not None and isinstance(generation, Mapping):
@@ -97,7 +98,6 @@ class ContextCheck:
         else:  # a loader called directly: the YAML it names, if any
             self.task = str(own_task_config(kwargs.get("config_source")).get("task") or "")
             self.budget = generation_budget(kwargs)
-        remember_evaluated_model()  # the count, made while lm-eval evaluates, takes its model's tokenizer
 
     def annotate(self, docs: list[dict[str, Any]], prompt: Callable[[Mapping[str, Any]], str]) -> None:
         """Mark ``docs`` for counting; ``prompt`` renders them where no lm-eval task is being built."""

@@ -7,7 +7,10 @@ merged metadata and model_args as keyword arguments:
 ``emrqa_data_json`` / ``emrqa_data_ql_csv`` (or env ``MEDEVAL_EMRQA_DATA_JSON`` / ``..._DATA_QL_CSV``),
 ``emrqa_cache_dir``, ``emrqa_seed``, ``emrqa_sample_size`` (default 1000 per task; ``all`` for the
 full test split) and, from model_args, ``pretrained``/``tokenizer``/``max_length``, by which a prompt is
-counted outside lm-eval's evaluate (inside it, with the evaluated model's tokenizer) when its item is scored.
+counted when its item is scored (read then from the task's metadata; ``emrqa.context``).
+
+The pack's own messages and errors name files, records (question ids, note keys) and fields, never
+note text, so nothing of the process is hooked to scrub them.
 """
 
 from __future__ import annotations
@@ -29,12 +32,7 @@ from medeval_metrics.emrqa.sources import resolve_inputs
 from medeval_metrics.emrqa.windowing import window_doc
 from medeval_metrics.emrqa.write_out import warn_write_out, writes_out
 from medeval_metrics.errors import MedevalDataError
-from medeval_metrics.lm_eval_compat import install_redaction, pass_generation_kwargs_to_process_results
 from medeval_metrics.provenance import record_scored_data
-from medeval_metrics.stats import install_stderr_hook
-
-# Prompts hold clinical notes: error bodies lm-eval logs are withheld (length and hash only).
-PRIVATE_DOCUMENTS = "emrQA clinical notes"
 
 
 def _dataset(test: list[dict[str, Any]], train: list[dict[str, Any]] | None = None) -> Any:
@@ -62,7 +60,6 @@ def _notes(folder: Path, keys: set[str]) -> dict[str, str]:
 
 
 def _qa_docs(subset: str, kwargs: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    install_redaction(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
     folder, manifest = ensure_prepared(kwargs)
     counts = manifest["qa"]["test_lf_template_counts"].get(subset, {})
     if not counts:
@@ -91,7 +88,7 @@ def _record_scored_input(kwargs: Mapping[str, Any], manifest: Mapping[str, Any],
 
 def load_evidence(subset: str, **kwargs: Any) -> Any:
     """``custom_dataset`` of the evidence tasks (``dataset_kwargs: {subset: medication}``)."""
-    _install_hooks()
+    _warn_write_out()
     docs, manifest = _qa_docs(subset, kwargs)
     for doc in docs:
         doc["answers_json"] = json.dumps(doc.pop("answers"), sort_keys=True)
@@ -102,8 +99,7 @@ def load_evidence(subset: str, **kwargs: Any) -> Any:
 
 def load_classification(subset: str, **kwargs: Any) -> Any:
     """``custom_dataset`` of the class-label tasks (``dataset_kwargs: {subset: smoking}``)."""
-    install_stderr_hook()  # else lm-eval reports macro_f1's stderr as "N/A"
-    _install_hooks()
+    _warn_write_out()
     docs, manifest = _qa_docs(subset, kwargs)
     labels = manifest["qa"]["labels"][subset]
     for doc in docs:
@@ -115,7 +111,7 @@ def load_classification(subset: str, **kwargs: Any) -> Any:
 
 def load_evidence_window(**kwargs: Any) -> Any:
     """``custom_dataset`` of ``emrqa_evidence_window``: 12-line passages over the three evidence subsets."""
-    _install_hooks()
+    _warn_write_out()
     docs: list[dict[str, Any]] = []
     for subset in ("medication", "relations", "risk"):
         subset_docs, manifest = _qa_docs(subset, kwargs)
@@ -129,7 +125,6 @@ def load_evidence_window(**kwargs: Any) -> Any:
 
 def load_logical_forms(variant: str, **kwargs: Any) -> Any:
     """``custom_dataset`` of the emrQL tasks (``dataset_kwargs: {variant: emrql_1}``)."""
-    install_redaction(private_documents=PRIVATE_DOCUMENTS)  # task building: before the first request
     folder, manifest = ensure_prepared(kwargs)
     counts = manifest["emrql"]["test_lf_template_counts"][variant]
     docs = stratified_sample(
@@ -169,9 +164,8 @@ def _top_up_rows(folder: Path, variant: str, pool: list[dict[str, Any]], seed: i
     return [row for _, _, row in sorted(ranked, key=lambda item: (-item[0], item[1]))]
 
 
-def _install_hooks() -> None:
-    """What every note task's loader sets up: the generation-budget hook and the --write_out warning."""
-    pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
-    # lm-eval does not tell a task's loader about --write_out; the command line (lm_eval or medeval run) does.
+def _warn_write_out() -> None:
+    """A note task's loader warns that --write_out prints prompts (notes): lm-eval does not tell a loader about
+    it; the command line (lm_eval or medeval run) does."""
     if writes_out(sys.argv[1:]):
         warn_write_out()

@@ -8,7 +8,6 @@ from typing import Any
 
 from medeval_metrics.emrqa import metrics as M
 from medeval_metrics.emrqa.context import fits_context
-from medeval_metrics.stats import with_stderr
 
 
 def _output(results: Iterable[Any]) -> str:
@@ -16,24 +15,17 @@ def _output(results: Iterable[Any]) -> str:
     return str(results[0]) if results else ""
 
 
-def process_evidence(
-    doc: Mapping[str, Any], results: Iterable[Any], generation_kwargs: Mapping[str, Any] | None = None
-) -> dict[str, float]:
+def process_evidence(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, float]:
     scores = M.score_evidence(_output(results), json.loads(doc["answers_json"]), doc["note"])
-    scores["prompt_too_long"] = float(not fits_context(doc, generation_kwargs))
+    scores["prompt_too_long"] = float(not fits_context(doc))  # the budget: the task's, read when scored
     return scores
-
-
-process_evidence.wants_generation_kwargs = True  # type: ignore[attr-defined]  # see lm_eval_compat
 
 
 def process_logical_form(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, float]:
     return M.score_logical_form(_output(results), doc["logical_form"], doc["lf_template"])
 
 
-def process_classification(
-    doc: Mapping[str, Any], results: Iterable[Any], generation_kwargs: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def process_classification(doc: Mapping[str, Any], results: Iterable[Any]) -> dict[str, Any]:
     prediction = M.parse_label(_output(results), doc["labels"])
     pair = (doc["label"], prediction)
     # macro_f1 is corpus-level: its items are (gold, predicted) pairs, aggregated once.
@@ -41,18 +33,15 @@ def process_classification(
         "acc": float(prediction == doc["label"]),
         "macro_f1": pair,
         "unparseable": float(prediction is None),
-        "prompt_too_long": float(not fits_context(doc, generation_kwargs)),
+        "prompt_too_long": float(not fits_context(doc)),
     }
 
 
-process_classification.wants_generation_kwargs = True  # type: ignore[attr-defined]
-
-
 def macro_f1_stderr(items: list[tuple[str, str | None]]) -> float:
-    """Seeded bootstrap standard error of macro-F1 (resampling items)."""
+    """Seeded bootstrap standard error of macro-F1 (resampling items), from a run's logged samples' (gold,
+    predicted) pairs: lm-eval reports "N/A" as the stderr of an aggregation it does not know."""
     return M.bootstrap_stderr([tuple(item) for item in items])
 
 
-@with_stderr(macro_f1_stderr)
 def aggregate_macro_f1(items: list[tuple[str, str | None]]) -> float:
     return M.macro_f1([tuple(item) for item in items])

@@ -11,13 +11,7 @@ from typing import Any
 
 from medeval_metrics.emrqa import prompts as _prompts
 from medeval_metrics.emrqa.context import ContextCheck, fits_context, generation_budget, note
-from medeval_metrics.emrqa.loaders import (
-    PRIVATE_DOCUMENTS,
-    load_classification,
-    load_evidence,
-    load_evidence_window,
-    load_logical_forms,
-)
+from medeval_metrics.emrqa.loaders import load_classification, load_evidence, load_evidence_window, load_logical_forms
 from medeval_metrics.emrqa.prompts import evidence_target, lf_prompt, lf_target
 from medeval_metrics.emrqa.sampling import DEFAULT_SAMPLE_SIZE, allocate, sample_size, stratified_sample
 from medeval_metrics.emrqa.scoring import (
@@ -44,7 +38,6 @@ def classification_prompt(doc: Mapping[str, Any]) -> str:
 
 __all__ = [
     "DEFAULT_SAMPLE_SIZE",
-    "PRIVATE_DOCUMENTS",
     "WINDOW_LINES",
     "WRITE_OUT_WARNING",
     "ContextCheck",

@@ -58,13 +58,7 @@ from medeval_metrics.emsqa.retrieval.precomputed import (
 )
 from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.files import unwritable_reason
-from medeval_metrics.lm_eval_compat import (
-    encoded_lengths,
-    evaluated_model,
-    loading_task,
-    pass_generation_kwargs_to_process_results,
-    remember_evaluated_model,
-)
+from medeval_metrics.lm_eval_compat import loading_task
 from medeval_metrics.settings import refuse_removed
 from medeval_metrics.task_yaml import own_task_config, task_set_metadata
 
@@ -346,8 +340,8 @@ def _rag_expert_cot(doc: Mapping[str, Any]) -> str:
 # --- prompt length, counted for the items a run scores -------------------------------------------
 
 # TaskRetrieval registers how its docs' prompts are counted (context_fit.PromptCounter); the first item scored
-# counts the prompts lm-eval rendered (the evaluated model's tokenizer, or outside lm-eval's evaluate one loaded
-# from model_args): a --limit 40 run counts 40 prompts.
+# counts the prompts lm-eval rendered, with the tokenizer the task's metadata names (lm-eval merges --model_args
+# into it; else a labelled estimate) and the budget its generation_kwargs hold: a --limit 40 run counts 40 prompts.
 _FIELD = "rag_counter"  # the doc's field naming its task's counter (the task's name)
 
 
@@ -377,13 +371,13 @@ def prompt_tokens(doc: Mapping[str, Any], max_gen_toks: int | None = None) -> tu
     """(tokens of the item's prompt, system message included, few-shot examples not; the model's context limit), or None
     for a doc no loader of this process registered. Counts are cached per tokenizer by content.
 
-    ``max_gen_toks``: the budget lm-eval generated with (``--gen_kwargs`` included) where known, else the task's."""
+    ``max_gen_toks``: a budget to reserve instead of the one the task's ``generation_kwargs`` hold when scored
+    (``--gen_kwargs`` included)."""
     started = time.perf_counter()
     counter = _registered(doc)
     if counter is None:
         return None
-    model = evaluated_model()  # inside lm-eval's evaluate: its model's tokenizer and limit, nothing loaded again
-    if counter.use(model, max_gen_toks, encoded_lengths(model)):  # the first count, or another model's run
+    if counter.use(max_gen_toks):  # the first count, or the task scored again with other settings
         counter.record["prompt_length"] = counter.fit.method
     if doc.get("rag_missing"):  # no retrievals for the item: nothing shown to count
         return None
@@ -404,25 +398,27 @@ def process_results_rag(
     ``no_documents`` (1 when none were shown) and ``prompt_too_long`` (the prompt and the generation
     budget exceed the model's context).
 
-    ``generation_kwargs``: the settings lm-eval generated with (``--gen_kwargs`` included), where the
-    pack's lm-eval compat layer passes them; else the task's budget when the data set was built."""
+    The budget is the one the task's ``generation_kwargs`` hold when the item is scored (``--gen_kwargs``
+    included; lm-eval calls this with the doc and results only). ``generation_kwargs``: a caller's own (a
+    logged doc scored again, whose count it keeps)."""
     metrics = process_results(doc, results)
     chunks = doc.get("rag_chunks") or []
     own = set(doc.get("rag_own_sources") or [])
     metrics["retrieved_own_area"] = sum(c["source"] in own for c in chunks) / len(chunks) if chunks else 0.0
     metrics["retrieved_documents"] = float(len(chunks))
     metrics["no_documents"] = float(not chunks)
-    budget = (generation_kwargs or {}).get("max_gen_toks", doc.get("rag_max_gen_toks"))
-    # counted (a lookup once its batch is) with the model running now, even if the doc holds an earlier run's
-    # count: the split keeps its docs, and a task object evaluated again with another model must not keep the first's
-    counted = prompt_tokens(doc, None if budget is None else int(budget))
+    given = (generation_kwargs or {}).get("max_gen_toks")
+    # counted (a lookup once its batch is) with the settings the task holds now, even if the doc holds an earlier
+    # run's count: the split keeps its docs, and a task object evaluated again must not keep the first run's
+    counted = prompt_tokens(doc, None if given is None else int(given))
+    counter = _registered(doc)
+    budget = counter.fit.max_gen_toks if counted is not None and counter is not None and counter.fit else given
     if counted is None and doc.get("prompt_tokens") is not None:  # a logged doc read back where no task counts
         counted = (doc["prompt_tokens"], doc.get("context_limit"))
     if counted is not None and counted[1] and budget is not None:
         doc["prompt_tokens"], doc["context_limit"] = counted  # the logged sample shows them
         metrics["prompt_too_long"] = float(counted[0] + int(budget) > counted[1])
         doc["fits_context"] = not metrics["prompt_too_long"]
-        counter = _registered(doc)
         if metrics["prompt_too_long"] and counter is not None and not counter.warned:
             counter.warned = True  # once per task and model: the metric counts them all
             log.warning(
@@ -438,9 +434,6 @@ def process_results_rag(
     else:
         metrics["prompt_too_long"] = float(doc.get("fits_context") is False)  # None: not counted (no retrievals)
     return metrics
-
-
-process_results_rag.wants_generation_kwargs = True  # type: ignore[attr-defined]
 
 
 # --- loaders -------------------------------------------------------------------------------------
@@ -477,9 +470,8 @@ def check_task_owns_its_mode(metadata: Mapping[str, Any]) -> None:
 
 def _dataset_with_retrieval(dataset: Any, metadata: Mapping[str, Any]):
     check_task_owns_its_mode(metadata)
-    pass_generation_kwargs_to_process_results()  # so prompt_too_long sees --gen_kwargs max_gen_toks
-    remember_evaluated_model()  # and counts with the evaluated model's own tokenizer
-    lm_task = loading_task()  # the task lm-eval builds: its config, and what renders its prompts
+    # the task lm-eval builds: its name, what renders its prompts, and (read when scored) its metadata and budget
+    lm_task = loading_task()
     task_config = getattr(lm_task, "config", None)
     max_gen_toks = _DEFAULT_MAX_GEN_TOKS
     if task_config is not None and isinstance(getattr(task_config, "generation_kwargs", None), dict):
@@ -562,7 +554,6 @@ _RAG_FIELDS = (
     "rag_header",
     "rag_prompt",
     "rag_counter",
-    "rag_max_gen_toks",
     "prompt_tokens",
     "context_limit",
     "fits_context",
@@ -746,7 +737,7 @@ class TaskRetrieval:
             doc["rag_chunks_version"] = index.version
             doc["rag_header"] = self.header  # a sample log given back as rag_retrievals is checked against it
             doc["rag_prompt"] = self.style
-            doc["rag_counter"], doc["rag_max_gen_toks"] = self.counter.key, self.max_gen_toks
+            doc["rag_counter"] = self.counter.key  # the task's name: its counter holds the settings, not the doc
             doc["prompt_tokens"] = doc["context_limit"] = doc["fits_context"] = None  # set when scored
             chunks = retrieved.get(item_id)
             if chunks is None:

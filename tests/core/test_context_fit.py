@@ -4,7 +4,6 @@ would use, the answer's tokens reserved, and a labelled estimate when no tokeniz
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -183,18 +182,23 @@ def _word_tokenizer(name: str = "word-tokenizer", bos: bool = False):
         (False, [2, 3, 0]),
     ],
 )
-def test_special_tokens_are_counted_as_lm_eval_adds_them(add_bos_token, expected, fast):
+def test_special_tokens_are_counted_as_lm_eval_adds_them(add_bos_token, expected, fast, tmp_path):
     """lm-eval's HF backend encodes a prompt with the tokenizer's special tokens (a BOS-adding tokenizer's
-    BOS) unless ``add_bos_token=False``, and without them when the prompt already starts with the BOS."""
+    BOS) unless ``add_bos_token=False``, and without them when the prompt already starts with the BOS; the
+    tokenizer is the one the model settings name (a folder here)."""
     tokenizer = _word_tokenizer(bos=True)
     if not fast:
-        tokenizer.backend_tokenizer.enable_padding(length=64)  # the Rust backend is then not used
-    model = SimpleNamespace(tokenizer=tokenizer, max_length=100, add_bos_token=add_bos_token)
-    fit = ContextFit({}, 16, model=model)
+        tokenizer.backend_tokenizer.enable_padding(length=64)  # saved in tokenizer.json: the backend is not used
+    tokenizer.save_pretrained(tmp_path / "bos-tokenizer")
+    args = {"pretrained": str(tmp_path / "bos-tokenizer"), "max_length": 100, "add_bos_token": add_bos_token}
+    fit = ContextFit({k: v for k, v in args.items() if v is not None}, 16)
+    assert fit.method == "tokenizer bos-tokenizer, limit 100 incl. 16 generated"
     assert fit.count(["give oxygen", "<s> give oxygen", ""]) == expected
 
 
-def test_a_named_tokenizer_is_loaded_once_with_its_special_token_setting(tmp_path, monkeypatch):
+def test_a_named_tokenizer_is_loaded_once_per_process_and_settings(tmp_path, monkeypatch):
+    """Each task of a group counts with the same tokenizer: loaded once for the same settings; another
+    ``add_bos_token`` loads it as lm-eval does (the argument passed on) and keeps its counts apart."""
     import transformers
 
     folder = tmp_path / "bos-tokenizer"
@@ -202,55 +206,94 @@ def test_a_named_tokenizer_is_loaded_once_with_its_special_token_setting(tmp_pat
     args = {"pretrained": str(folder), "max_length": 50}
     with_bos = ContextFit(args, 8, tmp_path / "cache")
     assert with_bos.count(["give oxygen"]) == [3] and with_bos.limit == 50
-    monkeypatch.setattr(
-        transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: pytest.fail("tokenizer loaded again")
-    )
+    loads = []
+    load = transformers.AutoTokenizer.from_pretrained
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: loads.append(k) or load(*a, **k))
+    assert ContextFit(dict(args), 16, tmp_path / "cache").count(["give oxygen"]) == [3] and loads == []
     without = ContextFit({**args, "add_bos_token": "False"}, 8, tmp_path / "cache")  # as --model_args gives it
-    assert without.count(["give oxygen"]) == [2]
+    assert without.count(["give oxygen"]) == [2] and [k.get("add_bos_token") for k in loads] == [False]
     assert without.cache_file != with_bos.cache_file  # counts made without the BOS are kept apart
 
 
-def test_the_evaluated_models_tokenizer_and_limit_are_taken_without_loading(monkeypatch):
-    """While lm-eval evaluates, its model's tokenizer and max_length (what it cuts prompts with) are used; the
-    model_args name is not loaded again, and an explicit max_length there is already in the model's."""
+def test_the_model_settings_are_passed_on_as_lm_evals_hf_backend_loads_them(tmp_path, monkeypatch):
+    """``revision`` and ``trust_remote_code`` reach the tokenizer and config loads; a ``gguf_file`` is where the
+    tokenizer is read from only when no ``tokenizer`` is named (the config is read from it either way)."""
     import transformers
 
-    monkeypatch.setattr(
-        transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: pytest.fail("tokenizer loaded again")
+    from medeval_metrics import context_fit
+
+    seen = []
+
+    def tokenizer_load(name, **kwargs):
+        seen.append(("tokenizer", name, kwargs))
+        return _word_tokenizer(name)
+
+    def config_load(name, **kwargs):
+        seen.append(("config", name, kwargs))
+        return SimpleNamespace(max_position_embeddings=777)
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tokenizer_load)
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", config_load)
+    context_fit._load_tokenizer.cache_clear()
+    base = {"pretrained": "org/model", "revision": "v2", "trust_remote_code": "True", "gguf_file": "m.Q4.gguf"}
+    fit = ContextFit(base, 8, tmp_path / "cache")
+    assert fit.limit == 777 and fit.method == "tokenizer model, limit 777 incl. 8 generated"
+    assert seen == [
+        ("tokenizer", "org/model", {"trust_remote_code": True, "revision": "v2", "gguf_file": "m.Q4.gguf"}),
+        ("config", "org/model", {"trust_remote_code": True, "revision": "v2", "gguf_file": "m.Q4.gguf"}),
+    ]
+    seen.clear()
+    named = ContextFit({**base, "tokenizer": "org/tokenizer", "trust_remote_code": False}, 8, tmp_path / "cache")
+    assert seen == [
+        ("tokenizer", "org/tokenizer", {"trust_remote_code": False, "revision": "v2"}),
+        ("config", "org/model", {"trust_remote_code": False, "revision": "v2", "gguf_file": "m.Q4.gguf"}),
+    ]
+    # counts kept per tokenizer: the GGUF's, a named one's, and another revision's apart
+    other = ContextFit({**base, "revision": "v3"}, 8, tmp_path / "cache")
+    assert len({fit.cache_file, named.cache_file, other.cache_file}) == 3
+    context_fit._load_tokenizer.cache_clear()
+
+
+class _Task:
+    """Stands in for lm-eval's ConfigurableTask: what a counter reads of it is its ``config``."""
+
+    def __init__(self, metadata, generation_kwargs):
+        self.config = SimpleNamespace(metadata=metadata, generation_kwargs=generation_kwargs)
+
+
+def test_a_counter_reads_the_model_settings_and_budget_its_task_holds_when_scored(tmp_path):
+    """Through lm-eval's own channels: the task's ``config.metadata`` (lm-eval's command line merges
+    ``--model_args`` into it) names the tokenizer and limit, its ``generation_kwargs`` the budget (``--gen_kwargs``
+    is applied after the data set is loaded); both read when the items are scored. Without a model name (a model
+    object handed to ``simple_evaluate`` in Python) the count is a labelled estimate."""
+    folder = tmp_path / "word-tokenizer"
+    _word_tokenizer().save_pretrained(folder)
+    task = _Task({"rag_k": 4}, {"max_gen_toks": 256, "until": ["\n\n"]})
+    counter = PromptCounter("settings-test", "test", str, TaskFit({"pretrained": "/the/loaders/own"}), 100, task)
+    assert counter.use() is True and counter.fit.max_gen_toks == 256
+    assert counter.fit.method == (
+        "estimate: characters/4 against max_length 2048 (default; pass max_length in --model_args), incl. 256 generated"
     )
-    model = SimpleNamespace(tokenizer=_word_tokenizer(), max_length=321)
-    fit = ContextFit({"pretrained": "/no/such/folder", "max_length": 100}, 16, model=model)
-    assert fit.limit == 321 and fit.method == "tokenizer word-tokenizer, limit 321 incl. 16 generated"
-    assert fit.count(["give oxygen now, please", ""]) == [5, 0]  # "now" "," "please": unknown words count too
-    # the counts are kept under the tokenizer counted with, whatever name the metadata carries
-    keys = {ContextFit(args, 8, Path("cache"), model).cache_file for args in ({}, {"pretrained": "another-model"})}
-    assert len(keys) == 1
+    task.config.generation_kwargs["max_gen_toks"] = 8  # --gen_kwargs max_gen_toks=8
+    task.config.metadata.update(pretrained=str(folder), max_length=50)  # --model_args pretrained=...,max_length=50
+    assert counter.use() is True and counter.fit.method == "tokenizer word-tokenizer, limit 50 incl. 8 generated"
+    assert counter.count("give oxygen now") == 3 and counter.use() is False  # the same settings: the same fit
+    assert counter.use(16) is True and counter.fit.max_gen_toks == 16  # a budget given by the caller
+    # only plain values are read: a model object in the metadata is neither used nor kept
+    task.config.metadata["pretrained"] = object()
+    assert counter.run_settings() == ({"max_length": 50}, 8)
 
 
-@pytest.mark.parametrize(
-    "model",
-    [
-        SimpleNamespace(tokenizer=None, max_length=4096),  # an API model without a tokenizer
-        SimpleNamespace(tokenizer=SimpleNamespace(encode=str.split), max_length=4096),  # tiktoken-like
-        SimpleNamespace(tokenizer="gpt2", max_length=4096),
-        SimpleNamespace(tokenizer=_word_tokenizer(), max_length=None),
-    ],
-)
-def test_a_model_without_a_transformers_tokenizer_and_limit_is_not_used(model):
-    fit = ContextFit({"max_length": 300}, 32, model=model)
-    assert fit.tokenizer is None and fit.limit == 300 and fit.method.startswith("estimate")
+def test_a_counter_without_a_live_task_counts_with_the_loaders_settings():
+    import gc
 
-
-def test_a_gguf_files_counts_are_kept_apart_from_the_folders(tmp_path):
-    model = SimpleNamespace(tokenizer=_word_tokenizer(), max_length=2048)
-    (tmp_path / "config.json").write_text("{}")
-    files = {
-        gguf: ContextFit({"pretrained": str(tmp_path), "gguf_file": gguf}, 16, tmp_path / "cache", model).cache_file
-        for gguf in (None, "m.Q4_1.gguf", "m.Q8_0.gguf")
-    }
-    assert len(set(files.values())) == 3 and all(
-        f.parent == tmp_path / "cache" / "token_counts" for f in files.values()
-    )
+    task = _Task({"max_length": 300}, {"max_gen_toks": 8})
+    counter = PromptCounter("settings-test-2", "test", str, TaskFit({"max_length": 100}), 10, task)
+    assert counter.run_settings() == ({"max_length": 300}, 8)
+    direct = PromptCounter("settings-test-3", "test", str, TaskFit({"max_length": 100}), 10)
+    del task
+    gc.collect()
+    assert counter.run_settings() == direct.run_settings() == ({"max_length": 100}, 10)
 
 
 def _counted_docs(counter_field, n):
@@ -287,7 +330,7 @@ def test_a_task_counters_fit_follows_the_budget_and_resets_its_warning():
     counter.use(None)
     counter.warned = True
     assert counter.use(None) is False and counter.warned is True  # the same model and budget: the same fit
-    assert counter.use(None, 20) is True and counter.warned is False and counter.fit.max_gen_toks == 20
+    assert counter.use(20) is True and counter.warned is False and counter.fit.max_gen_toks == 20
     assert counter.use(None) is True and counter.fit.max_gen_toks == 10  # None: the task's own budget
 
 

@@ -1,10 +1,11 @@
-"""Shared statistics: lm-eval's closed-form stderr, and real stderrs for corpus-level aggregations."""
+"""Shared statistics: lm-eval's closed-form stderr, and stderrs attached to corpus-level aggregations for
+readers of the logged samples (lm-eval's own stderr rule is left as it is)."""
 
 import math
 
 import pytest
 
-from medeval_metrics.stats import install_stderr_hook, mean_and_stderr, normal_ci, with_stderr
+from medeval_metrics.stats import mean_and_stderr, normal_ci, with_stderr
 
 
 @pytest.mark.parametrize(
@@ -37,9 +38,15 @@ def test_normal_ci():
     assert low == pytest.approx(0.5 - 0.196, abs=1e-4) and high == pytest.approx(0.5 + 0.196, abs=1e-4)
 
 
-def test_hook_gives_attached_stderr_and_leaves_others_alone():
+def test_an_attached_stderr_is_the_aggregations_own_and_lm_eval_is_left_alone():
+    """``with_stderr`` only attaches a function: lm-eval's ``stderr_for_metric`` is not replaced, and reports
+    "N/A" (None) for such an aggregation as for any it does not know; the attached one is for the samples'
+    readers."""
     from lm_eval import evaluator_utils
-    from lm_eval.api.metrics import mean
+    from lm_eval.api import metrics as lm_metrics
+
+    before = evaluator_utils.stderr_for_metric
+    original = lm_metrics.stderr_for_metric  # lm-eval's rule (evaluator_utils imports it by name)
 
     def spread(items):
         return max(items) - min(items)
@@ -48,14 +55,21 @@ def test_hook_gives_attached_stderr_and_leaves_others_alone():
     def corpus_max(items):
         return max(items)
 
-    def unknown(items):
-        return 0.0
+    assert corpus_max([1, 4, 2]) == 4 and corpus_max.medeval_stderr([1, 4, 2]) == 3
+    assert evaluator_utils.stderr_for_metric is before
+    assert original(metric=corpus_max, bootstrap_iters=100) is None
+    assert original(metric=lm_metrics.mean, bootstrap_iters=100)([0.0, 1.0]) == pytest.approx(0.5)
 
-    before = evaluator_utils.stderr_for_metric(metric=unknown, bootstrap_iters=100)
-    install_stderr_hook()
-    install_stderr_hook()  # idempotent
-    lookup = evaluator_utils.stderr_for_metric
-    assert lookup(metric=corpus_max, bootstrap_iters=100)([1, 4, 2]) == 3
-    assert lookup(metric=corpus_max, bootstrap_iters=0) is None  # bootstrap disabled: lm-eval's own rule
-    assert lookup(metric=unknown, bootstrap_iters=100) is before is None
-    assert lookup(metric=mean, bootstrap_iters=100)([0.0, 1.0]) == pytest.approx(0.5)
+
+def test_stats_imports_nothing_that_patches_lm_eval():
+    import ast
+    from pathlib import Path
+
+    from medeval_metrics import stats
+
+    tree = ast.parse(Path(stats.__file__).read_text(encoding="utf-8"))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
+    assert not any("lm_eval_compat" in (name or "") for name in imported)
+    assert not hasattr(stats, "install_stderr_hook")

@@ -1,4 +1,5 @@
-"""emrQA's use of lm-eval: dataset_kwargs reach custom_dataset, and the generation budget reaches prompt_too_long."""
+"""emrQA's use of lm-eval: dataset_kwargs reach custom_dataset, and the generation budget reaches prompt_too_long
+(read from the task when an item is scored; a logged doc read back is checked against a given budget)."""
 
 from __future__ import annotations
 
@@ -20,43 +21,27 @@ def test_lm_eval_passes_dataset_kwargs_to_custom_dataset():
     assert "self.config.custom_dataset(" in source and "**(self.config.dataset_kwargs or {})" in source
 
 
-def test_lm_eval_still_calls_process_results_without_the_config():
-    """Notices when lm-eval starts passing the task config itself: then the compat patch can go."""
+def test_lm_eval_calls_process_results_with_the_doc_and_results_only():
+    """Why the budget is read from the task object when an item is scored (``PromptCounter.run_settings``):
+    lm-eval 0.4.13 calls a YAML's ``process_results(doc, results)``, without the task config."""
     from lm_eval.api.task import ConfigurableTask
 
-    import medeval_metrics.lm_eval_compat as compat
-
-    compat.pass_generation_kwargs_to_process_results()
-    original = ConfigurableTask.process_results.__wrapped__
-    assert "return self.config.process_results(doc, results)" in inspect.getsource(original)
+    source = inspect.getsource(inspect.unwrap(ConfigurableTask.process_results))
+    assert "return self.config.process_results(doc, results)" in source
 
 
-def test_patch_passes_the_task_generation_kwargs_only_to_marked_functions():
+def test_the_scorers_take_what_lm_eval_gives_them_and_ask_for_no_patch():
+    """emrQA's scorers are called as lm-eval calls them; no mark asks a patched ``process_results`` for more, and
+    importing them leaves lm-eval's ``process_results`` as it is."""
     from lm_eval.api.task import ConfigurableTask
 
-    import medeval_metrics.lm_eval_compat as compat
+    before = ConfigurableTask.process_results
+    for scorer in (process_evidence, process_classification):
+        assert list(inspect.signature(scorer).parameters) == ["doc", "results"]
+        assert not hasattr(scorer, "wants_generation_kwargs")
+    import medeval_metrics.emrqa.loaders  # noqa: F401
 
-    compat.pass_generation_kwargs_to_process_results()
-    compat.pass_generation_kwargs_to_process_results()  # idempotent: wrapped once
-    assert not getattr(ConfigurableTask.process_results.__wrapped__, "_medeval_generation_kwargs", False)
-    seen = {}
-
-    def marked(doc, results, generation_kwargs=None):
-        seen["marked"] = generation_kwargs
-        return {"x": 1.0}
-
-    marked.wants_generation_kwargs = True
-
-    class Config:
-        process_results = staticmethod(marked)
-        generation_kwargs = {"max_gen_toks": 17, "until": ["\n\n"]}
-
-    class Task:
-        config = Config()
-
-    assert ConfigurableTask.process_results(Task(), {"a": 1}, ["out"]) == {"x": 1.0}
-    assert seen["marked"] == {"max_gen_toks": 17, "until": ["\n\n"]}
-    assert process_evidence.wants_generation_kwargs and process_classification.wants_generation_kwargs
+    assert ConfigurableTask.process_results is before
 
 
 @pytest.mark.parametrize(
@@ -95,5 +80,5 @@ def test_generation_budget_is_read_from_the_task_config(yaml_name, expected):
         ({"fits_context": False}, {"max_gen_toks": 1}, False),  # a doc from before context_limit was logged
     ],
 )
-def test_fit_uses_the_generation_budget_lm_eval_used(doc, generation_kwargs, expected):
+def test_a_logged_doc_is_checked_again_against_a_given_budget(doc, generation_kwargs, expected):
     assert fits_context(doc, generation_kwargs) is expected

@@ -188,7 +188,7 @@ GOOD_QA = {
             {**GOOD_QA, "answers": []},
             "medication",
             None,
-            r"note medication/777, question 0 \('What is the dosage of aspirin'\).*answers",
+            r"note medication/777, question 0: 'answers' is missing",
         ),
         ({**GOOD_QA, "answers": [{"text": "x"}]}, "medication", None, "answer 0: the answer has no 'evidence'"),
         (
@@ -214,7 +214,7 @@ def test_bad_data_json_names_note_and_question_never_note_text(tmp_path, qa, tit
     ql.write_text("Question, Logical Form, QTemplate, LTemplate\nq, A (x), t, A (|y|)\n", encoding="utf-8")
     with pytest.raises(MedevalDataError, match=message) as caught:
         prepare(data_json, ql, tmp_path / "out", log=lambda _: None)
-    assert SECRET not in str(caught.value)
+    assert SECRET not in str(caught.value) and "dosage of aspirin" not in str(caught.value)  # named, not quoted
     assert not (tmp_path / "out").exists()  # nothing half-written
 
 
@@ -616,44 +616,65 @@ def test_seed_comes_from_metadata_then_the_environment(synthetic, tmp_path, monk
         split_seed({})
 
 
-def _limit_fit_init(self, settings, max_gen_toks, cache_dir=None, model=None, encoded=None):
-    """A ContextFit whose context is the evaluated (fake) model's ``limit``; no cache file."""
+def _limit_fit_init(self, settings, max_gen_toks, cache_dir=None):
+    """A ContextFit whose context is the ``max_length`` the task's metadata holds; no cache file."""
     self.max_gen_toks, self.tokenizer, self.cache_file, self._counted = int(max_gen_toks), object(), None, {}
-    self.encoded = {}
-    self.limit = model.limit
-    self.method = f"limit {model.limit}, incl. {max_gen_toks} generated"
+    self.limit = int(settings["max_length"])
+    self.method = f"limit {self.limit}, incl. {max_gen_toks} generated"
 
 
-def test_a_task_evaluated_again_with_another_model_counts_and_warns_for_that_model(monkeypatch, caplog):
-    """A task object handed to lm-eval's evaluate twice, with a 60-token model then a 1,000-token one and the
-    first again: each item is checked against the model running (the first fit was kept before), and each
-    evaluation with a model too small gets its own warning."""
+class _LmTask:
+    """Stands in for the lm-eval task being built (``loading_task``): its config's name, metadata and budget."""
+
+    def __init__(self, name, metadata, max_gen_toks):
+        from types import SimpleNamespace
+
+        self.config = SimpleNamespace(task=name, metadata=metadata, generation_kwargs={"max_gen_toks": max_gen_toks})
+
+
+def test_a_task_evaluated_again_with_other_model_settings_counts_and_warns_for_them(monkeypatch, caplog):
+    """A task object evaluated again after the model settings in its metadata changed (what lm-eval's command
+    line merges ``--model_args`` into: a 60-token max_length, then 1,000, then 60): each item is checked against
+    the settings the task holds when it is scored, and each change to a model too small gets its own warning."""
     from medeval_metrics import context_fit
     from medeval_metrics.emrqa import context, tasks
 
-    class Model:
-        def __init__(self, limit):
-            self.limit = limit
-
     monkeypatch.setattr(context_fit.ContextFit, "__init__", _limit_fit_init)
     monkeypatch.setattr(context_fit.ContextFit, "_tokenize", lambda self, texts: [50] * len(texts))
-    running = [Model(60)]
-    monkeypatch.setattr(context, "evaluated_model", lambda: running[0])
+    lm_task = _LmTask("emrqa_reeval_test", {"max_length": 60}, 20)
+    monkeypatch.setattr(context, "loading_task", lambda: lm_task)
     docs = [{"note": f"note {i}", "question": f"Question {i}?", "qa_id": f"q{i}"} for i in range(4)]
     tasks.ContextCheck({}).annotate(docs, tasks._prompts.evidence_prompt)
-    small = running[0]
-    assert fits_context(docs[0], {"max_gen_toks": 20}) is False  # 50 + 20 > 60
-    running[0] = Model(1000)
-    assert fits_context(docs[1], {"max_gen_toks": 20}) is True and docs[1]["context_limit"] == 1000
-    running[0] = small
-    assert fits_context(docs[2], {"max_gen_toks": 20}) is False and docs[2]["context_limit"] == 60
+    assert docs[0]["context_counter"] == "emrqa_reeval_test"
+    assert fits_context(docs[0]) is False  # 50 + 20 > 60
+    lm_task.config.metadata["max_length"] = 1000
+    assert fits_context(docs[1]) is True and docs[1]["context_limit"] == 1000
+    lm_task.config.metadata["max_length"] = 60
+    assert fits_context(docs[2]) is False and docs[2]["context_limit"] == 60
     lines = [r.getMessage() for r in caplog.records if "exceed the model's context" in r.getMessage()]
     assert len(lines) == 2 and "question q0's" in lines[0] and "question q2's" in lines[1]
 
 
-def test_the_count_reserves_the_budget_lm_eval_generated_with():
-    """``--gen_kwargs max_gen_toks=100`` over the task config's 256: the check and the logged doc's
-    ``context_check`` use 100 (the fit was built with the config's budget, whatever lm-eval used)."""
+def test_the_budget_is_the_one_the_task_holds_when_scored(monkeypatch):
+    """``--gen_kwargs max_gen_toks=100`` over the YAML's 256: lm-eval writes it into the task's
+    ``generation_kwargs`` after the data set is loaded; the check reads it when the item is scored."""
+    from medeval_metrics.emrqa import context
+    from medeval_metrics.emrqa.prompts import evidence_prompt
+    from medeval_metrics.emrqa.tasks import ContextCheck
+
+    lm_task = _LmTask("emrqa_budget_test", {"max_length": "300"}, 256)
+    monkeypatch.setattr(context, "loading_task", lambda: lm_task)
+    docs = [{"note": "aspirin daily", "question": "What is the dosage of aspirin", "qa_id": f"q{i}"} for i in (1, 2)]
+    ContextCheck({}).annotate(docs, evidence_prompt)
+    lm_task.config.generation_kwargs["max_gen_toks"] = 100  # what lm-eval does with --gen_kwargs
+    assert fits_context(docs[0]) is True and "incl. 100 generated" in docs[0]["context_check"]  # 48 + 100 <= 300
+    lm_task.config.generation_kwargs["max_gen_toks"] = 256
+    assert fits_context(docs[1]) is False and "incl. 256 generated" in docs[1]["context_check"]  # 48 + 256 > 300
+
+
+def test_a_loader_called_directly_counts_with_its_yaml_budget_or_the_callers():
+    """Outside lm-eval (no task being built): the task config's 256, or a caller's own budget given to
+    ``fits_context`` (100 here); the check and the logged doc's ``context_check`` use it."""
     from medeval_metrics.emrqa.prompts import evidence_prompt
     from medeval_metrics.emrqa.tasks import ContextCheck
 

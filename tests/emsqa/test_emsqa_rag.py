@@ -465,40 +465,44 @@ def test_a_process_docs_filter_dropping_its_split_keeps_the_batch(docs, metadata
     assert calls == [len(docs)]
 
 
-def test_a_task_evaluated_again_with_another_model_counts_and_warns_for_that_model(docs, metadata, monkeypatch, caplog):
-    """The same retrieval (task object) scored under a 36-token model, then a 10,000-token one, then the first
-    again: each item is checked against the model running (the first fit was kept before), the record names
-    the fit of the latest, and each evaluation with a model too small gets its own warning."""
+def test_a_task_evaluated_again_with_other_settings_counts_and_warns_for_them(docs, metadata, monkeypatch, caplog):
+    """The same retrieval (task object) scored with a 36-token max_length in its task's metadata (where lm-eval's
+    command line merges --model_args), then 10,000, then 36 again: each item is checked against the settings the
+    task holds when it is scored, the record names the latest fit, and each change to a model too small gets its
+    own warning. The budget is the task's generation_kwargs' (--gen_kwargs applied), read when scored too."""
+    from types import SimpleNamespace
+
     from medeval_metrics.context_fit import ContextFit
     from medeval_metrics.emsqa import rag
 
-    class Model:
-        def __init__(self, limit):
-            self.limit = limit
+    class LmTask:  # what the counter reads of lm-eval's task: its config
+        config = SimpleNamespace(metadata={**metadata, "max_length": 36}, generation_kwargs={"max_gen_toks": 8})
 
-    def init(self, model_args, max_gen_toks, cache_dir=None, model=None, encoded=None):
+    def init(self, settings, max_gen_toks, cache_dir=None):
         self.max_gen_toks, self.tokenizer, self.cache_file, self._counted = int(max_gen_toks), object(), None, {}
-        self.encoded = {}
-        self.limit, self.method = model.limit, f"limit {model.limit}"
+        self.limit, self.method = int(settings["max_length"]), f"limit {settings['max_length']}"
 
     monkeypatch.setattr(ContextFit, "__init__", init)
     monkeypatch.setattr(ContextFit, "_tokenize", lambda self, p: [30] * len(p))
-    small, large = Model(36), Model(10_000)
-    running = [small]
-    monkeypatch.setattr(rag, "evaluated_model", lambda: running[0])
-    record = add_retrieval(docs, metadata, max_gen_toks=8, task="emsqa_public_rag")
+    lm_task = LmTask()
+    retrieval = rag.TaskRetrieval(docs, metadata, 1024, None, "emsqa_public_rag", lm_task)
+    retrieval.fill(docs)
+    record = retrieval.record
     # the split keeps its docs: each evaluation scores the same dicts, which hold the last run's count
     assert process_results_rag(docs[0], [["a"]])["prompt_too_long"] == 1.0  # 30 + 8 > 36
-    running[0] = large
+    lm_task.config.metadata["max_length"] = 10_000
     doc_to_text_rag_expert_cot(docs[1])  # lm-eval builds the second run's requests
     assert process_results_rag(docs[0], [["a"]])["prompt_too_long"] == 0.0 and docs[0]["context_limit"] == 10_000
     assert process_results_rag(docs[1], [["a"]])["prompt_too_long"] == 0.0 and docs[1]["prompt_tokens"] == 30
     assert record["prompt_length"] == "limit 10000"
-    running[0] = small
+    lm_task.config.metadata["max_length"] = 36
     assert process_results_rag(docs[0], [["a"]])["prompt_too_long"] == 1.0 and docs[0]["context_limit"] == 36
     assert docs[0]["fits_context"] is False
+    lm_task.config.generation_kwargs["max_gen_toks"] = 6  # --gen_kwargs max_gen_toks=6: 30 + 6 fits 36
+    assert process_results_rag(docs[0], [["a"]])["prompt_too_long"] == 0.0
     lines = [r.getMessage() for r in caplog.records if "exceed the model's context" in r.getMessage()]
     assert len(lines) == 2 and all(f"item {docs[0]['id']}'s" in line for line in lines)
+    assert "rag_max_gen_toks" not in docs[0]  # the budget is the task's, not stamped on the documents
 
 
 def test_a_doc_names_its_task_whatever_was_loaded_before(docs, metadata):
@@ -524,10 +528,9 @@ def test_a_doc_names_its_task_whatever_was_loaded_before(docs, metadata):
     assert PromptCounter.of({"rag_counter": "emsqa_public_rag"}, "rag_counter").noted == [again[0]]
 
 
-def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None, model=None, encoded=None):
+def fake_fit_init(self, model_args, max_gen_toks, cache_dir=None):
     """A ContextFit with a 'tokenizer' (counted by the patched _tokenize) and the on-disk cache."""
     self.max_gen_toks, self.limit, self.tokenizer, self.method = int(max_gen_toks), 100, object(), "fake"
-    self.encoded = {}
     self.cache_file = Path(cache_dir) / "token_counts" / "fake.json"
 
 
@@ -547,7 +550,6 @@ def test_every_retrieval_setting_the_loaders_read_is_a_known_metadata_key():
         "rag_own_sources",
         "rag_sources",
         "rag_header",
-        "rag_max_gen_toks",
         "rag_system",
         "rag_counter",
     }

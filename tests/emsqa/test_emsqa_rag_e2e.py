@@ -426,10 +426,12 @@ def public_rag_manager(tmp_path, user_tasks=None, **metadata):
     return TaskManager(include_defaults=False, include_path=paths, metadata=metadata)
 
 
-def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(tmp_path, monkeypatch, tiny_model):
-    """A model handed to lm-eval as an object (no ``pretrained`` name in the metadata to load a tokenizer
-    from, like a GGUF folder): the counts are the evaluated model's own, against its ``max_length``, and no
-    tokenizer is loaded a second time (it was an estimate of characters/4 before)."""
+def test_prompts_are_counted_with_the_tokenizer_the_tasks_metadata_names(tmp_path, monkeypatch, tiny_model):
+    """The model settings lm-eval's command line merges into every task's metadata (``--model_args
+    pretrained=...,max_length=900``) name the tokenizer (loaded once per process and settings) and the limit;
+    the counts equal what lm-eval's HF backend encodes, against the budget lm-eval generated with
+    (``--gen_kwargs``, read from the task when the items are scored), with or without a chat template. A model
+    object handed to ``simple_evaluate`` with nothing naming it in the metadata: a labelled estimate."""
     import lm_eval
     import transformers
     from lm_eval.models.huggingface import HFLM
@@ -437,29 +439,16 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
     from medeval_metrics.emsqa.rag import doc_to_text_rag_cot
 
     lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=900)
-    chat_lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=900)  # for the chat run below
-
-    def no_second_load(*args, **kwargs):
-        raise AssertionError("the tokenizer was loaded again")
-
-    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_second_load)
-    from medeval_metrics.context_fit import ContextFit
-
-    tokenized = []
-    own_tokenize = ContextFit._tokenize
-    monkeypatch.setattr(
-        ContextFit, "_tokenize", lambda self, texts: tokenized.extend(texts) or own_tokenize(self, texts)
-    )
-    manager = public_rag_manager(tmp_path)
+    named = tmp_path / "named"
+    named.mkdir()
+    manager = public_rag_manager(named, pretrained=str(tiny_model), max_length=900)
     results = lm_eval.simple_evaluate(
         model=lm, tasks=["emsqa_public_rag"], task_manager=manager, limit=3, log_samples=True,
         gen_kwargs="max_gen_toks=4",
     )  # fmt: skip
     record = results["configs"]["emsqa_public_rag"]["metadata"]["rag"]
     # the budget lm-eval generated with (--gen_kwargs), not the YAML's 1,024
-    assert record["prompt_length"].startswith("tokenizer ") and record["prompt_length"].endswith(
-        "limit 900 incl. 4 generated"
-    )
+    assert record["prompt_length"] == f"tokenizer {tiny_model.name}, limit 900 incl. 4 generated"
     samples = results["samples"]["emsqa_public_rag"]
     assert len(samples) == 3
     for sample in samples:
@@ -467,37 +456,55 @@ def test_prompts_are_counted_with_the_evaluated_models_own_tokenizer_and_limit(t
         expected = len(lm.tok_encode(doc["rag_system"] + doc_to_text_rag_cot(doc)))  # as lm-eval encodes it
         assert (doc["prompt_tokens"], doc["context_limit"]) == (expected, 900)
         assert sample["prompt_too_long"] == float(expected + 4 > 900)
-    assert tokenized == []  # each prompt's length is the one lm-eval encoded to sort its requests: not encoded again
-    # under a chat template lm-eval encodes other texts: the pack counts its prompts itself (a new model object,
-    # no counts kept from the run above), as many tokens
+
+    def no_second_load(*args, **kwargs):
+        raise AssertionError("the tokenizer was loaded again")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_second_load)
     import shutil
 
     from medeval_metrics import context_fit
 
     context_fit._KNOWN.clear(), context_fit._PENDING.clear()
-    shutil.rmtree(tmp_path / "cache" / "token_counts", ignore_errors=True)
+    shutil.rmtree(named / "cache" / "token_counts", ignore_errors=True)
     chat = lm_eval.simple_evaluate(
-        model=chat_lm, tasks=["emsqa_public_rag"], task_manager=manager, limit=3, log_samples=True,
+        model=lm, tasks=["emsqa_public_rag"], task_manager=manager, limit=3, log_samples=True,
         gen_kwargs="max_gen_toks=4", apply_chat_template=True,
     )  # fmt: skip
     docs = [sample["doc"] for sample in chat["samples"]["emsqa_public_rag"]]
-    assert len(tokenized) == 3 and [d["prompt_tokens"] for d in docs] == [
-        len(chat_lm.tok_encode(d["rag_system"] + doc_to_text_rag_cot(d))) for d in docs
+    assert [d["prompt_tokens"] for d in docs] == [
+        len(lm.tok_encode(d["rag_system"] + doc_to_text_rag_cot(d))) for d in docs
     ]
 
+    unnamed = tmp_path / "unnamed"
+    unnamed.mkdir()
+    estimated = lm_eval.simple_evaluate(
+        model=lm, tasks=["emsqa_public_rag"], task_manager=public_rag_manager(unnamed), limit=3, log_samples=True,
+        gen_kwargs="max_gen_toks=4",
+    )  # fmt: skip
+    record = estimated["configs"]["emsqa_public_rag"]["metadata"]["rag"]
+    assert record["prompt_length"].startswith("estimate: characters/4 against max_length 2048")
+    for sample in estimated["samples"]["emsqa_public_rag"]:
+        doc = sample["doc"]
+        prompt = doc["rag_system"] + doc_to_text_rag_cot(doc)
+        assert (doc["prompt_tokens"], doc["context_limit"]) == ((len(prompt) + 3) // 4, 2048)
 
-def test_a_task_dict_evaluated_with_two_models_counts_with_each(tmp_path, tiny_model):
-    """lm-eval's ``evaluate`` called twice with the same tasks (a sweep over models in one process): the RAG
-    split keeps its docs, so each run's counts must come from that run's model (the second run reported the
-    first model's limit before), and each run's logged samples keep their own."""
+
+def test_a_task_dict_evaluated_twice_counts_with_the_settings_its_task_holds(tmp_path, tiny_model):
+    """lm-eval's ``evaluate`` called twice with the same tasks (a sweep in one process) after the model settings
+    in the task's metadata changed (``max_length`` 1,024, then 64): the RAG split keeps its docs, so each run's
+    counts must come from the settings the task held when it was scored, and each run's logged samples keep their
+    own. (The model object given to ``evaluate`` is not read: the settings are the task's.)"""
     from lm_eval import evaluator
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import get_task_dict
 
-    task_dict = get_task_dict(["emsqa_public_rag"], public_rag_manager(tmp_path, rag_k=1))
-    task_dict["emsqa_public_rag"]._config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs does
+    task_dict = get_task_dict(["emsqa_public_rag"], public_rag_manager(tmp_path, rag_k=1, pretrained=str(tiny_model)))
+    task = task_dict["emsqa_public_rag"]
+    task._config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs does
     outs = []
     for max_length in (1024, 64):
+        task._config.metadata["max_length"] = max_length  # as --model_args max_length=N puts it there
         lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=max_length)
         out = evaluator.evaluate(lm, task_dict, limit=2, log_samples=True)
         docs = [s["doc"] for s in out["samples"]["emsqa_public_rag"]]
@@ -506,7 +513,7 @@ def test_a_task_dict_evaluated_with_two_models_counts_with_each(tmp_path, tiny_m
             f"limit {max_length} incl. 4 generated"
         )
         outs.append(out)
-    # read after both runs: each run's logged samples keep its own counts (the second run rewrote the first's docs)
+    # read after both runs: each run's logged samples keep their own counts (the second run rewrote the first's docs)
     seen = [
         (
             [s["doc"]["context_limit"] for s in out["samples"]["emsqa_public_rag"]],
@@ -532,7 +539,9 @@ def test_a_users_task_over_the_packs_counts_its_own_prompt(tmp_path, tiny_model)
         f"include: {Path(tasks_path()) / 'emsqa' / 'emsqa_public_rag.yaml'}\ntask: my_rag\n"
         'doc_to_text: "{{rag_context}}\\n\\nQ: {{question}}\\nA:"\n'
     )
-    task_dict = get_task_dict(["my_rag"], public_rag_manager(tmp_path, user_tasks=mine, rag_k=1))
+    # pretrained and max_length as lm-eval's command line merges --model_args into every task's metadata
+    manager = public_rag_manager(tmp_path, user_tasks=mine, rag_k=1, pretrained=str(tiny_model), max_length=1024)
+    task_dict = get_task_dict(["my_rag"], manager)
     task_dict["my_rag"]._config.generation_kwargs["max_gen_toks"] = 4  # as --gen_kwargs does
     lm = HFLM(pretrained=str(tiny_model), device="cpu", batch_size=4, max_length=1024)
     out = evaluator.evaluate(lm, task_dict, limit=2, log_samples=True)
