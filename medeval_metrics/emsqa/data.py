@@ -23,7 +23,6 @@ from medeval_metrics.data import (
     setting,
     validated_dataset,
 )
-from medeval_metrics.lm_eval_compat import install_redaction
 from medeval_metrics.settings import flag_option
 
 log = logging.getLogger("medeval_metrics.emsqa")
@@ -395,12 +394,11 @@ class EmsqaSplits(dict):
 
 def load_public(**metadata: Any):
     """``custom_dataset`` for the public set: test split scored, validation as the (deferred) few-shot pool."""
-    install_redaction()  # task building is an entry point: keys are redacted before the first request
     test_path, val_path = _public_files(metadata)
     duplicates_ok = allow_duplicates(metadata)
     from medeval_metrics.emsqa import fallback
 
-    # the opt-in extraction model's config, checked now (before any generation), rides on the documents
+    # the opt-in extraction model's config, checked now (before any generation), held here; its key on the documents
     splits = EmsqaSplits(
         test=fallback.stamp(_dataset(test_path, "the EMSQA public test set", duplicates_ok, cache=True), metadata)
     )
@@ -429,7 +427,6 @@ class NoValidationPool(DeferredPool):
 
 def load_private(**metadata: Any):
     """``custom_dataset`` for the user's private set (few-shot examples are other private items)."""
-    install_redaction()  # task building is an entry point: keys are redacted before the first request
     path = PRIVATE_SOURCE.local_path(metadata)
     if path is None:
         raise PRIVATE_SOURCE.missing("no file was given")

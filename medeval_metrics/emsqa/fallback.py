@@ -9,12 +9,15 @@ does this reply commit to? Its answer is used only where the rules found none, i
 the metric ``extracted_by_model``, and is dropped where it names a letter that is not an option. A reply
 of the model that cannot be read leaves the output unparseable, as without the fallback.
 
-The task's loader checks the config before any generation and hands it to the filter with the
-documents (lm-eval gives filters no metadata), as the judged MedicationQA tasks do with their panel.
+The task's loader checks the config before any generation and holds it once in this module
+(``register``); lm-eval gives filters no metadata, so each document carries only a short key naming it
+(``DOC_FIELD``: a digest of the config, never the config, a URL, a key or a path), by which the filter
+finds it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -28,7 +31,8 @@ from medeval_metrics.judge.rubric import ParsedVerdict, Rubric, ShownObjects, an
 
 log = logging.getLogger("medeval.emsqa")
 METADATA_KEY = "emsqa_extraction_model"
-DOC_FIELD = "extraction_model"  # the checked config, as JSON, on each document when the fallback is on
+DOC_FIELD = "extraction_model"  # on each document when the fallback is on: the key of the config its loader holds
+_CONFIGS: dict[str, Any] = {}  # key -> the checked one-model config (a PanelConfig), held once per process
 _NONE = "none"  # the verdict's score key for "the reply commits to no option"
 
 
@@ -120,12 +124,32 @@ def config_from_metadata(metadata: Mapping[str, Any]) -> Any:
     return panel
 
 
+def register(panel: Any) -> str:
+    """Hold the checked config for the filter; its key (a digest of the config: the same in every process for
+    the same config, so lm-eval's doc hashes stay put)."""
+    key = "extraction-model-" + hashlib.sha256(panel.to_json().encode("utf-8")).hexdigest()[:16]
+    _CONFIGS[key] = panel
+    return key
+
+
+def registered(key: str) -> Any:
+    """The config a document's ``DOC_FIELD`` names; an error naming the key and the fix when none is held."""
+    panel = _CONFIGS.get(str(key))
+    if panel is None:
+        raise MedevalDataError(
+            f"EMSQA documents name the extraction-model config {key!r} ({DOC_FIELD}), which no EMSQA loader of "
+            f"this process holds: the documents were built elsewhere. Load the task in this process with "
+            f"--metadata {METADATA_KEY} (or MEDEVAL_EMSQA_EXTRACTION_MODEL), or drop the {DOC_FIELD} field."
+        )
+    return panel
+
+
 def stamp(dataset: Any, metadata: Mapping[str, Any]) -> Any:
-    """``dataset`` with the checked config on every document when the fallback is on; else unchanged."""
+    """``dataset`` with the key of the checked config on every document when the fallback is on; else unchanged."""
     panel = config_from_metadata(metadata)
     if panel is None:
         return dataset
-    return dataset.add_column(DOC_FIELD, [panel.to_json()] * len(dataset))
+    return dataset.add_column(DOC_FIELD, [register(panel)] * len(dataset))
 
 
 def _item_text(doc: Mapping[str, Any]) -> str:
@@ -157,9 +181,7 @@ def fill_in(
     carried = next((doc.get(DOC_FIELD) for doc in docs if isinstance(doc, Mapping) and doc.get(DOC_FIELD)), None)
     if not carried:
         return answers
-    from medeval_metrics.judge.config import load_panel
-
-    panel = load_panel(carried, where=f"documents' {DOC_FIELD}")
+    panel = registered(carried)
     todo = [
         i
         for i, (found, responses) in enumerate(zip(answers, resps))

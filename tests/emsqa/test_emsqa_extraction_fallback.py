@@ -20,16 +20,22 @@ from medeval_metrics.emsqa.fallback import QUESTION, ModelRead
 DRUGS = ["ibuprofen", "aspirin", "acetaminophen", "morphine"]
 
 
-def doc(config: str | None = None, gold=("b",)) -> dict:
+def doc(key: str | None = None, gold=("b",)) -> dict:
+    """An item as the loader gives it; ``key``: the extraction-model config's key it carries (``held``)."""
     d = {
         "question": "which medication is given first for chest pain?",
         "letters": ["a", "b", "c", "d"],
         "options": DRUGS,
         "gold": list(gold),
     }
-    if config:
-        d[fallback.DOC_FIELD] = config
+    if key:
+        d[fallback.DOC_FIELD] = key
     return d
+
+
+def held(config_json: str) -> str:
+    """The config checked and held as the task's loader holds it; the key its documents carry."""
+    return fallback.register(fallback.config_from_metadata({fallback.METADATA_KEY: config_json}))
 
 
 def config(tmp_path: Path, replies: dict, cache: bool = True, max_reasks: int = 1) -> str:
@@ -90,8 +96,8 @@ def test_off_by_default_and_one_model_at_most(tmp_path, monkeypatch):
 def test_only_outputs_the_rules_cannot_read_go_to_the_model_and_its_readings_are_counted(tmp_path):
     unread = "Aspirin helps, I think, though morphine is used too; hard to say which."
     restated = "A. ibuprofen\nB. aspirin\nC. acetaminophen\nD. morphine"
-    cfg = config(
-        tmp_path, {unread: '{"letters": ["b"]}', restated: '{"letters": []}', '["b"]': '{"letters": ["d"]}'}
+    cfg = held(
+        config(tmp_path, {unread: '{"letters": ["b"]}', restated: '{"letters": []}', '["b"]': '{"letters": ["d"]}'})
     )  # would change a read answer: must never be asked
     docs = [doc(cfg), doc(cfg), doc(cfg)]
     answers = ExtractAnswerFilter().apply([[unread], [restated], ['["b"]']], docs)
@@ -106,7 +112,7 @@ def test_only_outputs_the_rules_cannot_read_go_to_the_model_and_its_readings_are
 
 def test_a_letter_outside_the_options_or_an_unusable_reply_leaves_the_output_unparseable(tmp_path):
     odd, bad = "Hmm, maybe the fifth one.", "Let me think about this more carefully."
-    cfg = config(tmp_path, {odd: '{"letters": ["e"]}', bad: "The reply commits to B."}, max_reasks=1)
+    cfg = held(config(tmp_path, {odd: '{"letters": ["e"]}', bad: "The reply commits to B."}, max_reasks=1))
     answers = ExtractAnswerFilter().apply([[odd], [bad]], [doc(cfg), doc(cfg)])
     assert answers == [[None], [None]]
     # the unusable reply is asked once more (max_reasks=1), and no more: 1 + 2 requests
@@ -115,13 +121,15 @@ def test_a_letter_outside_the_options_or_an_unusable_reply_leaves_the_output_unp
 
 def test_readings_are_cached_and_a_rerun_asks_nothing(tmp_path):
     unread = "Aspirin helps, I think, though morphine is used too; hard to say which."
-    cfg = config(tmp_path, {unread: '{"letters": ["b"]}'})
+    cfg = held(config(tmp_path, {unread: '{"letters": ["b"]}'}))
     assert ExtractAnswerFilter().apply([[unread]], [doc(cfg)]) == [[["b"]]]
     assert ExtractAnswerFilter().apply([[unread]], [doc(cfg)]) == [[["b"]]]
     assert requests_made(tmp_path) == 1
 
 
-def test_the_loader_checks_the_config_and_hands_it_to_the_filter(tmp_path, monkeypatch):
+def test_the_loader_checks_the_config_holds_it_and_gives_the_documents_its_key(tmp_path, monkeypatch):
+    """lm-eval gives a filter only the documents: each carries a short key naming the config the loader holds
+    once (a digest: never the config, its paths, URLs or key names), the same key for the same config."""
     from medeval_metrics.emsqa import load_private
 
     monkeypatch.delenv("MEDEVAL_EMSQA_EXTRACTION_MODEL", raising=False)
@@ -131,11 +139,22 @@ def test_the_loader_checks_the_config_and_hands_it_to_the_filter(tmp_path, monke
     assert fallback.DOC_FIELD not in plain.column_names
     cfg = config(tmp_path, {})
     stamped = load_private(emsqa_private_path=str(items), emsqa_extraction_model=cfg)["test"]
-    assert json.loads(stamped[0][fallback.DOC_FIELD])["judges"][0]["name"] == "reader"
+    key = stamped[0][fallback.DOC_FIELD]
+    assert fallback.registered(key).judge_names == ["reader"] and key == held(cfg)
+    assert len(key) < 40 and str(tmp_path) not in key and "reader" not in key and "{" not in key
+    again = load_private(emsqa_private_path=str(items), emsqa_extraction_model=cfg)["test"]
+    assert again[0][fallback.DOC_FIELD] == key  # lm-eval's doc hashes stay put between runs
     with pytest.raises(MedevalDataError, match="unknown lm-eval backend|backend"):
         bad = json.loads(cfg)
         bad["judges"][0]["backend"] = "no-such-backend"
         load_private(emsqa_private_path=str(items), emsqa_extraction_model=json.dumps(bad))
+
+
+def test_a_key_no_loader_holds_is_a_clear_error():
+    """Documents built in another process (or edited) name a config this process never checked: refused with
+    the key, the field and the fix, not read as "fallback off"."""
+    with pytest.raises(MedevalDataError, match=r"extraction-model-0000.*extraction_model.*emsqa_extraction_model"):
+        ExtractAnswerFilter().apply([["Hard to say."]], [doc("extraction-model-0000")])
 
 
 @pytest.mark.e2e
