@@ -13,7 +13,12 @@ Conventions (facts about the peers, read from their released code: crfm-helm 0.5
   (last JSON object, each dimension's "score" as a number clamped to 0-scale_max, missing = 0),
   and an item with no judge left is 0.0.
 - Agreement is Krippendorff's alpha with the ordinal metric, over units = (item, dimension) and
-  coders = judges, unscored verdicts being missing values.
+  coders = judges, unscored verdicts being missing values. lm-eval has no standard error for it
+  ("N/A" in its table); ``agreement_stderr`` gives a bootstrap one, used by ``medeval judge`` and by the
+  report, from the per-item ratings the samples log.
+- Per-judge success (the share of items a judge scored) has no metric of its own, whose name would
+  depend on the panel: it is read from the per-item ``judge_verdicts`` (``success_by_judge``) by the
+  report and by ``medeval run``'s exit code.
 """
 
 from __future__ import annotations
@@ -23,12 +28,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from medeval_metrics.stats import with_stderr
-
-SUCCESS_PREFIX = "judge_success_"
-# One metric per judge, named after it (so absent from the task YAML's metric_list): a scorer that
-# emits them declares this as its ``metric_families`` (lm_eval_compat.aggregate_metric_families).
-PER_JUDGE_METRIC_FAMILIES = {SUCCESS_PREFIX: {"aggregation": "mean", "higher_is_better": True}}
+SUCCESS_PREFIX = "judge_success_"  # the report's per-judge rows: judge_success_<judge> (``success_by_judge``)
 
 
 def medarc_lenient_reward(reply: str | None, dimensions: Sequence[str], scale_max: int) -> float:
@@ -66,8 +66,6 @@ def item_metrics(
     """
     scored = [verdicts[name] for name in judge_names if (verdicts.get(name) or {}).get("scores")]
     out: dict[str, Any] = {"judge_unscored_rate": 1.0 - len(scored) / len(judge_names)}
-    for name in judge_names:
-        out[SUCCESS_PREFIX + name] = 1.0 if (verdicts.get(name) or {}).get("scores") else 0.0
 
     def score(name: str, dim: str) -> int | None:
         scores = (verdicts.get(name) or {}).get("scores")
@@ -110,6 +108,37 @@ def structured_verdicts(verdicts: Mapping[str, Mapping[str, Any]], judge_names: 
         }
         for name in judge_names
     }
+
+
+def _as_verdicts(value: Any) -> Mapping[str, Any] | None:
+    """A logged ``judge_verdicts`` value (an object, or JSON text of one), else None."""
+    if isinstance(value, str):
+        import json
+
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, Mapping) else None
+
+
+def success_by_judge(items: Sequence[Any]) -> dict[str, dict[str, float]]:
+    """Per judge, over the items of ``items`` (``judge_verdicts`` values, as ``structured_verdicts`` makes them or as
+    the samples log them): ``{"value": share of the items it scored, "stderr", "n": items, "scored": count}``,
+    the mean and standard error of a per-item 1.0 (scored) / 0.0, as lm-eval's ``mean`` would give them."""
+    from medeval_metrics.stats import mean_and_stderr
+
+    per_judge: dict[str, list[float]] = {}
+    for item in items:
+        verdicts = _as_verdicts(item)
+        for name, verdict in (verdicts or {}).items():
+            scored = isinstance(verdict, Mapping) and bool(verdict.get("scores"))
+            per_judge.setdefault(str(name), []).append(1.0 if scored else 0.0)
+    out = {}
+    for name, values in per_judge.items():
+        value, stderr = mean_and_stderr(values)
+        out[name] = {"value": value, "stderr": stderr, "n": len(values), "scored": int(sum(values))}
+    return out
 
 
 def judged_share(items: Sequence[Mapping[str, Any]]) -> float:
@@ -175,11 +204,6 @@ def agreement_stderr(items: Sequence[Sequence[Sequence[Any]]], resamples: int = 
     return math.sqrt(sum((d - mean) ** 2 for d in draws) / (len(draws) - 1))
 
 
-# lm-eval reports "N/A" as the stderr of an aggregation it does not know; this gives agreement a
-# bootstrap one (medeval_metrics.stats.install_stderr_hook).
-with_stderr(agreement_stderr)(agreement)
-
-
 def _or_na(value: float) -> float | str:
     return "N/A" if math.isnan(value) else value
 
@@ -189,9 +213,6 @@ def agreement_or_na(items: Sequence[Sequence[Sequence[Any]]]) -> float | str:
     variation), as lm-eval writes a statistic without a value: its results file then holds no NaN,
     which strict JSON readers refuse."""
     return _or_na(agreement(items))
-
-
-with_stderr(lambda items: _or_na(agreement_stderr(items)))(agreement_or_na)
 
 
 def summarise(per_item: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:

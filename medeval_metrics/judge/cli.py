@@ -322,21 +322,48 @@ def rewrite_run_argv(argv: list[str]) -> tuple[list[str], bool]:
     return [*rest, "--metadata", json.dumps(metadata)], args.allow_unscored
 
 
+def _dead_judges(results: dict[str, Any]) -> list[str]:
+    """Each judge that scored no item of a judged task of ``results`` (lm-eval's return value), as "judge (task)".
+
+    Per-judge success is no metric of lm-eval's (its name would depend on the panel): it is read from the task's
+    logged samples where the run kept them (``--log_samples``: every rank's items), else from the judge filters
+    that ran in this process since the evaluation started (``filter.panel_outcomes_since``; in a data-parallel
+    run, rank 0's items)."""
+    from medeval_metrics.judge.aggregate import success_by_judge
+
+    judged = [
+        task
+        for task, metrics in (results.get("results") or {}).items()
+        if _judged_spec(task) and any(str(key).startswith("judge_verdicts,") for key in metrics)
+    ]
+    dead: set[str] = set()
+    unlogged = []
+    for task in judged:
+        samples = (results.get("samples") or {}).get(task)
+        if not samples:
+            unlogged.append(task)
+            continue
+        success = success_by_judge([s["judge_verdicts"] for s in samples if s.get("judge_verdicts") is not None])
+        dead |= {f"{name} ({task})" for name, stats in success.items() if stats["n"] and not stats["scored"]}
+    if unlogged and isinstance(results.get("date"), (int, float)):
+        from medeval_metrics.judge.filter import panel_outcomes_since
+
+        scored: dict[str, int] = {}
+        for outcome in panel_outcomes_since(float(results["date"])):
+            for name, stats in outcome.items():
+                scored[name] = scored.get(name, 0) + int(stats.get("scored", 0))
+        # the filters do not know their task: a judge that scored nothing is named with each unlogged judged task
+        dead |= {f"{name} ({task})" for name, count in scored.items() if count == 0 for task in unlogged}
+    return sorted(dead)
+
+
 def run_unscored_exit_code(
     results: dict[str, Any], allow_unscored: bool = False, argv: list[str] | None = None
 ) -> tuple[int, str | None]:
     """For ``medeval run`` after lm-eval returns: (3, reason) when a judge scored no item of a judged task
-    (its ``judge_success_<judge>`` is 0), unless ``allow_unscored``; else (0, None). With the run's
-    ``argv`` (as the user gave it) the reason ends with how to re-judge without generating again."""
-    dead = sorted(
-        {
-            f"{key.split(',')[0][len('judge_success_') :]} ({task})"
-            for task, metrics in (results.get("results") or {}).items()
-            if _judged_spec(task)
-            for key, value in metrics.items()
-            if key.startswith("judge_success_") and "_stderr" not in key and value == 0
-        }
-    )
+    (``_dead_judges``), unless ``allow_unscored``; else (0, None). With the run's ``argv`` (as the user gave
+    it) the reason ends with how to re-judge without generating again."""
+    dead = _dead_judges(results)
     if not dead or allow_unscored:
         return 0, None
     if argv is None:
@@ -370,18 +397,48 @@ def rejudge_hint(argv: list[str]) -> str:
             "run again with --output_path DIR --log_samples, so that `medeval judge DIR` can re-judge the "
             "answers without generating them"
         )
-    flags = [f"{flag} {shlex.quote(value)}" for flag in _PANEL_FLAGS for value in values(flag)]
+    from medeval_metrics.judge.config import url_without_userinfo
+
+    # printed: a URL's user:password@ is left out (put back by hand, or better, use a key variable)
+    flags = [
+        f"{flag} {shlex.quote((url_without_userinfo(value) or '') if flag == '--judge-base-url' else value)}"
+        for flag in _PANEL_FLAGS
+        for value in values(flag)
+    ]
     if not flags:
         try:
             panel = parse_metadata(argv).get("medeval_judges")
         except MedevalDataError:
             panel = None
         if panel is not None:  # names of key variables only: a panel holds no key
-            flags = [f"--judges {shlex.quote(panel if isinstance(panel, str) else json.dumps(panel))}"]
+            flags = [f"--judges {shlex.quote(_shown_panel(panel))}"]
     from medeval_metrics.redact import redact_text
 
     # a base URL can carry a token in its query: the line is printed, so it is redacted like all output
     return redact_text("re-judge without generating again: " + " ".join(["medeval judge", shlex.quote(out), *flags]))
+
+
+def _shown_panel(panel: Any) -> str:
+    """A panel given inline (``--metadata medeval_judges``) as printed: its judges' URLs without credentials."""
+    from medeval_metrics.judge.config import url_without_userinfo
+
+    if isinstance(panel, str):
+        try:
+            parsed = json.loads(panel)
+        except ValueError:
+            return panel  # a judges file's path
+    else:
+        parsed = panel
+    judges = parsed.get("judges") if isinstance(parsed, dict) else parsed
+    changed = False
+    for judge in judges if isinstance(judges, list) else []:
+        if isinstance(judge, dict) and isinstance(judge.get("base_url"), str):
+            shown = url_without_userinfo(judge["base_url"])
+            changed |= shown != judge["base_url"]
+            judge["base_url"] = shown
+    if isinstance(panel, str) and not changed:
+        return panel  # as the user wrote it
+    return json.dumps(parsed)
 
 
 def _cmd(args: argparse.Namespace) -> int:

@@ -95,11 +95,9 @@ class JudgeClient:
         lm = cls.create_from_arg_obj(args, {})
         if is_api:
             from medeval_metrics.lm_eval_compat import set_api_request_headers
-            from medeval_metrics.redact import register_secret
 
-            for value in headers.values():
-                register_secret(value.removeprefix("Bearer "))  # redacted even under a variable name no rule knows
-            # exactly the configured headers, or none: never lm-eval's $OPENAI_API_KEY fallback
+            # exactly the configured headers, or none: never lm-eval's $OPENAI_API_KEY fallback. The key is read
+            # from its variable here and goes nowhere but this header (the transport never logs headers).
             set_api_request_headers(lm, headers)
         return lm
 

@@ -8,9 +8,12 @@ The panel is inline JSON or the path of a JSON/YAML judges file, given as
 
 The command line wins over the environment. A judged task's data loader resolves the panel from its
 ``--metadata`` (``panel_from_metadata``), checks it completely (``validate_panel``) before any
-generation, and hands it to the judge filter with the documents (``PANEL_FIELD``): the filter
-reads no module state. lm-eval copies ``--metadata`` into the results JSON, which is why a judges
-config may name key variables but never hold a key. Shape::
+generation, keeps it in this module's registry (``register_panel``) and puts only the short key
+that names it on each document (``PANEL_FIELD``): lm-eval hands a filter nothing but the documents,
+and a document never carries a URL, a key variable or a path. lm-eval copies ``--metadata`` into
+the results JSON, which is why a judges config may name key variables but never hold a key. Where
+the pack records or prints a judge's URL, it is without its ``user:password@`` part
+(``url_without_userinfo``). Shape::
 
     {"judges": [
         {"name": "gpt4o", "backend": "openai-chat-completions", "model": "gpt-4o",
@@ -29,6 +32,7 @@ header value, or an ``api_key_env`` that is not a variable name is refused.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -37,13 +41,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.settings import JUDGES
 
 ENV_VAR = JUDGES.name
 METADATA_KEY = "medeval_judges"
-PANEL_FIELD = "judge_panel"  # document field through which a task's loader hands the panel to its filter
+# document field through which a task's loader names its panel to its filter: a key of ``register_panel``
+PANEL_FIELD = "judge_panel_key"
 DEFAULT_CACHE = "~/.cache/medeval/judge_cache.sqlite"
 _SECRET_KEYS = {"api_key", "apikey", "key", "token", "secret", "password", "authorization", "header", "headers"}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
@@ -117,10 +123,12 @@ class JudgeConfig:
         }
 
     def describe(self) -> dict[str, Any]:
-        """What the results say about this judge: identity and the *names* of its key variables."""
+        """What the results say about this judge: identity (its URL without credentials) and the *names*
+        of its key variables."""
         return {
             "name": self.name,
             **self.identity(),
+            "base_url": url_without_userinfo(self.base_url),
             "api_key_env": self.api_key_env,
             "header_env": dict(sorted(self.header_env.items())),
         }
@@ -194,6 +202,58 @@ class PanelConfig:
             },
             sort_keys=True,
         )
+
+
+def url_without_userinfo(url: str | None) -> str | None:
+    """``url`` without the ``user:password@`` before its host: the form in which the pack records or prints a
+    judge's URL (the request itself still goes to the URL as configured)."""
+    if not url or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # unparseable (a bad IPv6 literal): drop everything between "//" and the last "@"
+        return re.sub(r"//[^/?#]*@", "//", url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+# The panels the judged tasks' loaders checked in this process, by key: a document names its panel by this
+# key (``PANEL_FIELD``), never carries it (a filter gets nothing from lm-eval but the documents).
+_PANELS: dict[str, PanelConfig] = {}
+
+
+def panel_key(panel: PanelConfig) -> str:
+    """A short name for ``panel``: a digest of its settings as recorded (URLs without credentials)."""
+    recorded = json.loads(panel.to_json())
+    for judge in recorded["judges"]:
+        if judge.get("base_url"):
+            judge["base_url"] = url_without_userinfo(judge["base_url"])
+    digest = hashlib.sha256(json.dumps(recorded, sort_keys=True).encode("utf-8")).hexdigest()
+    return f"panel-{digest[:16]}"
+
+
+def register_panel(panel: PanelConfig) -> str:
+    """Keep ``panel`` for this process's judge filters; returns the key a document names it by. Two panels
+    that differ only in a URL's credentials share a key: the one registered last is used."""
+    key = panel_key(panel)
+    _PANELS[key] = panel
+    return key
+
+
+def registered_panel(key: Any, where: str = "judge filter") -> PanelConfig:
+    """The panel a document names by ``key`` (``register_panel``); a clear error for a key this process's
+    loaders did not register (documents read back from a sample log, or from another process)."""
+    panel = _PANELS.get(key) if isinstance(key, str) else None
+    if panel is None:
+        shown = repr(key) if isinstance(key, str) and len(key) <= 40 else f"a {type(key).__name__}"
+        raise MedevalDataError(
+            f"{where}: the documents name judge panel {shown} (field {PANEL_FIELD!r}), which no task loader of "
+            "this process registered. The key is set when the task is built in the same process (from --metadata "
+            f"{METADATA_KEY} or ${ENV_VAR}); documents read back from a sample log carry no panel. To judge "
+            "logged answers again, use `medeval judge OUTPUT_DIR --judges FILE`."
+        )
+    return panel
 
 
 def _secret_problems(value: Any, where: str) -> list[str]:
@@ -604,8 +664,8 @@ def validate_panel(
 
 def panel_for_task(metadata: dict[str, Any], where: str = "judge panel") -> PanelConfig | None:
     """For a judged task's loader: the panel from ``--metadata``/``$MEDEVAL_JUDGES``, checked completely
-    now (before any generation), or None. The loader puts ``panel.to_json()`` in each document's
-    ``PANEL_FIELD`` for the judge filter."""
+    now (before any generation), or None. The loader puts ``register_panel(panel)``, the panel's key, in
+    each document's ``PANEL_FIELD`` for the judge filter."""
     panel = panel_from_metadata(metadata)
     if panel is not None:
         validate_panel(panel, where=where)

@@ -37,7 +37,9 @@ def take_skip_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
 def _where(judge: JudgeConfig, lm: Any) -> str:
     url = getattr(lm, "base_url", None) or judge.base_url or ""
     parts = urlsplit(str(url))
-    return parts.netloc or str(url)  # host and port only: a path or query may carry more than a user wants shown
+    # host and port only: credentials before the host, a path or a query may carry more than a user wants shown
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return host or "the judge's base_url"
 
 
 def _explain(judge: JudgeConfig, reason: str, where: str) -> str:

@@ -32,11 +32,10 @@ from typing import Any
 
 from medeval_metrics.judge.cache import VerdictCache, cache_key
 from medeval_metrics.judge.client import JudgeClient, TransportFailure
-from medeval_metrics.judge.config import JudgeConfig, PanelConfig
+from medeval_metrics.judge.config import JudgeConfig, PanelConfig, url_without_userinfo
 from medeval_metrics.judge.rubric import Rubric
 from medeval_metrics.judge.transport import AsyncJudgeTransport
 from medeval_metrics.judge.verdict import ShownObjects
-from medeval_metrics.lm_eval_compat import install_redaction
 
 log = logging.getLogger("medeval.judge")
 _REPLY_KEEP = 2000  # characters of the judge's last reply kept for auditing
@@ -104,7 +103,6 @@ class PanelRunner:
         sleep: Callable[[float], None] = time.sleep,
         retry_unscored: bool = False,
     ) -> None:
-        install_redaction()  # lm-eval's API backends log request details on some failures
         self.panel, self.rubric, self.sleep, self.retry_unscored = panel, rubric, sleep, retry_unscored
         self.load_failures: dict[str, str] = {}  # judge name -> why its model could not be loaded
         self.clients = clients or self._build_clients(panel)
@@ -132,7 +130,10 @@ class PanelRunner:
             except MedevalDataError:
                 raise  # a configuration problem, which the pre-run checks report first
             except Exception as exc:
-                reason = redact_text(f"judge model could not be loaded ({type(exc).__name__}: {exc})")[:300]
+                message = str(exc)
+                if judge.base_url:  # the library's message may quote the backend's arguments: no URL credentials
+                    message = message.replace(judge.base_url, url_without_userinfo(judge.base_url) or "")
+                reason = redact_text(f"judge model could not be loaded ({type(exc).__name__}: {message})")[:300]
                 log.error("judge %s: %s; its items are unscored.", judge.name, reason)
                 self.load_failures[judge.name] = reason
         return clients

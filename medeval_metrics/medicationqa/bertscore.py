@@ -4,7 +4,8 @@ HELM reports it for MedicationQA with ``distilbert-base-uncased``, layer 5, no i
 baseline rescaling (crfm-helm 0.5.16 ``medhelm_run_specs``); that is the default here. Turned on
 with ``--metadata '{"medicationqa_bertscore_model": NAME_OR_PATH}'`` (or
 ``MEDEVAL_MEDICATIONQA_BERTSCORE_MODEL``); the data loader hands the choice to ``process_results``
-in each document's ``bertscore_model`` field. Computed with ``transformers`` directly: contextual
+in each document's ``bertscore_model`` field: a Hub model name as it is, a local folder by a key that
+names it (``doc_value``; a document never carries a path). Computed with ``transformers`` directly: contextual
 embeddings of one hidden layer, each word token matched greedily to its most similar token on the
 other side by cosine similarity (special tokens can be matched but are not averaged over); precision over the answer's tokens, recall over
 the reference's, F1 their harmonic mean.
@@ -12,9 +13,13 @@ the reference's, F1 their harmonic mean.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+from medeval_metrics.data import MedevalDataError
 from medeval_metrics.settings import env_var, setting
 
 METADATA_KEY = "medicationqa_bertscore_model"
@@ -30,6 +35,43 @@ def model_from_metadata(metadata: dict[str, Any]) -> str | None:
     if value in (True, "true", "1", "helm"):
         return HELM_MODEL
     return str(value) if value else None
+
+
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_KEY_PREFIX = "local-model:"  # ":" is in no Hub model name
+_LOCAL: dict[str, str] = {}  # key -> the local model folder it names, for this process's process_results
+
+
+def _key(model: str) -> str:
+    return _KEY_PREFIX + hashlib.sha256(model.encode("utf-8")).hexdigest()[:16]
+
+
+def doc_value(model: str) -> str:
+    """What the documents carry for ``model``: a Hub model name as it is; anything else (a local folder) a
+    key naming it, kept in this process for ``model_of_doc``."""
+    if _HUB_NAME.match(model) and ".." not in model and not Path(model).expanduser().exists():
+        return model
+    _LOCAL[_key(model)] = model
+    return _key(model)
+
+
+def model_of_doc(doc: dict[str, Any]) -> str:
+    """The model a document's ``bertscore_model`` names (``doc_value``). A key this process did not make is
+    the environment's model when that is the one it names (``medeval judge`` on a run's logged samples),
+    else a clear error."""
+    value = str(doc[DOC_FIELD])
+    if not value.startswith(_KEY_PREFIX):
+        return value
+    model = _LOCAL.get(value)
+    if model is None:
+        current = model_from_metadata({})
+        if current and _key(current) == value:
+            return current
+        raise MedevalDataError(
+            f"MedicationQA: the documents name a local BERTScore model by the key {value!r}, which this process "
+            f"did not load. Set {ENV_VAR} to the model folder the run used (documents carry no path)."
+        )
+    return model
 
 
 @lru_cache(maxsize=2)

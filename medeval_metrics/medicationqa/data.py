@@ -17,7 +17,6 @@ from medeval_metrics.data import (
     record_scored_files,
     refuse_wrong_file_kind,
 )
-from medeval_metrics.lm_eval_compat import install_redaction
 from medeval_metrics.sources import hub_off_reason
 
 log = logging.getLogger("medeval.medicationqa")
@@ -267,17 +266,17 @@ def load_medicationqa(**metadata: Any):
     """lm-eval ``custom_dataset``: all rows as the ``test`` split (a ``datasets.DatasetDict``)."""
     import datasets
 
-    install_redaction()  # task building is an entry point: keys are redacted before the first request
-
-    from medeval_metrics.judge.config import PANEL_FIELD, panel_for_task
+    from medeval_metrics.judge.config import PANEL_FIELD, panel_for_task, register_panel
 
     panel = panel_for_task(metadata)  # a bad judges config fails here, before any generation
     rows = load_rows(metadata)
-    if panel is not None:  # handed to the judge filter with the documents (filters get no metadata)
-        rows = [{**row, PANEL_FIELD: panel.to_json()} for row in rows]
+    if panel is not None:  # filters get no metadata: the documents name the panel this process keeps, by key
+        key = register_panel(panel)
+        rows = [{**row, PANEL_FIELD: key} for row in rows]
     from medeval_metrics.medicationqa import bertscore
 
     bertscore_model = bertscore.model_from_metadata(metadata)  # opt-in; process_results reads it per doc
     if bertscore_model:
-        rows = [{**row, bertscore.DOC_FIELD: bertscore_model} for row in rows]
+        value = bertscore.doc_value(bertscore_model)  # a Hub name, or a key for a local folder
+        rows = [{**row, bertscore.DOC_FIELD: value} for row in rows]
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from medeval_metrics.judge.aggregate import PER_JUDGE_METRIC_FAMILIES, item_metrics, structured_verdicts
-from medeval_metrics.lm_eval_compat import aggregate_metric_families
+from medeval_metrics.judge.aggregate import item_metrics, structured_verdicts
 from medeval_metrics.medicationqa.judging import RUBRIC
 from medeval_metrics.medicationqa.rouge import rouge_l_f
-from medeval_metrics.stats import install_stderr_hook
 
 
 def rouge_l(prediction: str, reference: str) -> float:
@@ -38,9 +36,9 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         "judge_computed": 0.0 if record.get("verdicts") is None else 1.0,
     }
     if doc.get("bertscore_model"):  # opt-in (medicationqa.bertscore)
-        from medeval_metrics.medicationqa.bertscore import bertscore_f1
+        from medeval_metrics.medicationqa.bertscore import bertscore_f1, model_of_doc
 
-        out["bertscore_f1"] = bertscore_f1(answer, doc["answer"], doc["bertscore_model"])
+        out["bertscore_f1"] = bertscore_f1(answer, doc["answer"], model_of_doc(doc))
     if record.get("verdicts") is not None:
         rubric = record.get("rubric") or {}  # the panel's rubric file, when it named one
         dimensions = list(rubric.get("dimensions") or RUBRIC.dimensions)
@@ -48,19 +46,3 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         out.update(item_metrics(record["verdicts"], dimensions, record["judges"], high, low))
         out["judge_verdicts"] = structured_verdicts(record["verdicts"], record["judges"])
     return out
-
-
-process_results.metric_families = PER_JUDGE_METRIC_FAMILIES  # judge_success_<judge>: mean, higher is better
-
-
-def _install_hooks() -> None:
-    """Give the agreement aggregation a real stderr in lm-eval's table (see judge.aggregate), and the
-    per-judge ``judge_success_<judge>`` metrics their declared aggregation (not lm-eval's warning)."""
-    try:
-        install_stderr_hook()
-        aggregate_metric_families()
-    except ImportError:  # lm-eval absent: only the loader/metrics are being used
-        pass
-
-
-_install_hooks()

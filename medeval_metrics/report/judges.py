@@ -16,12 +16,18 @@ or null}}``, returned by ``process_results`` (``judge.aggregate.structured_verdi
 the records of ``judged_<task>_<time>.jsonl`` written by ``medeval judge`` (``verdicts`` at the top),
 and, for sample logs written before task version 2 only, the judge filter's record as lm-eval
 logged it in ``filtered_resps[0]`` (a Python ``repr``, hence the one ``literal_eval`` left here).
+
+Figures lm-eval does not give, computed here from the same records (``sample_statistics``): each
+judge's success rate, ``judge_success_<judge>`` (a metric up to MedicationQA task version 4, when its
+name came from the panel at run time), and a standard error for the panel's agreement, which lm-eval
+reports as "N/A" (a corpus statistic).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -130,3 +136,63 @@ def scores_by_judge_and_dimension(
                 "missing": len(scores) - len(given),
             }
     return summary
+
+
+def verdicts_of(sample: dict[str, Any]) -> dict[str, Any] | None:
+    """``{judge: verdict}`` of one logged sample or ``medeval judge`` record (each verdict with its ``scores``,
+    None where unscored), or None where it has none."""
+    value = sample.get(VERDICTS_FIELD)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            value = None
+    if isinstance(value, dict):
+        return value
+    if isinstance(sample.get("verdicts"), dict):  # a medeval judge record
+        return sample["verdicts"]
+    responses = sample.get("filtered_resps")
+    first = responses[0] if isinstance(responses, list) and responses else responses
+    if isinstance(first, str) and first.startswith("{") and "verdicts" in first:  # before task version 2
+        try:
+            first = ast.literal_eval(first)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return first["verdicts"] if isinstance(first, dict) and isinstance(first.get("verdicts"), dict) else None
+
+
+def _ratings(value: Any) -> tuple[tuple[Any, ...], ...] | None:
+    """A logged ``judge_agreement`` value (rows of judge scores, JSON lists) as the tuples the task scored."""
+    if not isinstance(value, list) or not all(isinstance(row, list) for row in value):
+        return None
+    return tuple(tuple(row) for row in value)
+
+
+def sample_statistics(
+    samples: list[dict[str, Any]], default_filter: str = "none"
+) -> dict[tuple[str, str], dict[str, float]]:
+    """``{(metric, filter): {"value", "stderr", "n"}}`` from a judged task's logged samples (or ``medeval
+    judge``'s records, which name no filter: ``default_filter``): ``judge_success_<judge>`` per judge, as the
+    task's metric of that name gave it (the mean of a per-item 1/0 and lm-eval's standard error of it), and the
+    bootstrap standard error of ``judge_agreement`` (``judge.aggregate.agreement_stderr``) with its value."""
+    from medeval_metrics.judge.aggregate import SUCCESS_PREFIX, agreement, agreement_stderr, success_by_judge
+
+    by_filter: dict[str, list[dict[str, Any]]] = {}
+    for sample in samples:
+        by_filter.setdefault(str(sample.get("filter") or default_filter), []).append(sample)
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for filter_name, rows in by_filter.items():
+        verdicts = [v for v in map(verdicts_of, rows) if v is not None]
+        for judge, stats in success_by_judge(verdicts).items():
+            # one item has no spread: "N/A", as lm-eval writes it
+            stderr = stats["stderr"] if stats["n"] > 1 else None
+            out[(SUCCESS_PREFIX + judge, filter_name)] = {"value": stats["value"], "stderr": stderr, "n": stats["n"]}
+        ratings = [r for r in (_ratings(row.get("judge_agreement")) for row in rows) if r is not None]
+        if ratings:
+            value, stderr = agreement(ratings), agreement_stderr(ratings)
+            out[("judge_agreement", filter_name)] = {
+                "value": value,
+                "stderr": None if math.isnan(stderr) else stderr,
+                "n": len(ratings),
+            }
+    return out

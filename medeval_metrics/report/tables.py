@@ -44,11 +44,13 @@ def score_rows(run: Run) -> list[ScoreRow]:
         if benchmark is None:
             continue
         counts = results.get("n-samples", {}).get(task, {})
-        for key, value in metrics.items():
+        for key, value in [*metrics.items(), *_from_samples(run, task, metrics).items()]:
             if "," not in key or "_stderr," in key or not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
             metric, filter_name = key.split(",", 1)
             stderr = metrics.get(f"{metric}_stderr,{filter_name}")
+            if not isinstance(stderr, (int, float)):  # "N/A" from lm-eval: the samples' own, where they give one
+                stderr = _from_samples(run, task, metrics).get(f"{metric}_stderr,{filter_name}")
             rows.append(
                 ScoreRow(
                     task=task,
@@ -65,6 +67,31 @@ def score_rows(run: Run) -> list[ScoreRow]:
             )
     rows.sort(key=lambda r: (r.task, _metric_position(registry.task(r.task).metrics, r.metric), r.filter))
     return rows
+
+
+def _from_samples(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """A judged task's figures lm-eval does not give, as results keys (``report.judges.sample_statistics``):
+    per-judge success rows the results lack, and stderrs, from the logged samples (or ``medeval judge``'s)."""
+    from medeval_metrics import registry
+
+    if registry.judging_for(task) is None:
+        return {}
+    cache = getattr(run, "_sample_statistics", None)
+    if cache is None:  # kept on the run: score_rows is called once per table, the samples read once
+        cache = {}
+        run._sample_statistics = cache  # type: ignore[attr-defined]
+    if task not in cache:
+        from medeval_metrics.report.judges import sample_statistics
+
+        filters = [key.split(",", 1)[1] for key in metrics if key.startswith("judge_verdicts,")]
+        stats = sample_statistics(run.judge_records(task) or run.samples(task), filters[0] if filters else "none")
+        cache[task] = {}
+        for (metric, filter_name), entry in stats.items():
+            if f"{metric},{filter_name}" not in metrics:
+                cache[task][f"{metric},{filter_name}"] = entry["value"]
+            if entry["stderr"] is not None:
+                cache[task][f"{metric}_stderr,{filter_name}"] = entry["stderr"]
+    return cache[task]
 
 
 def _metric_position(task_metrics: tuple[str, ...], metric: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -11,6 +12,8 @@ from medeval_metrics.judge.aggregate import (
     agreement_stderr,
     item_metrics,
     krippendorff_alpha_ordinal,
+    structured_verdicts,
+    success_by_judge,
     summarise,
 )
 
@@ -32,7 +35,8 @@ def test_item_metrics_two_scored_one_unscored():
     assert out["judge_reward"] == pytest.approx(0.7)
     assert (out["judge_accuracy"], out["judge_completeness"], out["judge_clarity"]) == (3.0, 4.0, 3.5)
     assert out["judge_unscored_rate"] == pytest.approx(1 / 3)
-    assert (out["judge_success_a"], out["judge_success_b"], out["judge_success_c"]) == (1.0, 1.0, 0.0)
+    # per-judge success is no metric (its name would be the judge's): it is read from judge_verdicts
+    assert not [key for key in out if key.startswith("judge_success")]
     assert out["judge_agreement"] == ((4, 2, None), (5, 3, None), (3, 4, None))
 
 
@@ -49,19 +53,26 @@ def test_single_judge_has_no_agreement():
 
 
 def test_over_items_unscored_items_do_not_drag_means_down():
-    items = [
-        item_metrics({"a": v(4, 4, 4), "b": v(2, 2, 2)}, DIMS, ["a", "b"]),  # panel 3.0, reward 0.6
-        item_metrics({"a": v(5, 5, 5), "b": UNSCORED}, DIMS, ["a", "b"]),  # panel 5.0, reward 1.0
-        item_metrics({"a": UNSCORED, "b": UNSCORED}, DIMS, ["a", "b"]),  # no scores
+    verdicts = [
+        {"a": v(4, 4, 4), "b": v(2, 2, 2)},  # panel 3.0, reward 0.6
+        {"a": v(5, 5, 5), "b": UNSCORED},  # panel 5.0, reward 1.0
+        {"a": UNSCORED, "b": UNSCORED},  # no scores
     ]
+    items = [item_metrics(row, DIMS, ["a", "b"]) for row in verdicts]
     summary = summarise(items)
     assert summary["judge_panel_score"]["value"] == pytest.approx(4.0) and summary["judge_panel_score"]["n"] == 2
     # sample sd of (3, 5) is sqrt(2); stderr = sqrt(2)/sqrt(2) = 1
     assert summary["judge_panel_score"]["stderr"] == pytest.approx(1.0)
     assert summary["judge_reward"]["value"] == pytest.approx(0.8)
     assert summary["judge_unscored_rate"]["value"] == pytest.approx((0 + 0.5 + 1) / 3)
-    assert summary["judge_success_a"]["value"] == pytest.approx(2 / 3)
-    assert summary["judge_success_b"]["value"] == pytest.approx(1 / 3)
+    # per judge, from the logged verdicts: a scored 2 of 3 items, b 1 of 3 (what judge_success_a/_b were):
+    # sample sd of (1, 1, 0) is sqrt(1/3), stderr sqrt(1/3)/sqrt(3) = 1/3
+    success = success_by_judge([structured_verdicts(row, ["a", "b"]) for row in verdicts])
+    assert success["a"] == {"value": pytest.approx(2 / 3), "stderr": pytest.approx(1 / 3), "n": 3, "scored": 2}
+    assert success["b"] == {"value": pytest.approx(1 / 3), "stderr": pytest.approx(1 / 3), "n": 3, "scored": 1}
+    assert not [key for key in summary if key.startswith("judge_success")]
+    # as the samples log them (JSON text): the same
+    assert success_by_judge([json.dumps(structured_verdicts(row, ["a", "b"])) for row in verdicts]) == success
 
 
 def test_alpha_binary_values():

@@ -190,15 +190,11 @@ def test_run_side_helpers_for_medeval_run(monkeypatch):
     assert rewrite_run_argv(["--model", "hf"]) == (["--model", "hf"], False)
     with pytest.raises(MedevalDataError, match="JSON object"):
         rewrite_run_argv(["--metadata", "a=b", "--judge-model", "m"])
+    # per judge, from the samples the run logged: a scored both items, b neither
+    verdicts = {"a": {"scores": {"accuracy": 4}}, "b": {"scores": None, "unscored_reason": "HTTP 500"}}
     results = {
-        "results": {
-            "medicationqa": {
-                "judge_success_a,scored": 1.0,
-                "judge_success_b,scored": 0.0,
-                "judge_success_b_stderr,scored": 0.0,
-            },
-            "emsqa_public_mc": {"acc,none": 0.0},
-        }
+        "results": {"medicationqa": {"judge_verdicts,scored": 1.0}, "emsqa_public_mc": {"acc,none": 0.0}},
+        "samples": {"medicationqa": [{"judge_verdicts": verdicts}, {"judge_verdicts": json.dumps(verdicts)}]},
     }
     assert run_unscored_exit_code(results) == (
         3,
@@ -271,4 +267,7 @@ def test_a_run_its_own_panel_judged_is_not_replaced_by_a_dead_panel_and_judge_me
         )
     task = json.loads((folder / "results_2026-01-01T00-00-00_judged.json").read_text())["results"]["medicationqa"]
     assert "judge_success_old,scored" not in task  # no judge of another panel left beside this one
-    assert [k for k in task if k.startswith("judge_success_") and "_stderr" not in k] == ["judge_success_m,scored"]
+    # per-judge success is no metric (task version 5): it is in the medeval_judge block and the verdicts
+    assert not [k for k in task if k.startswith("judge_success_")]
+    block = json.loads((folder / "results_2026-01-01T00-00-00_judged.json").read_text())["medeval_judge"]
+    assert list(block["medicationqa"]["per_judge"]) == ["m"] and block["medicationqa"]["per_judge"]["m"]["scored"] > 0

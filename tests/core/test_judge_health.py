@@ -114,7 +114,10 @@ def test_medeval_judge_checks_the_panel_before_judging(tmp_path, capsys):
 
 
 def test_a_run_whose_judges_failed_says_how_to_re_judge_without_generating():
-    results = {"results": {"medicationqa": {"judge_success_b,scored": 0.0}}}
+    results = {
+        "results": {"medicationqa": {"judge_verdicts,scored": 0.0}},
+        "samples": {"medicationqa": [{"judge_verdicts": {"b": {"scores": None, "unscored_reason": "HTTP 500"}}}]},
+    }
     argv = [
         "--model",
         "hf",

@@ -139,3 +139,63 @@ def test_structured_judge_verdicts_are_read_without_literal_eval():
     assert judge_scores_of(sample) == {"a": {"accuracy": 4.0, "clarity": 2.0}, "b": {"accuracy": None, "clarity": None}}
     as_text = {"judge_verdicts": json.dumps(sample["judge_verdicts"])}
     assert judge_scores_of(as_text) == judge_scores_of(sample)
+
+
+def _run_folder(folder, results_metrics, version):
+    """A MedicationQA run of 3 items logged with --log_samples: judge a scored items 0 and 1, judge b item 0."""
+    folder.mkdir(parents=True)
+    scored = {"scores": {"accuracy": 4, "completeness": 3, "clarity": 5}, "unscored_reason": None, "id_echoed": False}
+    unscored = {"scores": None, "unscored_reason": "HTTP 500 after 5 request(s)", "id_echoed": None}
+    verdicts = [{"a": scored, "b": scored}, {"a": scored, "b": unscored}, {"a": unscored, "b": unscored}]
+    ratings = [[[4, 4], [3, 3], [5, 5]], [[4, None], [3, None], [5, None]], [[None, None]] * 3]
+    with (folder / "samples_medicationqa_2026-03-01T10-00-00.000000.jsonl").open("w") as handle:
+        for doc_id, (verdict, rating) in enumerate(zip(verdicts, ratings)):
+            sample = {
+                "doc_id": doc_id,
+                "doc": {"question": f"q{doc_id}", "answer": "a", "question_type": "Dose"},
+                "filter": "scored",
+                "judge_verdicts": json.dumps(verdict),  # as lm-eval logs a dict-valued metric
+                "judge_agreement": rating,
+            }
+            handle.write(json.dumps(sample) + "\n")
+    results = {
+        "results": {"medicationqa": {"alias": "medicationqa", **results_metrics}},
+        "versions": {"medicationqa": version},
+        "n-shot": {"medicationqa": 0},
+        "n-samples": {"medicationqa": {"original": 690, "effective": 3}},
+        "config": {"model": "hf", "model_args": "pretrained=org/model", "limit": 3},
+    }
+    (folder / "results_2026-03-01T10-00-00.000000.json").write_text(json.dumps(results))
+    return folder, [tuple(tuple(row) for row in rating) for rating in ratings]
+
+
+def test_per_judge_success_and_agreement_stderr_come_from_the_samples(tmp_path):
+    """Task version 5 has no judge_success_<judge> metric and lm-eval writes "N/A" as judge_agreement's stderr:
+    the report computes both from the logged samples, equal to what version 4's metrics gave."""
+    from lm_eval.api.metrics import mean, mean_stderr
+
+    from medeval_metrics.judge.aggregate import agreement_stderr
+    from medeval_metrics.report import build_report
+
+    common = {"judge_verdicts,scored": 2 / 3, "judge_agreement,scored": 1.0, "judge_agreement_stderr,scored": "N/A"}
+    run, ratings = _run_folder(tmp_path / "v5", common, 5)
+    report = build_report([run], tmp_path / "r5", figures=False)
+    rows = {row["metric"]: row for row in report["runs"][0]["scores"]}
+    # hand-computed: a scored 2 of 3 items (mean 2/3; sample sd sqrt(1/3), stderr 1/3), b 1 of 3 (1/3, 1/3)
+    assert rows["judge_success_a"]["value"] == pytest.approx(2 / 3) and rows["judge_success_a"]["filter"] == "scored"
+    assert rows["judge_success_a"]["stderr"] == pytest.approx(1 / 3)
+    assert (rows["judge_success_b"]["value"], rows["judge_success_b"]["stderr"]) == (pytest.approx(1 / 3),) * 2
+    # ... which is what version 4's lm-eval metrics were: the mean of a per-item 1/0, with lm-eval's stderr
+    for judge, per_item in (("a", [1.0, 1.0, 0.0]), ("b", [1.0, 0.0, 0.0])):
+        assert rows[f"judge_success_{judge}"]["value"] == pytest.approx(mean(per_item), abs=1e-15)
+        assert rows[f"judge_success_{judge}"]["stderr"] == pytest.approx(mean_stderr(per_item), abs=1e-15)
+    # lm-eval's value of the agreement stays; its "N/A" stderr becomes the bootstrap of the logged ratings
+    assert rows["judge_agreement"]["value"] == 1.0
+    assert rows["judge_agreement"]["stderr"] == agreement_stderr(ratings)
+    assert "`judge_success_a`" in (tmp_path / "r5" / "results.md").read_text()
+
+    # a version 4 run, whose results hold the per-judge metrics: shown once, as the results say
+    old = {**common, "judge_success_a,scored": 2 / 3, "judge_success_a_stderr,scored": 1 / 3}
+    run, _ = _run_folder(tmp_path / "v4", old, 4)
+    rows = [row for row in build_report([run], tmp_path / "r4", figures=False)["runs"][0]["scores"]]
+    assert [row["value"] for row in rows if row["metric"] == "judge_success_a"] == [2 / 3]

@@ -68,3 +68,19 @@ def test_off_by_default_and_on_by_metadata(monkeypatch):
     assert model_from_metadata({}) is None
     assert model_from_metadata({"medicationqa_bertscore_model": True}) == HELM_MODEL
     assert "bertscore_f1" not in process_results({"answer": "take it"}, ["take it"])
+
+
+def test_a_local_encoder_reaches_process_results_by_key_not_by_path(tiny_encoder, tmp_path, monkeypatch):
+    import json
+
+    from medeval_metrics.medicationqa import load_medicationqa, process_results
+    from medeval_metrics.medicationqa.bertscore import ENV_VAR, bertscore_f1
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    data = tmp_path / "mq.json"
+    data.write_text(json.dumps([{"question": "how do i take it", "answer": "take the tablet with food"}]))
+    doc = load_medicationqa(medicationqa_path=str(data), medicationqa_bertscore_model=tiny_encoder)["test"][0]
+    assert tiny_encoder not in json.dumps(doc) and doc["bertscore_model"].startswith("local-model:")
+    out = process_results(doc, ["take the tablet with water"])
+    assert out["bertscore_f1"] == bertscore_f1("take the tablet with water", doc["answer"], tiny_encoder)

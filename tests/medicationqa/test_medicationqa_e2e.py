@@ -26,8 +26,6 @@ JUDGE_METRICS = (
     "judge_reward",
     "judge_unscored_rate",
     "judge_agreement",
-    "judge_success_a",
-    "judge_success_b",
 )
 ROWS = [
     {
@@ -103,12 +101,22 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
         for metric in ("rougeL", "bleu", "judge_computed", *JUDGE_METRICS):
             assert metric in run.stdout, metric
             assert isinstance(task[f"{metric},scored"], float), metric
-            assert isinstance(task[f"{metric}_stderr,scored"], float), metric  # never "N/A"
+            if metric != "judge_agreement":  # lm-eval has no stderr for a corpus statistic: "N/A"
+                assert isinstance(task[f"{metric}_stderr,scored"], float), metric  # lm-eval's mean_stderr
+        assert task["judge_agreement_stderr,scored"] == "N/A"
+        assert not [key for key in task if key.startswith("judge_success")]  # per judge: in the samples
         assert task["judge_computed,scored"] == 1.0 and task["judge_unscored_rate,scored"] == 0.0
         assert 1.0 <= task["judge_panel_score,scored"] <= 5.0
         # a full panel always scores all dimensions, so the MedARC reward is the HELM score / 5
         assert task["judge_reward,scored"] == pytest.approx(task["judge_panel_score,scored"] / 5)
         assert len(samples["medicationqa"]) == 10
+        from medeval_metrics.report.judges import sample_statistics
+
+        from_samples = sample_statistics(samples["medicationqa"])
+        # both judges scored every item (judge a after a 429 and a 500)
+        assert from_samples[("judge_success_a", "scored")] == {"value": 1.0, "stderr": 0.0, "n": 10}
+        assert from_samples[("judge_success_b", "scored")]["value"] == 1.0
+        assert from_samples[("judge_agreement", "scored")]["value"] == pytest.approx(task["judge_agreement,scored"])
         assert "**medicationqa** by question_type" in run.stdout  # --breakdown printed the tables after the run
 
         judged = run_cli(["judge", str(out), "--quiet"], cwd=tmp_path, env=env)
@@ -119,7 +127,11 @@ def test_run_with_two_judges_then_judge_logged_samples(tmp_path, tiny_model):
     rejudged = judged_results["results"]["medicationqa"]
     for metric in ("rougeL", "bleu", *JUDGE_METRICS):
         assert rejudged[f"{metric},scored"] == pytest.approx(task[f"{metric},scored"]), metric
-        assert rejudged[f"{metric}_stderr,scored"] == pytest.approx(task[f"{metric}_stderr,scored"]), metric
+        if metric != "judge_agreement":
+            assert rejudged[f"{metric}_stderr,scored"] == pytest.approx(task[f"{metric}_stderr,scored"]), metric
+    # the agreement's bootstrap stderr: medeval judge's equals the report's from the run's own samples
+    stderr = from_samples[("judge_agreement", "scored")]["stderr"]
+    assert isinstance(stderr, float) and rejudged["judge_agreement_stderr,scored"] == stderr
     assert judged_results["medeval_judge"]["medicationqa"]["rubric_version"] == "medicationqa-rubric-v2"
     verdict_lines = [json.loads(l) for l in next(out.rglob("judged_medicationqa_*.jsonl")).read_text().splitlines()]
     assert len(verdict_lines) == 10 and set(verdict_lines[0]["verdicts"]) == {"a", "b"}
@@ -252,8 +264,15 @@ def test_judges_file_from_metadata(tmp_path, monkeypatch):
         results, _ = _evaluate(tmp_path, {"medeval_judges": str(judges_file)})
         assert server.count() == 6
     task = results["results"]["medicationqa"]
-    assert task["judge_computed,scored"] == 1.0 and "judge_success_b,scored" in task
+    assert task["judge_computed,scored"] == 1.0 and not [k for k in task if k.startswith("judge_success")]
     assert results["configs"]["medicationqa"]["metadata"]["medeval_judges"] == str(judges_file)
+    # the samples name the panel by key only, and hold each judge's verdict
+    sample = results["samples"]["medicationqa"][0]
+    assert sample["doc"]["judge_panel_key"].startswith("panel-") and "judge_panel" not in sample["doc"]
+    from medeval_metrics.judge.aggregate import success_by_judge
+
+    assert set(success_by_judge([sample["judge_verdicts"]])) == {"a", "b"}
+    assert server.url.split("//")[1].split("/")[0] not in json.dumps(results["samples"], default=str)
     assert CANARY not in json.dumps(results, default=str)
 
 
@@ -355,3 +374,55 @@ def test_dead_judge_makes_medeval_run_exit_non_zero_with_one_line(tmp_path):
         "judge(s) scored nothing: dead (medicationqa). Fix them, then run again with --output_path DIR "
         "--log_samples" in no_output.stderr.splitlines()[-1]
     )
+
+
+@pytest.mark.e2e  # lm-eval (scripted backend, in this process), then `medeval judge`
+def test_judge_url_credentials_never_reach_samples_results_or_logs(tmp_path, monkeypatch, caplog, capsys):
+    """A base URL with user:password@ is used as given, but no sample, judged result, log line or printed
+    line of the pack holds its credentials (the judges come from the environment: lm-eval copies
+    --metadata into the results itself)."""
+    import logging
+
+    from lm_eval.loggers import EvaluationTracker
+
+    from medeval_metrics.cli import main
+
+    password = "pw-e2e-0000-leak-check"
+    out = tmp_path / "out"
+    caplog.set_level(logging.DEBUG)
+    with FakeJudgeServer() as server:
+        host = server.url.split("//", 1)[1]
+        panel = json.loads(two_judge_panel(server, tmp_path / "cache.sqlite"))
+        panel["judges"][0]["base_url"] = f"http://judge-user:{password}@{host}"
+        # a judge that cannot be reached, with credentials too: its unscored reason and log lines
+        panel["judges"].append(
+            {"name": "down", "backend": "local-chat-completions", "model": "m", "base_url": closed_port_url()}
+        )
+        panel["judges"][-1]["base_url"] = panel["judges"][-1]["base_url"].replace("//", f"//u:{password}@")
+        panel.update(max_retries=0, fail_fast=0)
+        monkeypatch.setenv("MEDEVAL_JUDGES", json.dumps(panel))
+        results, _ = _evaluate(tmp_path, {}, limit=3)
+        assert results["results"]["medicationqa"]["judge_computed,scored"] == 1.0
+        tracker = EvaluationTracker(output_path=str(out))
+        samples = results.pop("samples")
+        tracker.save_results_aggregated(results=results, samples=samples)
+        tracker.save_results_samples(task_name="medicationqa", samples=samples["medicationqa"])
+        assert main(["judge", str(out), "--quiet", "--allow-unscored", "--skip-judge-check"]) == 0
+        from medeval_metrics.judge.health import panel_problems
+
+        problems = panel_problems(panel_from_env())
+    printed = capsys.readouterr()
+    verdicts = [json.loads(line) for line in next(out.rglob("judged_medicationqa_*.jsonl")).read_text().splitlines()]
+    assert verdicts[0]["verdicts"]["a"]["scores"] and not verdicts[0]["verdicts"]["down"]["scores"]
+    block = json.loads(next(out.rglob("results_*_judged.json")).read_text())["medeval_judge"]["medicationqa"]
+    assert block["judges"][0]["base_url"] == f"http://{host}"  # recorded without its credentials
+    assert len(problems) == 1 and "cannot connect to 127.0.0.1:" in problems[0]
+    everything = _all_text(out) + caplog.text + printed.out + printed.err + "\n".join(problems)
+    assert "judge-user" in json.dumps(panel) and password not in everything
+    assert "u:" + password not in everything and "judge-user" not in everything
+
+
+def panel_from_env():
+    from medeval_metrics.judge.config import load_panel
+
+    return load_panel()
