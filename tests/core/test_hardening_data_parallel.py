@@ -178,9 +178,18 @@ def test_medicationqa_panel_two_ranks_equal_one_and_judge_each_item_once(tmp_pat
     assert [len(v) for v in dp_answered.values()] == [6, 6] and len(set(dp_answered["rank1"])) == 5
     assert set(dp_answered["rank0"]).isdisjoint(dp_answered["rank1"])
     single, dp = outcomes[1][0], outcomes[2][0]
-    assert _scores(dp, "medicationqa") == _scores(single, "medicationqa")
+    # lm-eval's own `mean` (task version 5) sums in the order the ranks' items are gathered, so a mean can
+    # differ from the single process's in the last bit: equal to 1e-12, everything else exactly
+    dp_scores, single_scores = _scores(dp, "medicationqa"), _scores(single, "medicationqa")
+    assert dp_scores.keys() == single_scores.keys()
+    for key, value in single_scores.items():
+        if isinstance(value, float):
+            assert dp_scores[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+        else:
+            assert dp_scores[key] == value, key
     assert single["results"]["medicationqa"]["judge_computed,scored"] == 1.0
-    assert isinstance(single["results"]["medicationqa"]["judge_agreement_stderr,scored"], float)
+    # a corpus statistic: lm-eval has no stderr for it; the report computes one from the samples
+    assert single["results"]["medicationqa"]["judge_agreement_stderr,scored"] == "N/A"
 
 
 @pytest.mark.parametrize(
