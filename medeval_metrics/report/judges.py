@@ -18,9 +18,9 @@ and, for sample logs written before task version 2 only, the judge filter's reco
 logged it in ``filtered_resps[0]`` (a Python ``repr``, hence the one ``literal_eval`` left here).
 
 Figures lm-eval does not give, computed here from the same records (``sample_statistics``): each
-judge's success rate, ``judge_success_<judge>`` (a metric up to MedicationQA task version 4, when its
-name came from the panel at run time), and a standard error for the panel's agreement, which lm-eval
-reports as "N/A" (a corpus statistic).
+judge's success rate, ``judge_success_<judge>`` (no metric of a task: its name would come from the
+panel at run time; earlier task versions had it), and a standard error for the panel's agreement,
+which lm-eval reports as "N/A" (a corpus statistic).
 """
 
 from __future__ import annotations
