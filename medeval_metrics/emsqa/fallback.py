@@ -33,6 +33,7 @@ log = logging.getLogger("medeval.emsqa")
 METADATA_KEY = "emsqa_extraction_model"
 DOC_FIELD = "extraction_model"  # on each document when the fallback is on: the key of the config its loader holds
 _CONFIGS: dict[str, Any] = {}  # key -> the checked one-model config (a PanelConfig), held once per process
+_KEY = re.compile(r"extraction-model-[0-9a-f]{16}")
 _NONE = "none"  # the verdict's score key for "the reply commits to no option"
 
 
@@ -136,10 +137,12 @@ def registered(key: str) -> Any:
     """The config a document's ``DOC_FIELD`` names; an error naming the key and the fix when none is held."""
     panel = _CONFIGS.get(str(key))
     if panel is None:
+        # a key is echoed; anything else (a config stamped by an older pack) could hold paths or URLs: not shown
+        named = repr(key) if _KEY.fullmatch(str(key)) else f"a value that is not a key ({len(str(key))} characters)"
         raise MedevalDataError(
-            f"EMSQA documents name the extraction-model config {key!r} ({DOC_FIELD}), which no EMSQA loader of "
-            f"this process holds: the documents were built elsewhere. Load the task in this process with "
-            f"--metadata {METADATA_KEY} (or MEDEVAL_EMSQA_EXTRACTION_MODEL), or drop the {DOC_FIELD} field."
+            f"EMSQA documents' {DOC_FIELD} names {named}, an extraction-model config no EMSQA loader of this "
+            f"process holds: the documents were built elsewhere. Load the task in this process with --metadata "
+            f"{METADATA_KEY} (or MEDEVAL_EMSQA_EXTRACTION_MODEL), or drop the {DOC_FIELD} field."
         )
     return panel
 

@@ -153,8 +153,15 @@ def test_the_loader_checks_the_config_holds_it_and_gives_the_documents_its_key(t
 def test_a_key_no_loader_holds_is_a_clear_error():
     """Documents built in another process (or edited) name a config this process never checked: refused with
     the key, the field and the fix, not read as "fallback off"."""
-    with pytest.raises(MedevalDataError, match=r"extraction-model-0000.*extraction_model.*emsqa_extraction_model"):
-        ExtractAnswerFilter().apply([["Hard to say."]], [doc("extraction-model-0000")])
+    with pytest.raises(
+        MedevalDataError, match=r"extraction_model names .extraction-model-0{16}.*emsqa_extraction_model"
+    ):
+        ExtractAnswerFilter().apply([["Hard to say."]], [doc("extraction-model-0000000000000000")])
+    # a value that is no key (a config stamped by an older pack) is not echoed: it could hold paths
+    stamped = json.dumps({"judges": [{"name": "r", "model": "/private/models/reader"}]})
+    with pytest.raises(MedevalDataError, match="not a key") as caught:
+        ExtractAnswerFilter().apply([["Hard to say."]], [doc(stamped)])
+    assert "/private" not in str(caught.value)
 
 
 @pytest.mark.e2e
@@ -213,7 +220,7 @@ def test_smollm2_as_the_extraction_model(request, tmp_path):
         "model_args": {"device": "cpu", "dtype": "float32"},
     }
     cfg = json.dumps({"judges": [judge], "cache": str(tmp_path / "cache.sqlite"), "max_reasks": 0})
-    docs = [doc(cfg) for _ in outputs]
+    docs = [doc(held(cfg)) for _ in outputs]
     answers = ExtractAnswerFilter().apply([[o] for o in outputs], docs)
     for (answer,) in answers:
         assert answer is None or (isinstance(answer, ModelRead) and set(answer) <= set("abcd"))
