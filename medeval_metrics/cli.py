@@ -9,10 +9,11 @@ Feature modules add their own subcommands through ``register_cli(subparsers)``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from medeval_metrics.settings import is_true
 
@@ -24,6 +25,7 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
     "medeval_metrics.judge.cli",
     "medeval_metrics.report",
     "medeval_metrics.demo",
+    "medeval_metrics.rigs",
     "medeval_metrics.real_model",
 )  # and each benchmark's own (``BenchmarkSpec.commands``)
 
@@ -31,139 +33,172 @@ _SUBCOMMAND_MODULES: tuple[str, ...] = (
 def run_lm_eval(argv: Sequence[str]) -> int:
     """Run lm-eval's CLI in this process with the pack's tasks indexed; returns an exit code.
 
-    Credential redaction is on for the whole run, and this process's stdout/stderr pass through
-    it too (lm-eval ``print``s its model_args summary).
+    The command line is read once (``preflight.read_command_line``): the checks, the wrappers and lm-eval's own
+    command line come from that one reading. While lm-eval runs, ``medeval run`` holds the wrappers of
+    ``lm_eval_compat`` (the task index, the run record, the evaluated model's key and replies, the log filter)
+    and puts everything back when it returns.
     """
-    from medeval_metrics import lm_eval_compat, redact
     from medeval_metrics.data import MedevalDataError
-    from medeval_metrics.judge.cli import rewrite_run_argv, run_unscored_exit_code
+    from medeval_metrics.preflight import read_command_line, with_judge_panel
+    from medeval_metrics.redact import redact_text
 
-    argv = list(argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    settings = read_command_line(argv)
+    if not argv or settings.help:
         print(run_help())
         return 0
-    redact.install(extra_secrets=redact.secrets_in_model_args(argv))
-    from medeval_metrics.judge import health
+    from medeval_metrics import rigs
 
-    argv, skip_judge_check = health.take_skip_flag(argv)
-    as_given = list(argv)  # for the re-judge hint: the user's own judge flags
+    if settings.model == rigs.SCRIPTED_MODEL:
+        rigs.register_scripted_model()
     try:
-        # --judge-model/--judges/... become --metadata medeval_judges; --allow-unscored is the pack's own
-        argv, allow_unscored = rewrite_run_argv(argv)
-    except MedevalDataError as exc:
-        print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
-        return 2
-    if "medeval-scripted" in argv:
-        importlib.import_module("medeval_metrics.testing.scripted")
-    lm_eval_compat.index_pack_tasks()
-    lm_eval_compat.redact_results_writer()
-    lm_eval_compat.quiet_documented_runs()
-    from medeval_metrics.preflight import normalise_task_list, take_pack_options
-    from medeval_metrics.preflight.argv import run_settings
-
-    argv = normalise_task_list(argv)  # "--tasks 'a, b,'" is "--tasks a,b"
-    argv, allow_unknown_metadata = take_pack_options(argv)  # the pack's own; lm-eval would refuse them
-    show_breakdowns = BREAKDOWN_FLAG in argv
-    argv = [arg for arg in argv if arg != BREAKDOWN_FLAG]
-    _pack_logging(argv)
-    try:
-        # the model, task names, --metadata, data and judges: checked before lm-eval builds the model
-        selection = run_checks(argv, allow_unknown_metadata)
+        settings = with_judge_panel(settings)  # --judge-model/--judges/... become --metadata medeval_judges
+        # the model, task names, --metadata, keys, data and judges: checked before lm-eval builds the model
+        selection = run_checks(settings)
         # one request per judge: a dead panel fails now, not after every answer is generated
+        from medeval_metrics.judge import health
+
         judge_problems = (
             []
-            if skip_judge_check or selection is None
-            else health.run_problems(argv, selection.pack_tasks, run_settings(argv).metadata)
+            if settings.skip_judge_check or selection is None
+            else health.run_problems(settings.argv, selection.pack_tasks, settings.metadata)
         )
-        for problem in judge_problems:
-            print(f"medeval: error: {redact.redact_text(problem)}", file=sys.stderr)
         if judge_problems:
+            for problem in judge_problems:
+                print(f"medeval: error: {redact_text(problem)}", file=sys.stderr)
             return 2
     except MedevalDataError as exc:
         problems = getattr(exc, "problems", None)  # preflight.RunProblems: one line each
         if problems:
             print(f"medeval: {len(problems)} problems, fix them all before the run:", file=sys.stderr)
         for problem in problems or [exc]:
-            print(f"medeval: error: {redact.redact_text(problem)}", file=sys.stderr)
+            print(f"medeval: error: {redact_text(problem)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\nmedeval: interrupted before the run started. {_resume_hint(argv)}", file=sys.stderr)
+        print(f"\nmedeval: interrupted before the run started. {_resume_hint(settings)}", file=sys.stderr)
         return 130
+    return _run(settings, selection)
+
+
+def _run(settings, selection) -> int:
+    """lm-eval's CLI on ``settings.lm_eval_argv``, inside the run's wrappers; then the summary and exit code."""
     from lm_eval.__main__ import cli_evaluate
 
+    from medeval_metrics import lm_eval_compat
+    from medeval_metrics.data import MedevalDataError
     from medeval_metrics.judge import transport  # lazily, as the rest of `medeval run`: asyncio and the judge client
+    from medeval_metrics.judge.cli import _cache_failure_exit_code, run_unscored_exit_code
+    from medeval_metrics.redact import redact_text
 
-    saved_argv, saved_stdout, saved_stderr = sys.argv, sys.stdout, sys.stderr
-    sys.argv = ["lm-eval", "run", *argv]
-    sys.stdout, sys.stderr = redact.RedactingStream(sys.stdout), redact.RedactingStream(sys.stderr)
     started = time.time()
     try:
         with (
-            _task_index(selection, argv),
-            lm_eval_compat.task_timings(transport.USAGE),
-            lm_eval_compat.capture_results() as evaluations,
+            lm_eval_compat.pack_task_index(pack_only=_pack_only_index(selection, settings)),
+            lm_eval_compat.run_record(transport.USAGE) as evaluations,
             lm_eval_compat.model_key_only_for_its_endpoint(),
             lm_eval_compat.guard_model_replies(),
-            _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(argv)}", saved_stderr),
+            lm_eval_compat.private_run_logs(),
+            _pack_debug_logging(settings.verbosity),
+            _lm_eval_command_line(settings.lm_eval_argv),
+            _ctrl_c_ends_the_run(f"\nmedeval: interrupted. {_resume_hint(settings)}", sys.stderr),
         ):
             cli_evaluate()
-        failed = lm_eval_compat.take_write_failures()
-        if failed:  # the results are printed above; no later step reads a file that was not written
-            for failure in failed:
-                print(f"medeval: error: {redact.redact_text(failure)}", file=saved_stderr)
-            return 2
-        print(run_summary(argv, evaluations[-1] if evaluations else {}, started, show_breakdowns), file=saved_stdout)
-        code, reason = run_unscored_exit_code(evaluations[-1] if evaluations else {}, allow_unscored, as_given)
-        if code:
-            print(f"medeval: error: {reason}", file=saved_stderr)
-            return code
-        from medeval_metrics.judge.cli import _cache_failure_exit_code
-
-        return _cache_failure_exit_code(0, "medeval")
     except MedevalDataError as exc:
-        print(f"medeval: error: {redact.redact_text(exc)}", file=sys.stderr)
+        print(f"medeval: error: {redact_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\nmedeval: interrupted. {_resume_hint(argv)}", file=saved_stderr)
+        print(f"\nmedeval: interrupted. {_resume_hint(settings)}", file=sys.stderr)
         _exit_now_if_workers_remain(130)
         return 130
     except SystemExit as exc:  # argparse and lm-eval exit this way
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        sys.argv, sys.stdout, sys.stderr = saved_argv, saved_stdout, saved_stderr
-    return 0
+    except Exception:  # lm-eval's own failure: its traceback, without a key it may quote (no global hook does this)
+        import traceback
+
+        print(redact_text(traceback.format_exc()).rstrip("\n"), file=sys.stderr)
+        return 1
+    results = evaluations.last_with_samples()
+    cut = cut_outputs(settings, started) if evaluations else []
+    if cut:  # the scores are printed above; no later step reads a file that was not written whole
+        for problem in cut:
+            print(f"medeval: error: {problem}", file=sys.stderr)
+        return 2
+    print(run_summary(settings, results, started, settings.breakdown))
+    code, reason = run_unscored_exit_code(results, settings.allow_unscored, list(settings.argv))
+    if code:
+        print(f"medeval: error: {reason}", file=sys.stderr)
+        return code
+    return _cache_failure_exit_code(0, "medeval")
 
 
-def run_checks(argv: Sequence[str], allow_unknown_metadata: bool = False):
-    """``medeval_metrics.preflight.run_checks`` (a seam for tests)."""
+def cut_outputs(settings, started: float) -> list[str]:
+    """The results and sample files lm-eval wrote in this run that are not whole, each removed, one line each.
+
+    lm-eval 0.4.13 writes them with ``Path.write_text`` and ``open(..., "a")`` and turns a failure (a full disk, a
+    file size limit) into a warning: the run ends well with a results file cut short, which the breakdowns and
+    ``medeval report`` would then read. A cut file is removed (lm-eval's copy of the scores is gone anyway; they
+    were printed), so that no later step reads half of one."""
+    import json
+    from pathlib import Path
+
+    if not settings.output_path:
+        return []
+    root = Path(settings.output_path).expanduser()
+    folder = root if root.is_dir() else root.parent
+    problems = []
+    for path in sorted([*folder.rglob("results_*.json"), *folder.rglob("samples_*.jsonl")]):
+        try:
+            if path.stat().st_mtime < started - 1:
+                continue
+            text = path.read_text(encoding="utf-8")
+            if path.suffix == ".json":
+                json.loads(text)
+            else:
+                for line in text.splitlines():
+                    if line.strip():
+                        json.loads(line)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            problems.append(
+                f"could not write {path}: lm-eval's writer left it cut short (a full disk or a file size limit; its "
+                "warning above says so). Removed, so that no later step reads half of it: free space, or choose "
+                "another --output_path, and run again (--use_cache keeps the answers)."
+            )
+    return problems
+
+
+def run_checks(settings, allow_unknown_metadata: bool = False):
+    """``medeval_metrics.preflight.run_checks`` with lm-eval's options checked too (a seam for tests)."""
     from medeval_metrics.preflight import run_checks as checks
 
-    return checks(argv, check_options=True, allow_unknown_metadata=allow_unknown_metadata)
+    return checks(settings, check_options=True, allow_unknown_metadata=allow_unknown_metadata)
 
 
-def _pack_only_index(selection, argv: Sequence[str]) -> bool:
+def _pack_only_index(selection, settings) -> bool:
     """Index only the pack's tasks: every requested name is the pack's and no --include_path is given
     (set MEDEVAL_FULL_TASK_INDEX=1 to index lm-eval's built-in tasks as well)."""
     import os
 
-    from medeval_metrics.preflight import FULL_INDEX_ENV, user_include_path
+    from medeval_metrics.preflight import FULL_INDEX_ENV
 
     return (
         selection is not None
         and selection.only_pack
-        and not user_include_path(argv)
+        and settings.include_path is None
         and not is_true(os.environ.get(FULL_INDEX_ENV, ""))
     )
 
 
-def _task_index(selection, argv: Sequence[str]):
-    import contextlib
-
-    if _pack_only_index(selection, argv):
-        from medeval_metrics.lm_eval_compat import pack_only_task_index
-
-        return pack_only_task_index()
-    return contextlib.nullcontext()
+@contextlib.contextmanager
+def _lm_eval_command_line(argv: Sequence[str]) -> Iterator[None]:
+    """lm-eval's CLI reads ``sys.argv``: the run's command line for lm-eval while it parses, the caller's after."""
+    saved = sys.argv
+    sys.argv = ["lm-eval", "run", *argv]
+    try:
+        yield
+    finally:
+        sys.argv = saved
 
 
 CTRL_C_GRACE_S = 3.0  # after Ctrl-C, time for caches to finish their writes before the process ends anyway
@@ -186,84 +221,80 @@ def _exit_now_if_workers_remain(code: int) -> None:
         os._exit(code)
 
 
-def _ctrl_c_ends_the_run(message: str, stream):
+@contextlib.contextmanager
+def _ctrl_c_ends_the_run(message: str, stream) -> Iterator[None]:
     """Ctrl-C during a run: the first one interrupts as usual (KeyboardInterrupt, so code can clean up)
     and ends the process after CTRL_C_GRACE_S if something still waits (a thread pool joining requests
-    that are in flight); a second one ends it at once. Either way the last line says how to resume."""
-    import contextlib
+    that are in flight); a second one ends it at once. Either way the last line says how to resume.
+    The run's own SIGINT handler, put back when the run ends."""
     import os
     import signal
     import threading
 
-    @contextlib.contextmanager
-    def handling():
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        pressed = []
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = []
 
-        def end(code: int = 130) -> None:
-            print(message, file=stream, flush=True)
-            os._exit(code)
+    def end(code: int = 130) -> None:
+        print(message, file=stream, flush=True)
+        os._exit(code)
 
-        def on_sigint(signum, frame):
-            pressed.append(time.time())
-            if len(pressed) > 1:
-                end()
-            timer = threading.Timer(CTRL_C_GRACE_S, end)
-            timer.daemon = True
-            timer.start()
-            timers.append(timer)
-            raise KeyboardInterrupt
+    def on_sigint(signum, frame):
+        pressed.append(time.time())
+        if len(pressed) > 1:
+            end()
+        timer = threading.Timer(CTRL_C_GRACE_S, end)
+        timer.daemon = True
+        timer.start()
+        timers.append(timer)
+        raise KeyboardInterrupt
 
-        timers: list[threading.Timer] = []
-        previous = signal.signal(signal.SIGINT, on_sigint)
-        try:
-            yield
-        finally:  # the interrupt got out: the caller prints the line and exits
-            for timer in timers:
-                timer.cancel()
-            signal.signal(signal.SIGINT, previous)
-
-    return handling()
+    timers: list[threading.Timer] = []
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:  # the interrupt got out: the caller prints the line and exits
+        for timer in timers:
+            timer.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
-def _resume_hint(argv: Sequence[str]) -> str:
+def _resume_hint(settings) -> str:
     """One line on how to pick up where an interrupted run stopped."""
-    cache = _flag_value(argv, "--use_cache")
-    if cache:
-        return f"Run the same command again: answers cached in {cache}* are reused and only the rest is generated."
+    if settings.use_cache:
+        return (
+            f"Run the same command again: answers cached in {settings.use_cache}* are reused and only the rest is "
+            "generated."
+        )
     return (
         "Nothing was cached: add `--use_cache PATH` to the command so that an interrupted run resumes "
         "where it stopped when run again."
     )
 
 
-def _flag_value(argv: Sequence[str], flag: str) -> str | None:
-    for index, arg in enumerate(argv):
-        if arg == flag and index + 1 < len(argv):
-            return argv[index + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
-
-
-BREAKDOWN_FLAG = "--breakdown"  # the pack's: print the per-category tables after the run
-
-
-def _pack_logging(argv: Sequence[str]) -> None:
-    """``--verbosity DEBUG`` shows the pack's own debug lines too (lm-eval sets only its own logger)."""
+@contextlib.contextmanager
+def _pack_debug_logging(verbosity: str | None) -> Iterator[None]:
+    """``--verbosity DEBUG`` shows the pack's own debug lines too (lm-eval sets only its own logger): one handler
+    on the pack's two loggers for the run, taken off after."""
     import logging
 
-    level = (_flag_value(argv, "--verbosity") or "").strip().upper()
-    if level == "DEBUG":
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-8s [%(name)s] %(message)s"))
-        for name in ("medeval_metrics", "medeval"):
-            logger = logging.getLogger(name)
-            logger.setLevel(logging.DEBUG)
-            if not logger.handlers:
-                logger.addHandler(handler)
+    if (verbosity or "").strip().upper() != "DEBUG":
+        yield
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-8s [%(name)s] %(message)s"))
+    loggers = [logging.getLogger(name) for name in ("medeval_metrics", "medeval")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
 
 
 def _headline(task: str, result: dict) -> list[str]:
@@ -289,12 +320,16 @@ def _headline(task: str, result: dict) -> list[str]:
     return out
 
 
-def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdowns: bool = False) -> str:
+def run_summary(settings, results: dict, started: float, show_breakdowns: bool = False) -> str:
     """After a run: one line per task (its headline numbers and item count), where the per-category
-    breakdowns were written (``--breakdown`` prints their tables too), and how to make a report."""
+    breakdowns were written (``--breakdown`` prints their tables too), and how to make a report.
+    ``settings``: the run's ``RunSettings`` (or its command line)."""
+    from medeval_metrics.preflight.argv import settings_of
+
+    settings = settings_of(settings)
     lines = []
     n_samples = results.get("n-samples") or {}
-    limit = _flag_value(argv, "--limit")
+    limit = f"{settings.limit:g}" if settings.limit is not None else None
     for task, result in (results.get("results") or {}).items():
         if task not in n_samples:  # a group's aggregate row: its tasks have their own lines
             continue
@@ -316,8 +351,11 @@ def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdo
         lines.append(
             f"medeval: {task}: " + (", ".join(_headline(task, result)) or "no scores") + (items if count else "")
         )
-    output_path = _flag_value(argv, "--output_path")
-    if not output_path or "--log_samples" not in argv:
+    setup_s = (results.get("medeval_run") or {}).get("setup_s")
+    if lines and isinstance(setup_s, (int, float)):  # said once: the model built and the data loaded
+        lines.append(f"medeval: model and data ready in {setup_s:.1f} s before the tasks ran.")
+    output_path = settings.output_path
+    if not output_path or not settings.writes_samples:
         lines.append("medeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")
         return "\n".join(lines)
     from pathlib import Path
@@ -332,7 +370,7 @@ def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdo
             lines.insert(0, f"\n{text}\n")
         lines.append(
             f"medeval: breakdowns by category in {md_path} (and .json)"
-            + ("" if show_breakdowns else f"; `{BREAKDOWN_FLAG}` prints them")
+            + ("" if show_breakdowns else "; `--breakdown` prints them")
         )
     lines.append(
         f"medeval: model-card section, tables and figures: medeval report {output_path} --output REPORT_DIR "
@@ -343,12 +381,16 @@ def run_summary(argv: Sequence[str], results: dict, started: float, show_breakdo
 
 def run_help() -> str:
     """``medeval run --help``: the pack's own options, its metadata keys, exit codes and pointers, then lm-eval's."""
-    import contextlib
-    import io
     import textwrap
 
     from medeval_metrics.judge.cli import add_judge_flags
-    from medeval_metrics.preflight import ALLOW_UNKNOWN_METADATA, known_metadata_keys, task_set_keys
+    from medeval_metrics.preflight import (
+        ALLOW_UNKNOWN_METADATA,
+        BREAKDOWN_FLAG,
+        SKIP_JUDGE_CHECK,
+        known_metadata_keys,
+        task_set_keys,
+    )
 
     ours = argparse.ArgumentParser(
         prog="medeval run",
@@ -363,10 +405,10 @@ def run_help() -> str:
         help="let --metadata keys the pack does not read through (for your own tasks); without it "
         "such a key is an error, and a near-miss of a pack key always is",
     )
-    from medeval_metrics.judge.health import SKIP_FLAG
-
     group.add_argument(
-        SKIP_FLAG, action="store_true", help="skip the one request per judge made before the run to see it answers"
+        SKIP_JUDGE_CHECK,
+        action="store_true",
+        help="skip the one request per judge made before the run to see it answers",
     )
     group.add_argument(
         BREAKDOWN_FLAG,
@@ -395,12 +437,21 @@ def run_help() -> str:
         "lm-eval's options (`lm-eval run --help`):",
         "",
     ]
-    from lm_eval._cli.harness import HarnessCLI
+    return "\n".join(text) + _lm_eval_run_help()
 
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.suppress(SystemExit):
-        HarnessCLI()._parser.parse_args(["run", "--help"])
-    return "\n".join(text) + buffer.getvalue()
+
+def _lm_eval_run_help() -> str:
+    """lm-eval's own ``lm-eval run --help``, as its command prints it (in a process of its own: the pack reads
+    no parser of lm-eval's)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "lm_eval", "run", "--help"], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "  (run `lm-eval run --help` to see them)\n"
+    return proc.stdout if proc.returncode == 0 and proc.stdout else "  (run `lm-eval run --help` to see them)\n"
 
 
 def _cmd_tasks_path(args: argparse.Namespace) -> int:
@@ -504,13 +555,6 @@ def terminal_task_list(manifest: dict, width: int = LIST_WIDTH) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _cmd_make_tiny_model(args: argparse.Namespace) -> int:
-    from medeval_metrics.testing.tiny_model import build_tiny_model
-
-    print(build_tiny_model(args.output_dir))
-    return 0
-
-
 def _lm_eval_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -536,9 +580,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="list the pack's tasks with sample counts and data sources")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.set_defaults(func=_cmd_list)
-    p = sub.add_parser("make-tiny-model", help="build a tiny random-weight model for offline smoke runs")
-    p.add_argument("output_dir")
-    p.set_defaults(func=_cmd_make_tiny_model)
     from medeval_metrics import registry
 
     for module_name in (*_SUBCOMMAND_MODULES, *(m for spec in registry.benchmarks() for m in spec.commands)):

@@ -1,4 +1,5 @@
-"""lm-eval's command line as the pack reads it before lm-eval does: a flag's values, ``--metadata``."""
+"""lm-eval's command line as the pack reads it before lm-eval does: a flag's values, ``--metadata`` and the other
+key=value flags (``--model_args``, ``--gen_kwargs``)."""
 
 from __future__ import annotations
 
@@ -35,16 +36,30 @@ def _occurrences(argv: Sequence[str], *flags: str) -> list[list[str]]:
 def parse_metadata(argv: Sequence[str]) -> dict[str, Any]:
     """``--metadata`` as lm-eval will read it (a JSON object, or ``key=value`` pairs; repeated flags merged in
     order, as lm-eval merges them); one-line errors."""
+    return merge_key_values("--metadata", [values for values in _occurrences(argv, "--metadata") if values])
+
+
+def merge_key_values(flag: str, occurrences: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """The dict lm-eval makes of a key=value flag's occurrences (``--metadata``, ``--model_args``,
+    ``--gen_kwargs``): each a JSON object, or ``key=value`` pairs; later ones win. One-line errors."""
     merged: dict[str, Any] = {}
-    for values in _occurrences(argv, "--metadata"):
+    for values in occurrences:
         if values:
-            merged.update(_one_metadata(values))
+            merged.update(_one_occurrence(flag, values))
     return merged
 
 
-def _one_metadata(values: Sequence[str]) -> dict[str, Any]:
+_EXAMPLES = {
+    "--metadata": '--metadata \'{"emsqa_public_path": "/data/test_open.json"}\'',
+    "--model_args": "--model_args pretrained=ORG/MODEL,dtype=float32",
+    "--gen_kwargs": "--gen_kwargs max_gen_toks=256",
+}
+
+
+def _one_occurrence(flag: str, values: Sequence[str]) -> dict[str, Any]:
     text = values[0].strip()
-    if text.startswith(("{", "[")):
+    example = _EXAMPLES.get(flag, f"{flag} key=value")
+    if text.startswith(("{", "[")):  # lm-eval reads the first value as JSON and ignores the rest
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -53,18 +68,18 @@ def _one_metadata(values: Sequence[str]) -> dict[str, Any]:
                 fixed = text.replace('"', '\\"').replace("'", '"')
                 try:
                     json.loads(fixed)
-                    hint = f" JSON needs double quotes: --metadata '{fixed}'"
+                    hint = f" JSON needs double quotes: {flag} '{fixed}'"
                 except json.JSONDecodeError:
-                    hint = ' JSON needs double quotes around keys and strings, e.g. --metadata \'{"emsqa_public_path": "/data/test_open.json"}\''
+                    hint = f" JSON needs double quotes around keys and strings, e.g. {example}"
             raise MedevalDataError(
-                f"--metadata is not valid JSON ({exc.msg} at character {exc.pos}).{hint or ' Check the quotes and commas.'}"
+                f"{flag} is not valid JSON ({exc.msg} at character {exc.pos}).{hint or ' Check the quotes and commas.'}"
             ) from None
         if not isinstance(parsed, dict):
-            raise MedevalDataError(
-                '--metadata must be a JSON object, e.g. --metadata \'{"emsqa_public_path": "/data/test_open.json"}\'.'
-            )
+            raise MedevalDataError(f"{flag} must be a JSON object, e.g. {example}.")
         return parsed
-    from lm_eval._cli.utils import key_val_to_dict  # lazily: lm-eval's CLI package, only for key=value pairs
+    # lm-eval's own reading of key=value pairs (values typed: numbers, true/false, literals), so the pack's checks
+    # see what the run will; lazily: a function of lm-eval's CLI package, read only for such pairs
+    from lm_eval._cli.utils import key_val_to_dict
 
     merged: dict[str, Any] = {}
     for value in values:
@@ -72,7 +87,6 @@ def _one_metadata(values: Sequence[str]) -> dict[str, Any]:
             merged.update(key_val_to_dict(value))
         except ValueError as exc:
             raise MedevalDataError(
-                f"--metadata {value!r}: {exc}. Give key=value pairs or a JSON object, e.g. "
-                '--metadata \'{"emsqa_public_path": "/data/test_open.json"}\'.'
+                f"{flag} {value!r}: {exc}. Give key=value pairs or a JSON object, e.g. {example}."
             ) from None
     return merged

@@ -5,8 +5,8 @@ folder that is not there or a missing data file would otherwise surface after a 
 for a real one), one at a time. Nothing here builds a model; each problem is one line naming what is wrong
 and the fix, and every problem found is reported at once.
 
-Modules: ``argv`` (the command line as lm-eval reads it), ``catalogue`` (the pack's names, tags, sources and
-keys), ``keys`` (typos in metadata keys, variables, on/off values), ``selection`` (what ``--tasks`` selects),
+Modules: ``argv`` (the command line, read once into ``RunSettings``: what every check and wrapper reads), ``catalogue`` (the pack's names, tags, sources and
+keys), ``keys`` (typos in metadata keys, variables, on/off values; keys given where lm-eval would copy them), ``selection`` (what ``--tasks`` selects),
 ``model`` (the model resolves), ``options`` (lm-eval's own options), ``data_checks``, ``judges``,
 ``problems`` (reporting them together) and ``checks`` (``run_checks``, all of them in one pass).
 The names below are the ones other code imports from ``medeval_metrics.preflight``.
@@ -17,11 +17,12 @@ from __future__ import annotations
 from medeval_metrics.data import flag_setting
 from medeval_metrics.preflight.argv import (
     ALLOW_UNKNOWN_METADATA,
-    normalise_task_list,
+    BREAKDOWN_FLAG,
+    SKIP_JUDGE_CHECK,
+    RunSettings,
     parse_metadata,
-    requested_task_names,
-    take_pack_options,
-    user_include_path,
+    read_command_line,
+    with_judge_panel,
 )
 from medeval_metrics.preflight.catalogue import (
     JUDGES_KEY,
@@ -35,6 +36,7 @@ from medeval_metrics.preflight.checks import run_checks
 from medeval_metrics.preflight.judges import check_judge_panel
 from medeval_metrics.preflight.keys import (
     FULL_INDEX_ENV,
+    credential_problems,
     environment_problems,
     environment_variable,
     known_environment_variables,
@@ -46,28 +48,30 @@ from medeval_metrics.preflight.selection import Selection
 
 __all__ = [
     "ALLOW_UNKNOWN_METADATA",
+    "BREAKDOWN_FLAG",
     "FULL_INDEX_ENV",
     "JUDGES_KEY",
+    "SKIP_JUDGE_CHECK",
     "RunProblems",
+    "RunSettings",
     "Selection",
     "check_judge_panel",
+    "credential_problems",
     "environment_problems",
     "environment_variable",
     "flag_setting",
     "known_environment_variables",
     "known_metadata_keys",
     "metadata_key_problems",
-    "normalise_task_list",
     "pack_key_prefixes",
     "pack_names",
     "pack_tags",
     "parse_metadata",
     "raise_problems",
-    "requested_task_names",
+    "read_command_line",
     "run_checks",
     "run_option_problems",
-    "take_pack_options",
     "task_set_keys",
     "unwritable_reason",
-    "user_include_path",
+    "with_judge_panel",
 ]

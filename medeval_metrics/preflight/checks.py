@@ -12,20 +12,21 @@ from collections.abc import Callable, Mapping, Sequence
 
 from medeval_metrics.data import setting
 from medeval_metrics.preflight import model as model_check
-from medeval_metrics.preflight.argv import (
-    RunSettings,
-    include_path,
-    requested_task_names,
-    run_settings,
-    take_pack_options,
-)
+from medeval_metrics.preflight.argv import RunSettings, settings_of
 from medeval_metrics.preflight.catalogue import JUDGES_KEY, sources_for
 from medeval_metrics.preflight.data_checks import data_source_problems, group_problems, user_task_problems
 from medeval_metrics.preflight.judges import check_judge_panel, needs_judges
-from medeval_metrics.preflight.keys import environment_problems, flag_problems, keys_meant, metadata_key_problems
-from medeval_metrics.preflight.options import lm_eval_config, run_option_problems
+from medeval_metrics.preflight.keys import (
+    credential_problems,
+    environment_problems,
+    flag_problems,
+    keys_meant,
+    metadata_key_problems,
+    task_yaml_credential_problems,
+)
+from medeval_metrics.preflight.options import run_option_problems
 from medeval_metrics.preflight.problems import collect, raise_problems
-from medeval_metrics.preflight.selection import Selection, lm_eval_task_names, select
+from medeval_metrics.preflight.selection import Selection, lm_eval_task_names, select, user_task_yamls
 from medeval_metrics.sources import clear_hub_unreachable, hub_unreachable, mark_hub_unreachable
 
 
@@ -38,15 +39,16 @@ def _hub_needed(tasks: Sequence[str], metadata: Mapping) -> bool:
 
 
 def run_checks(
-    argv: Sequence[str],
+    settings: RunSettings | Sequence[str],
     lm_eval_names: Callable[[], list[str]] | None = None,
     environ: Mapping[str, str] | None = None,
     check_options: bool = False,
     allow_unknown_metadata: bool = False,
     hub_reachable: Callable[[], bool] | None = None,
 ) -> Selection | None:
-    """Every check; returns the selection (None without ``--tasks``). The problems of all checks that can run
-    are reported together in one error (a data source is checked only for tasks whose names are right).
+    """Every check of ``medeval run``'s settings (``RunSettings``, or a command line read into them); returns the
+    selection (None without ``--tasks``). The problems of all checks that can run are reported together in one
+    error (a data source is checked only for tasks whose names are right).
 
     ``lm_eval_names`` lists lm-eval's tasks (default: its full index, built only for a name not the pack's).
     ``check_options``: also lm-eval's own options and the model (``run_option_problems``), as ``medeval run``
@@ -56,14 +58,16 @@ def run_checks(
     """
     clear_hub_unreachable()  # each run probes afresh
     try:
-        return _run_checks(argv, lm_eval_names, environ, check_options, allow_unknown_metadata, hub_reachable)
+        return _run_checks(
+            settings_of(settings), lm_eval_names, environ, check_options, allow_unknown_metadata, hub_reachable
+        )
     except BaseException:
         clear_hub_unreachable()
         raise
 
 
 def _run_checks(
-    argv: Sequence[str],
+    settings: RunSettings,
     lm_eval_names: Callable[[], list[str]] | None = None,
     environ: Mapping[str, str] | None = None,
     check_options: bool = False,
@@ -71,24 +75,21 @@ def _run_checks(
     hub_reachable: Callable[[], bool] | None = None,
 ) -> Selection | None:
     environ = os.environ if environ is None else environ
-    argv, allowed = take_pack_options(argv)
-    allow_unknown_metadata = allow_unknown_metadata or allowed
+    if not settings.readable:  # nothing else can be checked on a line argparse cannot read
+        raise_problems(settings.problems)
+    allow_unknown_metadata = allow_unknown_metadata or settings.allow_unknown_metadata
     probe = hub_reachable or model_check.hub_reachable
     problems: list[str] = []
-    unread: list[str] = []  # reported after the options and the model, which come first
-    # --tasks, --metadata, --include_path as lm-eval's parser reads them (abbreviations, repeated flags merged)
-    settings = collect(unread, run_settings, argv)
-    metadata_read = settings is not None  # else the data checks would blame settings they cannot see
-    settings = settings or RunSettings(requested_task_names(argv), {}, include_path(argv))
     where, metadata, names = settings.include_path, settings.metadata, settings.tasks
     if lm_eval_names is None:
         lm_eval_names = lambda: lm_eval_task_names(where)
-    if argv and check_options:  # `medeval run` alone prints lm-eval's help
-        config, problem = lm_eval_config(argv)
-        problems += [problem] if problem else run_option_problems(argv, config)
-        if config is not None:
-            problems += [p for p in [model_check.model_problem(config.model, config.model_args, environ, probe)] if p]
-    problems += unread
+    if check_options:
+        problems += run_option_problems(settings)
+        problems += [p for p in [model_check.model_problem(settings.model, settings.model_args, environ, probe)] if p]
+    problems += list(settings.problems)  # what could not be read: after the options and the model
+    # keys where lm-eval would copy them into the results: refused, whatever else is wrong
+    problems += credential_problems(settings.model_args, metadata, environ)
+    problems += task_yaml_credential_problems(user_task_yamls(names or [], where), environ)
     selection, name_problems = select(names, lm_eval_names, where is not None, where) if names else (None, [])
     # a key the pack does not read is refused unless --allow-unknown-metadata lets it through (meant for the user's
     # own tasks or lm-eval's, but it works with the pack's tasks alone too); a near-miss of a pack key always is
@@ -99,7 +100,7 @@ def _run_checks(
         raise_problems(problems)
         return None
     problems += name_problems
-    if (selection.pack_tasks or selection.user_tasks) and metadata_read:  # the data of the tasks named right
+    if (selection.pack_tasks or selection.user_tasks) and settings.metadata_read:  # the data of the tasks named right
         groups, left_out = group_problems(selection, metadata)
         checked = [t for t in selection.pack_tasks if t not in left_out]
         meant = keys_meant(metadata, environ, allow_unknown_metadata)

@@ -21,7 +21,7 @@ from medeval_metrics.preflight.catalogue import (
     pack_key_prefixes,
     task_set_keys,
 )
-from medeval_metrics.settings import FULL_TASK_INDEX, PACK_KEYS, env_var, removed_problems
+from medeval_metrics.settings import FULL_TASK_INDEX, MODEL_API_KEY_ENV, PACK_KEYS, env_var, removed_problems
 
 CLOSE_KEY_CUTOFF = 0.85  # a key this close to a known one (``ems_public_path``) is a typo, whatever its prefix
 FULL_INDEX_ENV = FULL_TASK_INDEX.name  # index lm-eval's own tasks even for a pack-only run
@@ -214,19 +214,64 @@ def _environment_findings(environ: Mapping[str, str]) -> list[tuple[str, list[st
 
 
 def _holds_a_credential(name: str, known: Sequence[str], environ: Mapping[str, str]) -> bool:
-    from medeval_metrics.lm_eval_compat import MODEL_KEY_ENV
-
-    if name == environ.get(MODEL_KEY_ENV, "").strip():
+    if name == environ.get(MODEL_API_KEY_ENV.name, "").strip():
         return True
     if difflib.get_close_matches(name, known, n=1, cutoff=0.9):
         return False  # one letter off a setting (the model key variable without its V): a typo, whatever its words
     return bool(_SECRET_WORDS & set(name.split("_")))
 
 
+# --------------------------------------------------------------------------- keys where lm-eval copies them
+
+_MODEL_KEY_FIX = (
+    "give it in an environment variable instead: OPENAI_API_KEY (ANTHROPIC_API_KEY, AZURE_OPENAI_API_KEY) for "
+    "lm-eval's own API backends, or for a local-* server the variable MEDEVAL_MODEL_API_KEY_ENV names "
+    "(MEDEVAL_MODEL_API_KEY_ENV=VLLM_API_KEY sends Bearer $VLLM_API_KEY)"
+)
+
+
+def credential_problems(
+    model_args: Mapping[str, Any], metadata: Mapping[str, Any], environ: Mapping[str, str]
+) -> list[str]:
+    """A key in ``--model_args`` or ``--metadata`` is refused: lm-eval writes both into the results JSON (the model
+    arguments into every task's metadata too), and the line lands in the shell's history. One line per field,
+    naming the flag and the fix, never the value."""
+    from medeval_metrics.redact import credential_fields
+
+    problems = [
+        f"--model_args {path} holds a key, and lm-eval copies --model_args into the results JSON; {_MODEL_KEY_FIX}."
+        for path in credential_fields(dict(model_args), environ)
+    ]
+    problems += [
+        f"--metadata {path} holds a key, and lm-eval copies --metadata into every task's config in the results JSON; "
+        "give it in an environment variable instead (a judge's key: its variable's name as api_key_env in the "
+        "judges file)."
+        for path in credential_fields(dict(metadata), environ)
+    ]
+    return problems
+
+
+def task_yaml_credential_problems(paths: Sequence[Any], environ: Mapping[str, str]) -> list[str]:
+    """A key written in one of the user's task YAMLs (``--include_path``, or a YAML named in ``--tasks``): lm-eval
+    copies each task's config into the results JSON."""
+    from medeval_metrics.redact import credential_fields
+    from medeval_metrics.task_yaml import own_task_config
+
+    problems = []
+    for path in paths:
+        for field in credential_fields(own_task_config(path), environ):
+            problems.append(
+                f"{path}: {field} holds a key, and lm-eval copies each task's config into the results JSON; read the "
+                "key from an environment variable in the task's code instead."
+            )
+    return problems
+
+
 __all__ = [
     "CLOSE_KEY_CUTOFF",
     "FULL_INDEX_ENV",
     "JUDGES_KEY",
+    "credential_problems",
     "environment_problems",
     "environment_variable",
     "flag_problems",
@@ -235,4 +280,5 @@ __all__ = [
     "meant_keys",
     "metadata_key_problems",
     "task_set_problem",
+    "task_yaml_credential_problems",
 ]

@@ -124,6 +124,19 @@ def _loader_of(config: dict[str, Any]) -> str | None:
     return str(loader) if loader else None
 
 
+def user_task_yamls(names: Sequence[str], include_path: str | None) -> list[Path]:
+    """The user's own task YAMLs this run reads: every YAML under ``--include_path`` and each YAML file named in
+    ``--tasks``."""
+    paths: list[Path] = []
+    if include_path:
+        root = Path(include_path).expanduser()
+        paths += [root] if root.is_file() else sorted(root.rglob("*.yaml")) if root.is_dir() else []
+    for name in names:
+        if name.endswith((".yaml", ".yml")) and Path(name).expanduser().is_file():
+            paths.append(Path(name).expanduser())
+    return list(dict.fromkeys(paths))
+
+
 def include_path_tasks(include_path: str) -> dict[str, dict[str, tuple[str, dict[str, Any]]]]:
     """Each name (task or tag) of the user's ``--include_path`` YAMLs whose task loads its data with one of the
     pack's loaders -> {its task: (the pack task with that loader, the metadata the user's YAML sets)}."""

@@ -1,41 +1,33 @@
-"""Keep credentials (and private documents) out of everything the pack and lm-eval print or write.
+"""Keep credentials (and private documents) out of what the pack and, under ``medeval run``, lm-eval print.
 
-Two modules, one job each:
+Two modules, one job each, and no process-wide hook:
 
-* ``redact.text``: pure functions. What a credential looks like (one pattern table), redaction of
-  text and JSON-like objects, secret values from the environment and the command line, and
-  withholding of error bodies that quote the request.
-* ``redact.hooks``: the process-wide hooks (log record factory, warnings, except hooks, console
-  streams), installed once from the pack's entry points: the ``medeval`` command, the task loaders
-  and the judge.
+* ``redact.text``: pure functions. What a credential looks like (one pattern table), redaction of text,
+  secret values from the environment, withholding of error bodies that quote the request, and finding the keys
+  a settings object holds (``credential_fields``: ``medeval run`` refuses keys where lm-eval would copy them).
+* ``redact.logs``: one log record cleaned; what ``medeval run``'s log wrapper
+  (``lm_eval_compat.private_run_logs``) applies to each record while the run lasts.
 
-lm-eval's result writer is redacted by a patch in ``medeval_metrics.lm_eval_compat``.
-Everything public is re-exported here: ``from medeval_metrics import redact; redact.redact_text(s)``.
+Reports and model cards print through ``redact_for_display``. Everything public is re-exported here:
+``from medeval_metrics import redact; redact.redact_text(s)``.
 """
 
 from __future__ import annotations
 
-from medeval_metrics.redact.hooks import (
-    RedactingStream,
-    install,
-    installed,
-    private_documents_in_use,
-    wrap_console_streams,
-)
+from medeval_metrics.redact.logs import clean_log_record, withhold_prompts
 from medeval_metrics.redact.text import (
     DISPLAY_REDACTED,
     DOCUMENTED_SECRET_ENV_VARS,
     MIN_SECRET_LENGTH,
     REDACTED,
     SECRET_ENV_VARS_LIST,
+    credential_fields,
     describe_withheld,
     is_secret_key_name,
     redact_for_display,
-    redact_obj,
     redact_text,
     register_secret,
     secret_env_var_names,
-    secrets_in_model_args,
     withhold_request_echoes,
 )
 
@@ -45,18 +37,14 @@ __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
     "SECRET_ENV_VARS_LIST",
-    "RedactingStream",
+    "clean_log_record",
+    "credential_fields",
     "describe_withheld",
-    "install",
-    "installed",
     "is_secret_key_name",
-    "private_documents_in_use",
     "redact_for_display",
-    "redact_obj",
     "redact_text",
     "register_secret",
     "secret_env_var_names",
-    "secrets_in_model_args",
+    "withhold_prompts",
     "withhold_request_echoes",
-    "wrap_console_streams",
 ]

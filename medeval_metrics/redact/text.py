@@ -1,8 +1,9 @@
-"""Pure text redaction: what a credential looks like, and how to remove it from text and objects.
+"""Pure text redaction: what a credential looks like, how to remove it from text, and where a settings object
+holds one.
 
-Nothing here touches process state except the set of registered secret values (keys that do not
-come from the environment, e.g. a header value given in ``--model_args``). The process-wide hooks
-that apply this to logs, warnings, tracebacks and console streams live in ``redact.hooks``.
+Nothing here touches process state except the set of registered secret values (keys that do not come from the
+environment, e.g. the one ``MEDEVAL_MODEL_API_KEY_ENV`` names). ``redact.logs`` applies this to the log records
+``medeval run`` makes while it runs.
 
 What counts as a credential (one table, ``_PATTERNS``, used by every caller):
 
@@ -27,7 +28,6 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 from medeval_metrics.settings import SECRET_ENV_VARS
@@ -38,14 +38,13 @@ __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
     "SECRET_ENV_VARS_LIST",
+    "credential_fields",
     "describe_withheld",
     "is_secret_key_name",
     "redact_for_display",
-    "redact_obj",
     "redact_text",
     "register_secret",
     "secret_env_var_names",
-    "secrets_in_model_args",
     "withhold_request_echoes",
 ]
 
@@ -256,106 +255,6 @@ def redact_for_display(text: Any) -> str:
     return string
 
 
-def _header_values(headers: Any) -> Iterable[str]:
-    if isinstance(headers, dict):
-        for name, value in headers.items():
-            if isinstance(value, str) and str(name).strip().lower() not in _HARMLESS_HEADERS:
-                yield value
-
-
-def redact_obj(obj: Any, *, patterns: bool = True) -> Any:
-    """A copy of a JSON-like structure with every string redacted, secret-named keys blanked and
-    the values of header dicts (``{"header": {"x-custom-auth": ...}}``) blanked."""
-    if isinstance(obj, str):
-        return redact_text(obj, patterns=patterns)
-    if isinstance(obj, dict):
-        out = {}
-        for key, value in obj.items():
-            clean_key = redact_text(key, patterns=patterns) if isinstance(key, str) else key
-            if isinstance(key, str) and isinstance(value, str) and value and _SECRET_KEY_NAME.match(key):
-                out[clean_key] = REDACTED
-            elif isinstance(key, str) and key.lower() in _HEADER_DICT_KEYS and isinstance(value, dict):
-                out[clean_key] = {
-                    name: REDACTED
-                    if isinstance(v, str) and v and any(_header_values({name: v}))
-                    else redact_obj(v, patterns=patterns)
-                    for name, v in value.items()
-                }
-            else:
-                out[clean_key] = redact_obj(value, patterns=patterns)
-        return out
-    if isinstance(obj, (list, tuple)):
-        items = [redact_obj(item, patterns=patterns) for item in obj]
-        return items if isinstance(obj, list) else tuple(items)
-    return obj
-
-
-# --- secrets given on the command line ------------------------------------------------------------
-
-_MODEL_ARGS_FLAGS = ("--model_args", "-a")
-
-
-def _model_args_values(argv: Sequence[str]) -> list[str]:
-    """The raw ``--model_args`` values in ``argv`` (lm-eval takes one or more after the flag)."""
-    found: list[str] = []
-    index = 0
-    while index < len(argv):
-        arg = argv[index]
-        if arg in _MODEL_ARGS_FLAGS:
-            index += 1
-            while index < len(argv) and not argv[index].startswith("-"):
-                found.append(argv[index])
-                index += 1
-            continue
-        if arg.startswith("--model_args="):
-            found.append(arg.split("=", 1)[1])
-        index += 1
-    return found
-
-
-def _secrets_in_mapping(mapping: dict[str, Any]) -> list[str]:
-    values: list[str] = []
-    for key, value in mapping.items():
-        if isinstance(value, str) and is_secret_key_name(str(key)):
-            values.append(value.strip())
-        elif str(key).lower() in _HEADER_DICT_KEYS:
-            if isinstance(value, str):  # a header dict passed as a JSON string in k=v form
-                try:
-                    value = json.loads(value)
-                except ValueError:
-                    continue
-            values.extend(v.strip() for v in _header_values(value))
-        elif isinstance(value, dict):
-            values.extend(_secrets_in_mapping(value))
-    return values
-
-
-def secrets_in_model_args(argv: Sequence[str]) -> list[str]:
-    """Secret values in ``--model_args`` (``k=v,...`` or JSON): secret-named keys (``api_key=``,
-    ``auth_token=``) and every value of a ``header`` dict except harmless ones (``Content-Type``).
-
-    Keys belong in environment variables, but a value given here must still never be printed.
-    """
-    values: list[str] = []
-    for text in _model_args_values(argv):
-        stripped = text.strip()
-        if stripped.startswith("{"):
-            try:
-                parsed = json.loads(stripped)
-            except ValueError:
-                parsed = None
-            if isinstance(parsed, dict):
-                values.extend(_secrets_in_mapping(parsed))
-                continue
-        pairs = {}
-        for pair in text.split(","):
-            key, sep, value = pair.partition("=")
-            if sep:
-                pairs[key.strip()] = value.strip()
-        values.extend(_secrets_in_mapping(pairs))
-    return [v for v in values if v]
-
-
 # --- request echoes in error bodies ----------------------------------------------------------------
 
 # lm-eval 0.4.13's API backends log a failed request's response body verbatim
@@ -396,3 +295,68 @@ def withhold_request_echoes(message: str, *, private_documents: bool = False) ->
         if match and not match.group(2).endswith(", (no outputs)"):
             return f"Exception:{match.group(1)} {describe_withheld(match.group(2), 'details withheld')}, retrying."
     return message
+
+
+# --- keys where lm-eval would copy them -----------------------------------------------------------
+
+# Field names that hold a key (the model arguments lm-eval's API and HF backends take, and the usual
+# spellings), case-insensitive; and environment-style names, upper case only (``add_bos_token`` and
+# ``pad_token`` are model settings, not keys).
+_KEY_FIELD = re.compile(
+    r"(?i)^(?:(?:x-)?api[-_]?key|apikey|auth[-_]?token|access[-_]?token|refresh[-_]?token|client[-_]?secret"
+    r"|secret[-_]?key|password|passwd|authorization|proxy-authorization|token|hf_token|bearer)$"
+)
+_ENV_STYLE_KEY_FIELD = re.compile(r"^[A-Z][A-Z0-9_]*(?:_API_KEY|_TOKEN|_SECRET|_PASSWORD)$")
+# A value that is a key by its shape alone (a Bearer token, user:password@ in a URL, a vendor prefix).
+_KEY_SHAPED = tuple(regex for regex, _ in (*_LOG_PATTERNS[1:2], *_LOG_PATTERNS[4:]))
+# Values of a key-named field that are switches, not keys (HF's token=True: use the cached login).
+_NOT_A_KEY = frozenset({"", "true", "false", "none", "null", "0", "1", "yes", "no"})
+
+
+def _explicit_secret_values(environ: Any) -> set[str]:
+    """Values of the variables that certainly hold keys: the documented ones and those listed in
+    ``MEDEVAL_SECRET_ENV_VARS`` (not every ``*_TOKEN`` variable: a value such as a task name is no key)."""
+    names = set(DOCUMENTED_SECRET_ENV_VARS)
+    names.update(n.strip() for n in environ.get(SECRET_ENV_VARS_LIST, "").split(",") if n.strip())
+    return {environ[n].strip() for n in names if len(environ.get(n, "").strip()) >= MIN_SECRET_LENGTH}
+
+
+def credential_fields(obj: Any, environ: Any = None, where: str = "") -> list[str]:
+    """Where a JSON-like structure (``--model_args``, ``--metadata``, a task YAML) holds a key: each as a dotted
+    path (``api_key``, ``header.X-Gateway-Auth``, ``judges.0.key``). A key is a string under a key-named field
+    (``api_key``, ``auth_token``, ``token``, ``OPENAI_API_KEY``), a header other than harmless ones, a
+    key-shaped value (``sk-...``, ``hf_...``, ``Bearer ...``) anywhere, or the value of a variable that holds a
+    key. A field naming a variable (``api_key_env``) is a name, not a key."""
+    environ = os.environ if environ is None else environ
+    values = _explicit_secret_values(environ)
+    found: list[str] = []
+
+    def visit(value: Any, path: str, name: str, header_value: bool) -> None:
+        if isinstance(value, str) and name.strip().lower() in _HEADER_DICT_KEYS:
+            try:  # a header dict given as a JSON string (key=value form)
+                value = json.loads(value)
+            except ValueError:
+                pass
+        if isinstance(value, dict):
+            headers = name.strip().lower() in _HEADER_DICT_KEYS
+            for key, item in value.items():
+                visit(item, f"{path}.{key}" if path else str(key), str(key), headers)
+            return
+        if isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                visit(item, f"{path}.{index}" if path else str(index), name, False)
+            return
+        if not isinstance(value, str) or value.strip().lower() in _NOT_A_KEY:
+            return
+        text = value.strip()
+        if (
+            (header_value and name.strip().lower() not in _HARMLESS_HEADERS)
+            or _KEY_FIELD.match(name)
+            or _ENV_STYLE_KEY_FIELD.match(name)
+            or text in values
+            or any(regex.search(text) for regex in _KEY_SHAPED)
+        ):
+            found.append(path or where)
+
+    visit(obj, "", where, False)
+    return found

@@ -67,12 +67,18 @@ def test_metadata_in_both_forms_lm_eval_accepts():
 
 
 def test_repeated_metadata_flags_are_merged_in_order_with_the_same_result_as_lm_eval():
-    from medeval_metrics.preflight.argv import run_settings
+    import argparse
+
+    from lm_eval._cli.utils import MergeDictAction
 
     argv = ["--tasks", "x", "--metadata", '{"emrqa_seed": 3, "a": 1}', "--metadata", "emrqa_seed=4", "b=2"]
-    merged = preflight.parse_metadata(argv)  # the reading the judge's re-judge hint and the fallback use
+    merged = preflight.parse_metadata(argv)
     assert merged == {"emrqa_seed": 4, "a": 1, "b": 2}
-    assert run_settings(argv).metadata == merged  # lm-eval's own parser
+    assert preflight.read_command_line(argv).metadata == merged
+    theirs = argparse.ArgumentParser()  # lm-eval's own merging of the flag (its action, in a parser of the test's)
+    theirs.add_argument("--metadata", nargs="+", action=MergeDictAction)
+    theirs.add_argument("--tasks", nargs="+")
+    assert theirs.parse_args(argv).metadata == merged
 
 
 @pytest.mark.parametrize(
@@ -299,26 +305,20 @@ def test_the_pack_only_index_is_used_only_when_it_suffices(monkeypatch, argv, en
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     meta = ["--metadata", json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")})]
-    assert cli._pack_only_index(checks(*argv, *meta), argv) is pack_only
+    settings = preflight.read_command_line([*argv, *meta])
+    assert cli._pack_only_index(checks(*argv, *meta), settings) is pack_only
 
 
 def test_pack_only_index_holds_the_pack_and_nothing_else():
-    """Also notices if lm-eval's TaskManager loses ``include_defaults`` (the patch would then be wrong)."""
-    import lm_eval.tasks.manager
+    """Also notices if lm-eval's TaskManager loses ``include_defaults`` (the wrapper would then be wrong)."""
     from lm_eval.tasks import TaskManager
 
-    from medeval_metrics import tasks_path
-    from medeval_metrics.lm_eval_compat import pack_only_task_index
+    from medeval_metrics.lm_eval_compat import pack_task_index
 
-    # the argument the patch sets (the pack's own hook wraps __init__, so read the class's source)
-    assert "include_defaults: bool = True" in inspect.getsource(
-        lm_eval.tasks.manager.TaskManager.__init__
-        if "include_defaults" in inspect.signature(lm_eval.tasks.manager.TaskManager.__init__).parameters
-        else lm_eval.tasks.manager.TaskManager
-    )
+    assert "include_defaults" in inspect.signature(TaskManager.__init__).parameters  # the argument the wrapper sets
     before = TaskManager.__init__
-    with pack_only_task_index():
-        names = set(TaskManager(include_path=tasks_path()).all_tasks)
+    with pack_task_index(pack_only=True):
+        names = set(TaskManager().all_tasks)  # as lm-eval's CLI builds it: no --include_path
     assert TaskManager.__init__ is before
     assert {"emsqa_public", "medicationqa", "emrqa", "emsqa"} <= names and "hellaswag" not in names
 

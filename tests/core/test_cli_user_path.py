@@ -114,7 +114,10 @@ def test_a_mistyped_model_gets_did_you_mean(model, suggestion):
 
 
 def test_known_models_pass_the_pack_s_scripted_one_included():
+    from medeval_metrics.rigs import register_scripted_model
+
     assert run_checks("--model", "hf") is None and run_checks() is None  # lm-eval's default is hf
+    register_scripted_model()  # as `medeval run --model medeval-scripted` does before its checks
     assert run_checks("--model", "medeval-scripted") is None
 
 
@@ -139,7 +142,7 @@ def test_no_tasks_is_one_line_naming_the_flag():
     ],
 )
 def test_task_lists_with_spaces_or_empty_entries_are_normalised(argv, expected):
-    assert preflight.normalise_task_list(argv) == expected
+    assert preflight.read_command_line(argv).lm_eval_argv == expected
 
 
 def test_medeval_run_hands_lm_eval_the_normalised_task_list(monkeypatch, capsys):
@@ -573,9 +576,11 @@ def test_unreadable_metadata_is_not_followed_by_data_errors_it_caused():
     ]
 
 
-def test_an_argument_lm_eval_s_parser_refuses_is_one_line():
+def test_an_argument_lm_eval_s_parser_would_refuse_is_one_line():
     message = run_checks("--model_args", "{'pretrained': 'x'")
-    assert message.startswith("lm-eval refuses the command line: Invalid JSON") and "\n" not in message
+    assert message.startswith("--model_args is not valid JSON") and "\n" not in message
+    message = run_checks("--model")
+    assert message == "the command line cannot be read: argument --model/-M: expected one argument."
 
 
 @pytest.mark.parametrize(

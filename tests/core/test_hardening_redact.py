@@ -1,5 +1,5 @@
-"""Credential redaction: what counts as a secret, and every boundary hook (logging, warnings,
-uncaught exceptions) with handlers and loggers that exist before and after install()."""
+"""Credential redaction: what counts as a secret, and `medeval run`'s log wrapper (every logger's records, handlers
+added during the run included), which is the only place it applies: no process-wide hook is installed."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ import json
 import logging
 import subprocess
 import sys
-import threading
-import warnings
 
 import pytest
 
-from medeval_metrics import redact
-from medeval_metrics.redact import REDACTED, redact_obj, redact_text
+from medeval_metrics import lm_eval_compat, redact
+from medeval_metrics.redact import REDACTED, redact_text
 
 CANARY = "canary-Zq7-0123456789abcdef"
 
@@ -32,18 +30,11 @@ def canary_env(monkeypatch):
 
 @pytest.fixture
 def installed(canary_env):
-    """install() for one test, then every global hook put back as it was."""
-    from medeval_metrics.redact import hooks
-
-    saved = (logging.getLogRecordFactory(), warnings.showwarning, sys.excepthook, threading.excepthook)
-    # an emrQA task built earlier in this process turns on request-echo withholding: start without it
-    saved_private = set(hooks._private_documents)
-    hooks._private_documents.clear()
-    redact.install()
-    yield
-    logging.setLogRecordFactory(saved[0])
-    warnings.showwarning, sys.excepthook, threading.excepthook = saved[1], saved[2], saved[3]
-    hooks._private_documents.update(saved_private)
+    """`medeval run`'s log wrapper for one test (it puts logging's record factory back itself)."""
+    factory = logging.getLogRecordFactory()
+    with lm_eval_compat.private_run_logs():
+        yield
+    assert logging.getLogRecordFactory() is factory
 
 
 # --- redact_text: table of real-looking leaks -> expected text ----------------------------------
@@ -149,24 +140,7 @@ def test_registered_secret_and_unprintable_object(canary_env):
     assert redact_text(Unprintable()) == "<unprintable Unprintable>"
 
 
-def test_redact_obj_results_json_shape(canary_env):
-    results = {
-        "config": {"model_args": "model=m,api_key=abc12345678,base_url=http://h", "batch_size": 1},
-        "configs": {"t": {"metadata": {"auth_token": "zzz", "version": 1.0, "pretrained": "tiny"}}},
-        "list": [CANARY, 3, None, ("x", CANARY)],
-        "tokenizer_pad_token": ["<|endoftext|>", "0"],
-    }
-    clean = redact_obj(results)
-    assert clean == {
-        "config": {"model_args": "model=m,api_key=[REDACTED],base_url=http://h", "batch_size": 1},
-        "configs": {"t": {"metadata": {"auth_token": REDACTED, "version": 1.0, "pretrained": "tiny"}}},
-        "list": ["[REDACTED:OPENAI_API_KEY]", 3, None, ("x", "[REDACTED:OPENAI_API_KEY]")],
-        "tokenizer_pad_token": ["<|endoftext|>", "0"],
-    }
-    assert results["list"][0] == CANARY  # a copy, the input is untouched
-
-
-# --- the hooks ------------------------------------------------------------------------------------
+# --- the log wrapper ------------------------------------------------------------------------------
 
 
 def _stream_logger(name: str, propagate: bool = False) -> tuple[logging.Logger, io.StringIO]:
@@ -180,12 +154,14 @@ def _stream_logger(name: str, propagate: bool = False) -> tuple[logging.Logger, 
     return logger, stream
 
 
-def test_log_records_redacted_on_handlers_added_after_install(installed):
+def test_log_records_redacted_on_handlers_added_during_the_run(installed):
     # lm-eval's layout: a handler on "lm_eval" (no propagation), records logged by a child logger
     parent, stream = _stream_logger("lm_eval")
     child = logging.getLogger("lm_eval.models.api_models")
     try:
-        child.error(f"Exception:ClientResponseError(headers={{'Authorization': 'Bearer {CANARY}'}}), retrying.")
+        child.error(
+            f"Exception:ClientResponseError(headers={{'Authorization': 'Bearer {CANARY}'}}), (no outputs), retrying."
+        )
         child.warning("key is %s and %r", CANARY, {"api_key": "abc12345678"})
         try:
             raise RuntimeError(f"request failed with headers Authorization: Bearer {CANARY}")
@@ -231,111 +207,39 @@ def test_root_logger_and_basic_config_redacted(installed, capsys):
     assert CANARY not in err and "access_token=[REDACTED" in err
 
 
-@pytest.mark.e2e
-def test_warnings_redacted(canary_env):
-    # a fresh interpreter: pytest records warnings itself, which would hide stderr
-    code = (
-        "import warnings\n"
-        "from medeval_metrics import redact\n"
-        "redact.install()\n"
-        f"warnings.warn('retrying with api_key={CANARY}', UserWarning)\n"
-    )
-    result = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert "UserWarning: retrying with api_key=[REDACTED" in result.stderr
-    assert CANARY not in result.stderr
+def test_lm_eval_s_failure_traceback_is_printed_without_the_key(canary_env, monkeypatch, capsys):
+    """No excepthook: `medeval run` itself prints lm-eval's uncaught failure, cleaned, and exits 1."""
+    import lm_eval.__main__
+    from conftest import FIXTURES
 
+    from medeval_metrics import cli
 
-@pytest.mark.e2e
-def test_uncaught_exception_in_fresh_process_is_redacted(canary_env):
-    code = (
-        "from medeval_metrics import redact\n"
-        "redact.install()\n"
-        f"raise ConnectionError(\"headers={{'Authorization': 'Bearer {CANARY}'}}\")\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
-    assert "ConnectionError: headers={'Authorization': 'Bearer [REDACTED:OPENAI_API_KEY]'}" in result.stderr
-    assert CANARY not in result.stderr
-
-
-def test_excepthook_redacts_uncaught_exception(installed, capsys):
-    try:
+    def fails():
         raise ConnectionError(f"headers={{'Authorization': 'Bearer {CANARY}'}}")
-    except ConnectionError:
-        sys.excepthook(*sys.exc_info())
+
+    monkeypatch.setattr(lm_eval.__main__, "cli_evaluate", fails)
+    hook = sys.excepthook
+    meta = json.dumps({"emsqa_private_path": str(FIXTURES / "emsqa_synthetic.json")})
+    assert cli.main(["run", "--model", "hf", "--tasks", "emsqa_private", "--metadata", meta]) == 1
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err
     assert "ConnectionError: headers={'Authorization': 'Bearer [REDACTED:OPENAI_API_KEY]'}" in err
-    assert CANARY not in err
-
-
-def test_thread_exception_redacted(installed, capsys):
-    def boom():
-        raise ValueError(f"x-api-key: {CANARY}")
-
-    thread = threading.Thread(target=boom, name="judge-worker")
-    thread.start()
-    thread.join()
-    err = capsys.readouterr().err
-    assert "Exception in thread judge-worker" in err and "ValueError: x-api-key: [REDACTED" in err
-    assert CANARY not in err
-
-
-def test_install_is_idempotent_and_rewraps_a_replaced_factory(installed):
-    factory = logging.getLogRecordFactory()
-    redact.install()
-    assert logging.getLogRecordFactory() is factory and redact.installed()
-    logging.setLogRecordFactory(logging.LogRecord)  # another library replaces the factory
-    assert not redact.installed()
-    redact.install()
-    assert redact.installed()
-    record = logging.getLogger("x").makeRecord("x", logging.INFO, "f", 1, "key %s", (CANARY,), None)
-    assert record.getMessage() == "key [REDACTED:OPENAI_API_KEY]"
-
-
-def test_redacting_stream_passes_other_attributes():
-    sink = io.StringIO()
-    stream = redact.RedactingStream(sink)
-    assert stream.write("Authorization: Bearer abc.def.123\n") == len("Authorization: Bearer abc.def.123\n")
-    stream.writelines(["api_key=xyz12345\n"])
-    assert sink.getvalue() == "Authorization: Bearer [REDACTED]\napi_key=[REDACTED]\n"
-    assert stream.getvalue() == sink.getvalue()  # delegated
-
-
-def test_secrets_in_model_args_are_found():
-    from medeval_metrics.redact import secrets_in_model_args
-
-    argv = [
-        "--model",
-        "x",
-        "--model_args",
-        "model=m,api_key=k-111111111, auth_token=t-22222222,base_url=u",
-        "--model_args=password=p-33333333",
-        "--tasks",
-        "t",
-    ]
-    assert secrets_in_model_args(argv) == ["k-111111111", "t-22222222", "p-33333333"]
+    assert CANARY not in err and sys.excepthook is hook
 
 
 @pytest.mark.e2e
-def test_loaders_turn_redaction_on_and_import_stays_cheap(tmp_path):
-    """Building a pack task (its loader, lm-eval's ``custom_dataset``) installs the hooks, without
-    importing lm-eval; a DataSource lookup alone no longer does (no hidden side effect)."""
+def test_building_a_pack_task_installs_nothing_and_import_stays_cheap(tmp_path):
+    """A pack task's loader (lm-eval's ``custom_dataset``) changes no process-wide hook and imports no lm-eval."""
     from conftest import FIXTURES
 
     code = (
-        "import sys, logging, warnings\n"
-        "from medeval_metrics import redact\n"
-        "from medeval_metrics.data import DataSource\n"
+        "import sys, logging, warnings, threading\n"
+        "hooks = lambda: (logging.getLogRecordFactory(), warnings.showwarning, sys.excepthook, threading.excepthook)\n"
+        "before = hooks()\n"
         "from medeval_metrics.emsqa.data import load_private\n"
-        "assert not redact.installed()\n"
-        "DataSource(key='x_path', description='X', how_to_get='.').local_path({})\n"
-        "assert not redact.installed()\n"
-        "assert 'lm_eval' not in sys.modules and 'torch' not in sys.modules\n"
         f"load_private(emsqa_private_path={str(FIXTURES / 'emsqa_synthetic.json')!r})\n"
-        "assert redact.installed()\n"
-        "assert 'lm_eval' not in sys.modules\n"
+        "assert hooks() == before\n"
+        "assert 'lm_eval' not in sys.modules and 'torch' not in sys.modules\n"
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -379,44 +283,6 @@ def test_display_mode_removes_configured_secret_values(canary_env):
     from medeval_metrics.redact import redact_for_display
 
     assert redact_for_display(f"model served at /m/{CANARY}") == "model served at /m/[redacted]"
-
-
-def test_header_dicts_in_results_are_blanked_by_value_position(canary_env):
-    model_args = {
-        "model": "m",
-        "header": {"X-Gateway-Auth": "opaque", "Content-Type": "application/json"},
-        "headers": {"x-custom": "v"},
-        "base_url": "http://h",
-    }
-    assert redact_obj({"model_args": model_args}) == {
-        "model_args": {
-            "model": "m",
-            "header": {"X-Gateway-Auth": REDACTED, "Content-Type": "application/json"},
-            "headers": {"x-custom": REDACTED},
-            "base_url": "http://h",
-        }
-    }
-
-
-MODEL_ARGS_CASES = [
-    # JSON --model_args with a custom header: its value is a secret whatever the header's name
-    (
-        ["--model_args", '{"model": "m", "header": {"X-Gateway-Auth": "gw-0123456789", "Accept": "*/*"}}'],
-        ["gw-0123456789"],
-    ),
-    # several values after one flag (lm-eval's nargs="+"), the short flag
-    (["-a", "model=m", "api_key=k-0123456789", "--tasks", "t"], ["k-0123456789"]),
-    # a header dict given as JSON inside k=v form, nested dicts
-    (["--model_args", '{"model": "m", "extra": {"auth_token": "tok-0123456789"}}'], ["tok-0123456789"]),
-    (["--model_args", "model=m,base_url=http://h", "--tasks", "api_key=not-model-args"], []),
-]
-
-
-@pytest.mark.parametrize("argv, expected", MODEL_ARGS_CASES)
-def test_secrets_in_model_args_by_value(argv, expected):
-    from medeval_metrics.redact import secrets_in_model_args
-
-    assert secrets_in_model_args(argv) == expected
 
 
 # --- error bodies that quote the request (emrQA notes) ----------------------------------------------
@@ -474,48 +340,29 @@ def test_plain_error_body_is_kept_unless_documents_are_private():
     assert withhold_request_echoes("Running generate_until requests") == "Running generate_until requests"
 
 
-def test_private_documents_mode_applies_to_lm_eval_log_records(installed, monkeypatch):
-    from medeval_metrics.redact import hooks
-
-    monkeypatch.setattr(hooks, "_private_documents", set())
+def test_the_run_withholds_every_error_body_lm_eval_logs_and_the_prompts_it_writes_out(installed):
     parent, stream = _stream_logger("lm_eval")
     child = logging.getLogger("lm_eval.models.api_models")
+    writeout = logging.getLogger("lm_eval.evaluator_utils")
+    task = logging.getLogger("lm_eval.api.task")
     body = '{"error": "bad request: Pt denies chest pain"}'
     try:
         child.warning(f"API request failed! Status code: 400, Response text: {body}. Retrying...")
-        redact.install(private_documents="emrQA clinical notes")
-        child.warning(f"API request failed! Status code: 400, Response text: {body}. Retrying...")
+        writeout.info(
+            "Task: emrqa_smoking; document 0; context prompt (starting on next line):    \nPt denies chest pain.\n"
+            "(end of prompt on previous line)\ntarget string or answer choice index (starting on next line):\n"
+            "NON-SMOKER\n(end of target on previous line)"
+        )
+        writeout.info("Request: Instance(request_type='generate_until', doc={'context': 'Pt denies chest pain.'})")
+        task.debug('Both target_delimiter " " and target choice: " Pt denies" have whitespace')
+        logging.getLogger("medeval.probe").warning("judge a: 3 of 4 items scored")  # the pack's own: as it is
     finally:
         parent.handlers = []
-    first, second = stream.getvalue().splitlines()
-    assert "Pt denies chest pain" in first  # not quoting the request, no private documents: kept
-    assert second == (
+    first, *rest = stream.getvalue().splitlines()
+    assert first == (
         f"WARNING API request failed! Status code: 400, Response text: [response body withheld: "
         f"{len(body)} chars, sha256 {_sha12(body)}]. Retrying..."
     )
-    assert redact.private_documents_in_use() == ("emrQA clinical notes",)
-
-
-def test_install_in_the_lm_eval_command_registers_its_model_args_secrets(installed, monkeypatch):
-    """Plain ``lm_eval --include_path <pack>``: the loader's install() reads the command's own
-    --model_args, so a header value given there is redacted by value from then on."""
-    import io as io_module
-
-    monkeypatch.setattr(sys, "stdout", io_module.StringIO())
-    monkeypatch.setattr(sys, "stderr", io_module.StringIO())
-    header_value = "opaque-gateway-value-4242"
-    monkeypatch.setattr(
-        sys,
-        "argv",
-        [
-            "/venv/bin/lm_eval",
-            "--model",
-            "local-chat-completions",
-            "--model_args",
-            json.dumps({"model": "m", "header": {"X-Gateway-Auth": header_value}}),
-        ],
-    )
-    assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") != "headers={'X-Gateway-Auth': '[REDACTED]'}"
-    redact.install()
-    assert redact_text(f"headers={{'X-Gateway-Auth': '{header_value}'}}") == "headers={'X-Gateway-Auth': '[REDACTED]'}"
-    assert isinstance(sys.stdout, redact.RedactingStream)  # the command's console is redacted too
+    assert "Pt denies" not in stream.getvalue() and "NON-SMOKER" not in stream.getvalue()
+    assert "[prompt withheld: 21 chars, sha256 " in stream.getvalue() and "[target withheld: " in stream.getvalue()
+    assert "Request: [request withheld: " in stream.getvalue() and "[choice withheld: " in stream.getvalue()

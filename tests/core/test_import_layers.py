@@ -1,8 +1,7 @@
-"""The import contracts of pyproject.toml (`lint-imports`), with every benchmark package in its layer.
-
-pyproject.toml names the layers CLI, test rigs, shared services and core, and forbids cycles; it names no
-benchmark (adding one edits nothing outside its folders). Here every package holding a spec.py joins the
-contracts between the test rigs and the services, each independent of the others, and the whole is checked.
+"""The import contracts of pyproject.toml (`lint-imports`): no cycles; the layers CLI, test rigs, benchmarks
+(each named, none importing another), shared services and core; the tasks' runtime importing no tool; the test
+rigs imported only by the demo and ``medeval_metrics.rigs``. Every package holding a spec.py must be named in
+the benchmarks layer and in the runtime, so a new benchmark is held to the contracts from its first commit.
 """
 
 from __future__ import annotations
@@ -23,13 +22,12 @@ def benchmark_packages() -> list[str]:
     return sorted(name.rsplit(".", 1)[0] for name in registry.spec_module_names())
 
 
-def contracts_with_benchmarks(benchmarks: list[str]) -> dict:
-    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
-    layers = next(c for c in config["contracts"] if c["id"] == "layers")
-    services = next(i for i, layer in enumerate(layers["layers"]) if "medeval_metrics.judge" in layer)
-    layers["layers"].insert(services, " | ".join(benchmarks))  # "|": no benchmark imports another
-    layers["name"] += f" ({', '.join(b.rsplit('.', 1)[1] for b in benchmarks)})"
-    return config
+def contracts() -> dict:
+    return tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+
+
+def _contract(config: dict, contract_id: str) -> dict:
+    return next(c for c in config["contracts"] if c["id"] == contract_id)
 
 
 def _toml(config: dict) -> str:
@@ -51,17 +49,33 @@ def lint(config: dict, tmp_path: pathlib.Path, capsys) -> tuple[bool, str]:
     return kept, capsys.readouterr().out
 
 
-def test_the_import_contracts_hold_with_every_benchmark_in_its_layer(tmp_path, capsys):
+def test_the_import_contracts_hold(tmp_path, capsys):
+    kept, report = lint(contracts(), tmp_path, capsys)
+    assert kept is True, report
+    assert "Contracts: 4 kept, 0 broken." in report
+
+
+def test_every_benchmark_package_is_named_in_its_layer_and_in_the_runtime():
     benchmarks = benchmark_packages()
     assert {"medeval_metrics.emsqa", "medeval_metrics.medicationqa", "medeval_metrics.emrqa"} <= set(benchmarks)
-    kept, report = lint(contracts_with_benchmarks(benchmarks), tmp_path, capsys)
-    assert kept is True, report
-    assert "Contracts: 2 kept, 0 broken." in report
+    config = contracts()
+    layer = next(layer for layer in _contract(config, "layers")["layers"] if "medeval_metrics.emsqa" in layer)
+    assert sorted(name.strip() for name in layer.split("|")) == benchmarks, (
+        "name each benchmark package in the benchmarks layer of pyproject.toml, separated by '|'"
+    )
+    assert set(benchmarks) <= set(_contract(config, "tasks-apart-from-tools")["source_modules"])
+
+
+def test_the_runtime_is_kept_from_every_tool():
+    config = contracts()
+    tools = set(_contract(config, "tasks-apart-from-tools")["forbidden_modules"])
+    assert tools == {f"medeval_metrics.{m}" for m in ("cli", "preflight", "report", "demo", "real_model", "testing")}
+    assert _contract(config, "rigs")["forbidden_modules"] == ["medeval_metrics.testing"]
 
 
 def test_every_top_level_module_has_a_layer():
-    config = contracts_with_benchmarks(benchmark_packages())
-    layers = next(c for c in config["contracts"] if c["id"] == "layers")["layers"]
+    config = contracts()
+    layers = _contract(config, "layers")["layers"]
     placed = {name.strip().strip("()") for layer in layers for name in layer.replace("|", ":").split(":")}
     package = pathlib.Path(medeval_metrics.__file__).parent
     found = {f"medeval_metrics.{p.stem}" for p in package.glob("*.py") if p.stem != "__init__"}
@@ -76,6 +90,8 @@ PLANTED = [  # (module file, what it is made to import): one wrong-way import of
     ("emrqa/metrics.py", "medeval_metrics.emsqa.scoring"),  # one benchmark into another
     ("judge/aggregate.py", "medeval_metrics.medicationqa.spec"),  # a service into a benchmark
     ("stats.py", "medeval_metrics.cli"),  # core into the CLI
+    ("emsqa/prompts.py", "medeval_metrics.report.tables"),  # the tasks' runtime into a tool
+    ("preflight/options.py", "medeval_metrics.testing.scripted"),  # a tool other than the demo into the rigs
 ]
 
 
@@ -97,9 +113,7 @@ def test_a_wrong_way_import_breaks_the_contracts(tmp_path, capsys, monkeypatch):
             encoding="utf-8",
         )
     monkeypatch.syspath_prepend(str(copy.parent))
-    config = json.loads(
-        json.dumps(contracts_with_benchmarks(benchmark_packages())).replace("medeval_metrics", "medeval_plant")
-    )
+    config = json.loads(json.dumps(contracts()).replace("medeval_metrics", "medeval_plant"))
     kept, report = lint(config, tmp_path, capsys)
     assert kept is False
     for module_file, imported in PLANTED:

@@ -47,18 +47,17 @@ def test_the_guard_catches_a_read(manifest_unreadable):
         pass
 
 
-def test_listing_task_facts_checksums_and_the_notice_filter_read_no_generated_file(
+def test_listing_task_facts_checksums_and_the_pack_s_task_names_read_no_generated_file(
     manifest_unreadable, capsys, shared_data
 ):
-    from medeval_metrics import lm_eval_compat
     from medeval_metrics.cli import main
+    from medeval_metrics.task_yaml import pack_task_yamls
 
     assert main(["list"]) == 0 and "emsqa_public" in capsys.readouterr().out
     assert len(build_manifest()["tasks"]) == len(registry.all_tasks())
     assert registry.task("emsqa_public_mc").output_type == "multiple_choice"
     assert registry.task("emsqa_public").metrics == ("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model")
-    lm_eval_compat._pack_task_names.cache_clear()
-    assert "medicationqa" in lm_eval_compat._pack_task_names()
+    assert "medicationqa" in pack_task_yamls()
     assert data.known_checksums()["MedInfo2019-QA-Medications.xlsx"].startswith("4f13d0e3")
     assert data.check_known_checksum(shared_data / "emsqa" / "test_open.json", mode="warn") == "match"
 

@@ -77,8 +77,13 @@ def test_bad_metadata_json_is_still_the_pack_s_one_line():
 
 def test_an_abbreviated_tasks_list_is_normalised_for_lm_eval_too():
     # lm-eval would look for a task named " b"; the pack's checks, which strip names, would have passed it
-    assert preflight.normalise_task_list(["--task", "a, b,", "--model", "hf"]) == ["--tasks", "a,b", "--model", "hf"]
-    assert preflight.normalise_task_list(["--tas=a, b"]) == ["--tasks", "a,b"]
+    assert preflight.read_command_line(["--task", "a, b,", "--model", "hf"]).lm_eval_argv == [
+        "--tasks",
+        "a,b",
+        "--model",
+        "hf",
+    ]
+    assert preflight.read_command_line(["--tas=a, b"]).lm_eval_argv == ["--tasks", "a,b"]
 
 
 # ---------------------------------------------------------------- 2. "meant" only from a reported typo

@@ -1,9 +1,11 @@
 """Quiet runs (issue 13, item 8): a normal run of the pack's tasks prints none of the warnings the pack's
-own configuration used to cause, under `medeval run` and under plain `lm_eval --include_path`.
+own configuration used to cause, under `medeval run` and under plain `lm_eval --include_path`, without quieting
+any of lm-eval's own lines (issue 30: no log filter on lm-eval's loggers; its per-task custom_dataset notice and
+its --limit warning are lm-eval's to print).
 
-Known ones, each with its fix in ``medeval_metrics.lm_eval_compat``: lm-eval's per-task custom_dataset
-notice (9), "No aggregation function defined" for the per-judge ``judge_success_<judge>`` metrics (8),
-and "Cannot determine EOS string" from each chat-API judge (4, ``api_request_payload``)."""
+The pack's causes, each fixed at its source: "No aggregation function defined" for metrics named at run time
+(none is: the YAMLs name every metric) and "Cannot determine EOS string" from each chat-API judge (4,
+``api_request_payload``)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ from medeval_metrics.emrqa.synthetic import write_synthetic
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
 
 PACK_NOISE = (
-    "Custom kwargs can be passed to `--metadata`",
     "No aggregation function defined",
     "Cannot determine EOS string",
 )
@@ -60,14 +61,11 @@ def _assert_quiet(proc, judge_requests: int, medeval_run: bool = True) -> None:
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert judge_requests > 0  # the panel really judged (the EOS warning came from its first request)
-    # plain lm_eval keeps its own warnings; medeval run says --limit once, in its summary line
-    assert ("--limit SHOULD ONLY BE USED FOR TESTING" in text) != medeval_run
+    # lm-eval's own warnings are lm-eval's (medeval run quiets none); medeval run also says --limit in its summary
+    assert "--limit SHOULD ONLY BE USED FOR TESTING" in text
     assert ("--limit 4: a test run, not comparable scores" in text) == medeval_run
     assert [line for line in text.splitlines() if any(noise in line for noise in PACK_NOISE)] == []
-    # the per-judge metrics now have a direction: an arrow in the table
-    assert re.search(r"\|judge_success_a\s*\|↑\s*\|", proc.stdout) and re.search(
-        r"\|judge_success_b\s*\|↑", proc.stdout
-    )
+    assert not re.search(r"WARNING .*\[medeval", text)  # no warning of the pack's own loggers
 
 
 @pytest.mark.e2e
@@ -104,7 +102,6 @@ def test_medeval_run_of_each_benchmark_prints_no_pack_warnings(tmp_path):
         "emrqa_smoking",
         "emrqa_emrql_1",
     }  # every task ran
-    assert results["higher_is_better"]["medicationqa"]["judge_success_a"] is True
 
 
 @pytest.mark.e2e

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from medeval_metrics.redact import REDACTED, redact_obj, redact_text
+from medeval_metrics.redact import REDACTED, credential_fields, redact_text
 
 PROJECT_KEY = "sk-proj-Ab3dEf6hIj9lMn2pQr5tUv8xYz1bC4eF7hI0kL3nO6qR"
 
@@ -28,5 +28,5 @@ def test_unlabelled_openai_style_key_is_redacted(text, expected):
     assert redact_text(text) == expected
 
 
-def test_unlabelled_key_inside_a_results_value_is_redacted():
-    assert redact_obj({"resps": [[f"Answer: B {PROJECT_KEY}"]]}) == {"resps": [[f"Answer: B {REDACTED}"]]}
+def test_an_unlabelled_key_in_a_settings_value_is_found_wherever_it_is_given():
+    assert credential_fields({"extra": {"note": f"Answer: B {PROJECT_KEY}"}, "model": "m"}) == ["extra.note"]

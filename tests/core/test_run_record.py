@@ -14,7 +14,7 @@ from medeval_metrics.report.tables import run_time_table
 
 
 def test_lm_eval_records_no_per_task_time():
-    """When this fails, lm-eval times tasks itself and ``task_timings`` may go."""
+    """When this fails, lm-eval times tasks itself and ``run_record``'s timing may go."""
     import lm_eval.evaluator
 
     source = inspect.getsource(lm_eval.evaluator.evaluate)
@@ -33,12 +33,11 @@ def test_the_judges_usage_is_counted_from_the_reply_s_usage_fields():
 def test_the_record_sums_the_parts_and_keeps_judge_usage_for_judged_tasks():
     from collections import Counter
 
-    times = {"a": Counter({"load_s": 0.5, "model_s": 2.0, "scoring_s": 0.25}), "?": Counter({"model_s": 9.0})}
+    times = {"a": Counter({"prepare_s": 0.5, "model_s": 2.0, "scoring_s": 0.25}), "?": Counter({"model_s": 9.0})}
     record = lm_eval_compat._run_record(times, {"a": Counter({"requests": 4, "prompt_tokens": 10})})
     assert record == {
         "a": {
-            "load_s": 0.5,
-            "prepare_s": 0.0,
+            "prepare_s": 0.5,
             "model_s": 2.0,
             "filters_s": 0.0,
             "scoring_s": 0.25,
@@ -103,6 +102,7 @@ def test_a_run_records_each_task_s_time_and_its_judges_tokens(tmp_path, capsys):
     results, _ = find_results(tmp_path / "out")
     tasks = results["medeval_run"]["tasks"]
     assert set(tasks) == {"emsqa_private", "medicationqa"} and all(t["wall_s"] > 0 for t in tasks.values())
+    assert results["medeval_run"]["setup_s"] > 0  # the model built and the data loaded: once for the run
     judge = tasks["medicationqa"]["judge"]
     assert (
         judge["requests"] == 16 and requests == 16 + 2 and judge["prompt_tokens"] > 0 and judge["completion_tokens"] > 0

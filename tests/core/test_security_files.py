@@ -173,16 +173,10 @@ def _tracker(tmp_path):
 
 
 def test_lm_eval_still_swallows_a_failed_results_write_and_leaves_it_cut(tmp_path, monkeypatch):
-    """Notices when lm_eval_compat's whole-file writer is no longer needed: lm-eval 0.4.13's own writer
+    """Why `medeval run` checks lm-eval's files after the run (``cli.cut_outputs``): lm-eval 0.4.13's own writer
     leaves a truncated results file and raises nothing on a full disk."""
     import pathlib
 
-    from lm_eval.loggers.evaluation_tracker import EvaluationTracker
-
-    from medeval_metrics import lm_eval_compat
-
-    lm_eval_compat.redact_results_writer()
-    original = EvaluationTracker.save_results_aggregated._medeval_original
     real_write_text = pathlib.Path.write_text
 
     def full_disk(self, data, *args, **kwargs):
@@ -190,39 +184,31 @@ def test_lm_eval_still_swallows_a_failed_results_write_and_leaves_it_cut(tmp_pat
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(pathlib.Path, "write_text", full_disk)
-    original(_tracker(tmp_path), {"results": {"t": {"acc": 0.5}}, "padding": "x" * 1000})  # no exception
+    _tracker(tmp_path).save_results_aggregated({"results": {"t": {"acc": 0.5}}, "padding": "x" * 1000})  # no error
     (written,) = (tmp_path / "out" / "model").glob("results_*.json")
     assert len(written.read_text()) == 100  # cut short, left in place
 
 
-@pytest.mark.parametrize("which", ["results", "samples"])
-def test_a_failed_results_or_samples_write_leaves_no_file_and_is_reported(tmp_path, monkeypatch, which):
-    from medeval_metrics import lm_eval_compat, safe_files
+def test_a_cut_results_or_samples_file_of_the_run_is_named_and_removed(tmp_path):
+    import time
 
-    lm_eval_compat.redact_results_writer()
-    lm_eval_compat.take_write_failures()
-    tracker = _tracker(tmp_path)
-    tracker.save_results_aggregated({"results": {"t": {"acc": 0.5}}})
-    real_fdopen = os.fdopen
-    monkeypatch.setattr(safe_files.os, "fdopen", lambda fd, *a, **k: _DiskFills(real_fdopen(fd, *a, **k), 50))
-    if which == "results":
-        tracker.save_results_aggregated({"results": {"t": {"acc": 0.5}}, "padding": "x" * 1000})
-    else:
-        sample = {
-            "doc_id": 0,
-            "arguments": [["prompt", {}]],
-            "resps": [["a"]],
-            "filtered_resps": ["a"],
-            "target": "a",
-            "doc": {"q": "x" * 1000},
-        }
-        tracker.save_results_samples("t", [sample])
-    (failure,) = lm_eval_compat.take_write_failures()
-    assert f"could not write {tmp_path / 'out' / 'model'}/{which}_" in str(failure)
-    assert "No space left on device" in str(failure)
-    files = sorted(p.name for p in (tmp_path / "out" / "model").iterdir())
-    assert len(files) == 1 and files[0].startswith("results_")  # only the first, whole results file
-    assert not lm_eval_compat.take_write_failures()
+    from medeval_metrics import cli
+    from medeval_metrics.preflight import read_command_line
+
+    started = time.time()
+    folder = tmp_path / "out" / "model"
+    folder.mkdir(parents=True)
+    whole = folder / "results_2026-01-01T00-00-00.json"
+    whole.write_text('{"results": {}}')
+    cut_results = folder / "results_2026-01-01T00-00-01.json"
+    cut_results.write_text('{"results": {"t": {"acc')
+    cut_samples = folder / "samples_t_2026-01-01T00-00-01.jsonl"
+    cut_samples.write_text('{"doc_id": 0}\n{"doc_id": 1, "resps": [["a')
+    settings = read_command_line(["--output_path", str(tmp_path / "out"), "--log_samples"])
+    problems = cli.cut_outputs(settings, started)
+    assert [p.split(":")[0] for p in problems] == [f"could not write {cut_results}", f"could not write {cut_samples}"]
+    assert sorted(p.name for p in folder.iterdir()) == [whole.name]  # no later step reads half a file
+    assert cli.cut_outputs(read_command_line(["--tasks", "t"]), started) == []  # no --output_path: nothing to check
 
 
 def test_a_cut_sample_log_is_a_clear_error_not_a_traceback(tmp_path):
@@ -276,8 +262,7 @@ def test_medeval_run_on_a_full_disk_exits_non_zero_naming_the_file_and_writes_no
     )
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("medeval: error:")]
-    assert any("could not write" in line and "/results_" in line and "File too large" in line for line in errors)
-    assert any("could not write" in line and "/samples_emsqa_private_" in line for line in errors)
+    assert any("could not write" in line and "/results_" in line and "cut short" in line for line in errors)
     assert "Traceback" not in done.stderr and "medeval report" not in done.stdout
     assert "acc" in done.stdout  # the scores are still printed
     left = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]

@@ -10,7 +10,7 @@ import pytest
 from medeval_metrics.data import MedevalDataError, file_sha256
 from medeval_metrics.emrqa import jsonstream
 from medeval_metrics.emrqa.cache import ensure_prepared
-from medeval_metrics.testing.emrqa_synthetic import write_synthetic
+from medeval_metrics.emrqa.synthetic import write_synthetic
 
 
 def test_a_relabelled_file_of_the_same_size_with_its_time_restored_is_prepared_again(tmp_path):

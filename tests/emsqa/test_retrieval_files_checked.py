@@ -9,7 +9,7 @@ import pytest
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.rag import read_predicted_areas
-from medeval_metrics.retrieval import read_retrievals
+from medeval_metrics.emsqa.retrieval import read_retrievals
 
 GOOD_CHUNK = {"id": "heart_0_0", "source": "heart", "score": 3.25}
 DEEP = "[" * 100_000 + "]" * 100_000
