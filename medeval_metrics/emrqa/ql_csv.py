@@ -105,7 +105,7 @@ def _split_ql_fields(path: Path, line_number: int, fields: list[str], stats: Cou
                 found = tuple(rest)
             else:
                 raise MedevalDataError(
-                    f"{path}: line {line_number}: cannot tell where the logical form "
+                    f"{path}: line {line_number} (question {question!r}): cannot tell where the logical form "
                     "ends: no split of the row's commas gives a logical form that fits its template. "
                     "Quote the logical-form fields or regenerate data-ql.csv."
                 )

@@ -215,6 +215,7 @@ def qa_record(
     questions = [q for q in as_list(qa.get("question")) if isinstance(q, str) and q.strip()]
     if not questions:
         raise fail(path, where, "it has no question text")
+    where = f"note {note_key}, question {qa_number} ({questions[0]!r})"
     question_templates: list[str] = []
     lf_template = ""
     qa_id = qa.get("id")

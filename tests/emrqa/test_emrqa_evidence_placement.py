@@ -114,8 +114,8 @@ def test_gold_evidence_is_placed_on_its_numbered_line_when_lines_recur(tmp_path)
     # The summary names note id and question, never note text.
     examples = manifest["check_examples"]["medication_evidence_not_on_its_line"]
     assert examples == [
-        "note medication/901, question 6, answer 0",
-        "note medication/901, question 7, answer 0",
+        "note medication/901, question 6 ('What is the dose, question 6'), answer 0",
+        "note medication/901, question 7 ('What is the dose, question 7'), answer 0",
     ]
     summary = "\n".join(describe(manifest))
     assert (
@@ -240,9 +240,14 @@ def test_every_counted_evidence_quirk_names_its_records_without_note_text(tmp_pa
     ]
     manifest, records, _ = _prepare(tmp_path, {"relations": [{"note_id": "908", "context": REPEATING, "qas": qas}]})
     examples = manifest["check_examples"]
-    assert examples["evidence_located_ignoring_case_and_spacing"] == ["note relations/908, question 0, answer 0"]
-    assert examples["evidence_not_in_note"] == ["note relations/908, question 1, answer 0"]
-    assert examples["evidence_taken_from_its_line_number"] == ["note relations/908, question 2, answer 0"]
+    assert examples["evidence_located_ignoring_case_and_spacing"] == [
+        "note relations/908, question 0 ('What is the dose, question 0'), answer 0"
+    ]
+    assert examples["evidence_not_in_note"] == [
+        "note relations/908, question 1 ('What is the dose, question 1'), answer 0"
+    ]
+    assert examples["evidence_taken_from_its_line_number"] == [
+        "note relations/908, question 2 ('What is the dose, question 2'), answer 0"
+    ]
     assert [r["answers"][0]["evidence_start"] for r in records["relations"]] == [0, -1, 34]
     assert SECRET not in json.dumps(examples) and SECRET not in "\n".join(describe(manifest))
-    assert "What is the dose" not in json.dumps(examples)  # records named by note and number, not by their text
