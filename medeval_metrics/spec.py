@@ -120,6 +120,9 @@ class MetricInfo:
     hub_type: str  # model-index metric type (a Hub metric id where one fits)
     in_model_index: bool = True  # diagnostics (e.g. the unparseable rate) stay out of the card metadata
     scale: tuple[float, float] = (0.0, 1.0)  # range for figures
+    # A corpus statistic lm-eval gives no stderr for ("N/A"): "module:function" computing it from the logged
+    # samples' per-item values of the metric, for ``medeval report``.
+    sample_stderr: str | None = None
 
 
 @dataclass(frozen=True)

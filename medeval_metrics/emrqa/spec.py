@@ -99,7 +99,7 @@ SPEC = BenchmarkSpec(
             "strict_em": MetricInfo("Strict exact match", "exact_match_strict"),
             "f1": MetricInfo("Token F1", "f1"),
             "acc": MetricInfo("Accuracy", "accuracy"),
-            "macro_f1": MetricInfo("Macro F1", "f1"),
+            "macro_f1": MetricInfo("Macro F1", "f1", sample_stderr="medeval_metrics.emrqa.scoring:macro_f1_stderr"),
             "lf_acc": MetricInfo("Logical-form accuracy", "accuracy"),
             "template_acc": MetricInfo("Logical-form template accuracy", "accuracy"),
             "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),

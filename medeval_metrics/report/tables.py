@@ -70,28 +70,53 @@ def score_rows(run: Run) -> list[ScoreRow]:
 
 
 def _from_samples(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, Any]:
-    """A judged task's figures lm-eval does not give, as results keys (``report.judges.sample_statistics``):
-    per-judge success rows the results lack, and stderrs, from the logged samples (or ``medeval judge``'s)."""
+    """Figures lm-eval does not give, as results keys, from the logged samples: corpus statistics' stderrs
+    (``_corpus_stderrs``) and, for a judged task (``report.judges.sample_statistics``), per-judge success rows
+    the results lack and their stderrs (from ``medeval judge``'s records where it re-judged)."""
     from medeval_metrics import registry
 
-    if registry.judging_for(task) is None:
-        return {}
     cache = getattr(run, "_sample_statistics", None)
     if cache is None:  # kept on the run: score_rows is called once per table, the samples read once
         cache = {}
         run._sample_statistics = cache  # type: ignore[attr-defined]
     if task not in cache:
-        from medeval_metrics.report.judges import sample_statistics
+        cache[task] = _corpus_stderrs(run, task, metrics)
+        if registry.judging_for(task) is not None:
+            from medeval_metrics.report.judges import sample_statistics
 
-        filters = [key.split(",", 1)[1] for key in metrics if key.startswith("judge_verdicts,")]
-        stats = sample_statistics(run.judge_records(task) or run.samples(task), filters[0] if filters else "none")
-        cache[task] = {}
-        for (metric, filter_name), entry in stats.items():
-            if f"{metric},{filter_name}" not in metrics:
-                cache[task][f"{metric},{filter_name}"] = entry["value"]
-            if entry["stderr"] is not None:
-                cache[task][f"{metric}_stderr,{filter_name}"] = entry["stderr"]
+            filters = [key.split(",", 1)[1] for key in metrics if key.startswith("judge_verdicts,")]
+            stats = sample_statistics(run.judge_records(task) or run.samples(task), filters[0] if filters else "none")
+            for (metric, filter_name), entry in stats.items():
+                if f"{metric},{filter_name}" not in metrics:
+                    cache[task][f"{metric},{filter_name}"] = entry["value"]
+                if entry["stderr"] is not None:
+                    cache[task][f"{metric}_stderr,{filter_name}"] = entry["stderr"]
     return cache[task]
+
+
+def _corpus_stderrs(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, float]:
+    """Stderrs of the corpus statistics whose spec names a sample_stderr function, from the logged per-item
+    values (lm-eval writes "N/A" for an aggregation it does not know); none without two logged items."""
+    import importlib
+
+    from medeval_metrics import registry
+
+    spec = registry.benchmark_of(task)
+    out: dict[str, float] = {}
+    for key in metrics:
+        metric, _, filter_name = key.partition(",")
+        info = spec.reporting.metrics.get(metric) if spec else None
+        if not filter_name or "_stderr" in metric or info is None or info.sample_stderr is None:
+            continue
+        items = [
+            sample[metric]
+            for sample in run.samples(task)
+            if str(sample.get("filter") or "none") == filter_name and sample.get(metric) is not None
+        ]
+        if len(items) > 1:
+            module, _, function = info.sample_stderr.partition(":")
+            out[f"{metric}_stderr,{filter_name}"] = float(getattr(importlib.import_module(module), function)(items))
+    return out
 
 
 def _metric_position(task_metrics: tuple[str, ...], metric: str) -> int:
