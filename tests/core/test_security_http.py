@@ -267,40 +267,31 @@ def test_the_model_reply_setting_is_known_to_the_run_check_and_checked():
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("concurrent", [1, 2], ids=["sync", "async"])
-def test_medeval_run_sends_no_model_args_header_across_a_redirect(tmp_path, concurrent):
-    """The guard is on for the whole of `medeval run`: the model endpoint answers 307 to another port."""
+def test_medeval_run_holds_the_reply_guard_and_refuses_a_header_key(tmp_path, concurrent):
+    """The guard is on for the whole of `medeval run`: an oversized reply from the evaluated model is an error naming
+    the setting. A key given as a --model_args header never reaches a request: it is refused before the run."""
     from conftest import EMSQA_SYNTHETIC, run_cli
 
-    with RecordingChatServer(reply='["a"]') as elsewhere, Redirector(elsewhere.chat_url, max_requests=50) as endpoint:
-        model_args = json.dumps(
-            {
-                "model": "m",
-                "base_url": endpoint.chat_url,
-                "num_concurrent": concurrent,
-                "max_retries": 1,
-                "header": {"x-api-key": KEY, "Content-Type": "application/json"},
-            }
-        )
-        result = run_cli(
-            [
-                "run",
-                "--model",
-                "local-chat-completions",
-                "--model_args",
-                model_args,
-                "--tasks",
-                "emsqa_private",
-                "--limit",
-                "2",
-                "--apply_chat_template",
-                "--metadata",
-                json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)}),
-            ],
+    def run(model_args: dict, env: dict | None = None):
+        return run_cli(
+            ["run", "--model", "local-chat-completions", "--model_args", json.dumps(model_args)]
+            + ["--tasks", "emsqa_private", "--limit", "2", "--apply_chat_template"]
+            + ["--metadata", json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)})],
             cwd=tmp_path,
+            env=env,
             timeout=300,
         )
-        moved = [r["headers"] for r in elsewhere.requests]
-        first = [headers for _, headers in endpoint.requests]
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert len(moved) == 2 and all(KEY in json.dumps(h) for h in first)
-    assert KEY not in json.dumps(moved)
+
+    with Redirector() as endpoint:
+        settings = {"model": "m", "base_url": endpoint.chat_url, "num_concurrent": concurrent, "max_retries": 1}
+        refused = run({**settings, "header": {"x-api-key": KEY, "Content-Type": "application/json"}})
+        assert refused.returncode == 2 and endpoint.requests == []
+        assert refused.stderr.startswith("medeval: error: --model_args header.x-api-key holds a key")
+        assert KEY not in refused.stdout + refused.stderr
+    with BigReplies(gzip_bomb(16), "gzip") as server:
+        settings = {"model": "m", "base_url": server.chat_url, "num_concurrent": concurrent, "max_retries": 1}
+        result = run(settings, env={"MEDEVAL_MODEL_MAX_REPLY_MB": "2"})
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert (
+        "model endpoint's reply is larger than 2 MB" in result.stderr and "MEDEVAL_MODEL_MAX_REPLY_MB" in result.stderr
+    )
