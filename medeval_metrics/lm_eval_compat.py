@@ -152,7 +152,9 @@ def run_record(judge_usage: Mapping[str, Mapping[str, int]] | None = None) -> It
     requests), ``model_s`` (its share of each model call, by its number of requests in that call), ``filters_s``
     (its filters: the judge panel of a judged task), ``scoring_s`` and their sum ``wall_s``; for a judged task,
     ``judge``: the judges' requests and the tokens their replies reported (``judge_usage``, counted by the
-    judge transport).
+    judge transport). A function or class left in a task's config (``fewshot_config.sampler``, ``process_docs``)
+    is written by name (``medeval_metrics.emsqa.fewshot_pool``), not as ``<function ... at 0x7f...>``, so two
+    identical runs write identical configs.
 
     Why: lm-eval 0.4.12-0.4.13's CLI returns nothing (``medeval run`` needs the results to exit non-zero when a
     judge scored nothing, also without ``--output_path``), and ``evaluate`` sends every task's requests to the
@@ -185,6 +187,8 @@ def run_record(judge_usage: Mapping[str, Mapping[str, int]] | None = None) -> It
             for step in undo:
                 step()
         if isinstance(results, dict):
+            if isinstance(results.get("configs"), dict):  # deterministic configs: functions by name, not address
+                results["configs"] = _named_callables(results["configs"])
             results[RUN_RECORD_KEY] = {"setup_s": round(setup_s, 3), "tasks": _run_record(times, judged)}
             captured.append(results)
             captured.samples.append(results.get("samples"))
@@ -195,6 +199,19 @@ def run_record(judge_usage: Mapping[str, Mapping[str, int]] | None = None) -> It
         yield captured
     finally:
         evaluator.evaluate = original
+
+
+def _named_callables(obj: Any) -> Any:
+    """A copy of a JSON-like structure with functions and classes as ``module.qualname`` (lm-eval 0.4.12-0.4.13
+    dump those nested in a config with ``str``, their memory address included)."""
+    if isinstance(obj, dict):
+        return {key: _named_callables(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        items = [_named_callables(item) for item in obj]
+        return items if isinstance(obj, list) else tuple(items)
+    if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) or inspect.isbuiltin(obj):
+        return f"{getattr(obj, '__module__', None) or ''}.{getattr(obj, '__qualname__', repr(obj))}".lstrip(".")
+    return obj
 
 
 def _tasks_in(task_dict: Any) -> list[Any]:

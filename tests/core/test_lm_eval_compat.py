@@ -172,6 +172,17 @@ def test_run_record_wrapper_still_needed():
     assert "perf_counter" not in source and "time.time" not in source
 
 
+def test_lm_eval_still_writes_a_function_in_a_config_with_its_address(tmp_path):
+    """Why the run record names the functions in the results' configs: lm-eval writes them as ``str(obj)``."""
+    from lm_eval.loggers.evaluation_tracker import EvaluationTracker
+
+    from medeval_metrics.emsqa import fewshot_pool
+
+    tracker = EvaluationTracker(output_path=str(tmp_path))
+    tracker.save_results_aggregated(results={"configs": {"t": {"fewshot_config": {"process_docs": fewshot_pool}}}})
+    assert re.search(r"<function fewshot_pool at 0x[0-9a-f]+>", next(tmp_path.rglob("results_*.json")).read_text())
+
+
 class _Request:
     def __init__(self, task_name: str) -> None:
         self.task_name = task_name
@@ -211,7 +222,9 @@ def test_the_run_record_times_each_task_on_its_own_objects_and_puts_evaluate_bac
         task_dict["t2"].apply_filters()
         for task in task_dict.values():
             task.process_results({}, ["a"])
-        return {"results": {"t1": {}, "t2": {}}}
+        from medeval_metrics.emsqa import fewshot_pool
+
+        return {"results": {"t1": {}, "t2": {}}, "configs": {"t1": {"fewshot_config": {"process_docs": fewshot_pool}}}}
 
     monkeypatch.setattr(lm_eval.evaluator, "evaluate", evaluate)
     model, tasks = _Model(), {"t1": _Task("t1", judges=usage), "group": {"t2": _Task("t2")}}
@@ -219,6 +232,7 @@ def test_the_run_record_times_each_task_on_its_own_objects_and_puts_evaluate_bac
         results = lm_eval.evaluator.evaluate(lm=model, task_dict={"t1": tasks["t1"], "t2": tasks["group"]["t2"]})
     assert lm_eval.evaluator.evaluate is evaluate
     assert evaluations == [results] and evaluations.samples == [None]
+    assert results["configs"]["t1"]["fewshot_config"]["process_docs"] == "medeval_metrics.emsqa.data.fewshot_pool"
     record = results["medeval_run"]
     assert record["setup_s"] >= 0 and set(record["tasks"]) == {"t1", "t2"}
     assert set(record["tasks"]["t1"]) == {"prepare_s", "model_s", "filters_s", "scoring_s", "wall_s", "judge"}
