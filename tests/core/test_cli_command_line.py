@@ -140,3 +140,18 @@ def test_help_anywhere_on_the_line_is_the_pack_s_help(flag, capsys, monkeypatch)
     monkeypatch.setattr(cli, "_lm_eval_run_help", lambda: "(lm-eval's options)\n")
     assert cli.main(["run", "--tasks", "x", flag]) == 0
     assert capsys.readouterr().out.startswith("usage: medeval run [the pack's options]")
+
+
+def test_verbosity_debug_shows_the_pack_s_debug_lines_for_the_run_only():
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("medeval_metrics", "medeval")]
+    before = [(logger.level, list(logger.handlers)) for logger in loggers]
+    with cli._pack_debug_logging(read_command_line(["--verbosity", "debug"]).verbosity):
+        assert all(
+            logger.level == logging.DEBUG and len(logger.handlers) == len(h) + 1
+            for logger, (_, h) in zip(loggers, before)
+        )
+    assert [(logger.level, list(logger.handlers)) for logger in loggers] == before
+    with cli._pack_debug_logging("INFO"):
+        assert [(logger.level, list(logger.handlers)) for logger in loggers] == before
