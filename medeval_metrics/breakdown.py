@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -52,11 +53,18 @@ def task_breakdown(task: str, samples: Iterable[dict[str, Any]]) -> dict[str, An
 def compute_breakdown(samples: Iterable[dict[str, Any]], spec: BreakdownSpec) -> dict[str, Any]:
     """``{filter: {dimension: {category: {metric: {value, stderr, n}}}}}`` from logged samples."""
     grouped: dict[str, dict[str, dict[str, dict[str, list[float]]]]] = {}
-    for sample in samples:
+    for number, sample in enumerate(samples, 1):
         doc = sample.get("doc", {})
         filter_name = sample.get("filter", "none")
         for dimension, categories in spec.dimensions.items():
-            for category in categories(doc):
+            try:
+                found = categories(doc)
+            except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a doc edited by hand, or another tool's
+                raise MedevalDataError(
+                    f"record {number} (doc_id {str(sample.get('doc_id'))[:40]!r}): its doc's {dimension} cannot be "
+                    f"read ({type(exc).__name__}): the doc is not as the task logged it. Run the evaluation again."
+                ) from None
+            for category in found:
                 bucket = grouped.setdefault(filter_name, {}).setdefault(dimension, {}).setdefault(category, {})
                 for metric in spec.metrics:
                     if isinstance(sample.get(metric), (int, float)):
@@ -116,19 +124,80 @@ def find_sample_files(output_dir: Path, since: float | None = None) -> dict[str,
     return newest
 
 
-def read_samples(path: Path) -> list[dict[str, Any]]:
-    samples = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                samples.append(json.loads(line))
-            except ValueError as exc:  # a log cut short (a full disk under an older version): say so, never a traceback
-                from medeval_metrics.data import MedevalDataError
+# A JSON escape of a UTF-16 surrogate: a pair (an emoji written as ASCII) or a lone one, which no UTF-8 file can
+# hold (a model's output cut inside a character): only lines holding one are walked for lone ones.
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
-                raise MedevalDataError(
-                    f"{path}: line {number} is not a JSON record ({type(exc).__name__}); the sample "
-                    "log is damaged or cut short. Run the evaluation again."
-                ) from exc
+
+def without_lone_surrogates(value: Any) -> Any:
+    """Parsed JSON with every lone surrogate replaced by U+FFFD, so that the text can be written as UTF-8 and
+    drawn (a lone surrogate fails both). Recursive: call it on records that parsed (their depth is bounded)."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_lone_surrogates(key): without_lone_surrogates(item) for key, item in value.items()}
+    return value
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in words (for errors)."""
+    if isinstance(value, bool):
+        return f"true/false ({str(value).lower()})"
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value from a file as an error quotes it: short, with control characters escaped."""
+    text = str(value)
+    short = text if len(text) <= limit else text[: limit - 3] + "..."
+    return short if short.isprintable() else ascii(short)
+
+
+def utf8_text(path: Path, what: str, fix: str) -> str:
+    """The file's text; a byte that is not UTF-8 is one line naming the file, its line and the fix."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise MedevalDataError(
+            f"{path}: line {line} is not UTF-8 text (byte {exc.start}: 0x{data[exc.start]:02x}); {what}. {fix}"
+        ) from None
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """The records of a sample log (lm-eval's ``samples_<task>_<date>.jsonl``, or ``medeval judge``'s records).
+    Anything but one JSON object per line is one line naming the file, the line and the fix."""
+    fix = "Run the evaluation again."
+    text = utf8_text(path, "the sample log is damaged or was not written by lm-eval", fix)
+    samples = []
+    # split at "\n" only: lm-eval writes text unescaped (ensure_ascii=False), and an output may hold U+2028 or
+    # U+0085, which str.splitlines would also split at, cutting a record in two
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as exc:  # a log cut short (a full disk under an older version)
+            raise MedevalDataError(
+                f"{path}: line {number} is not a JSON record ({type(exc).__name__}); the sample "
+                f"log is damaged or cut short. {fix}"
+            ) from None
+        if not isinstance(record, dict):
+            raise MedevalDataError(
+                f"{path}: line {number} is JSON but not a record: {json_kind(record)}, where lm-eval writes one "
+                f"object per line; the sample log was edited or not written by lm-eval. {fix}"
+            )
+        if "\\u" in line and _ESCAPED_SURROGATE.search(line):
+            record = without_lone_surrogates(record)
+        samples.append(record)
     return samples
 
 

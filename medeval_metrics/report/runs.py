@@ -78,15 +78,23 @@ class Run:
         """A ``medeval judge`` re-scoring of the run (``results_<date>_judged.json``)."""
         return self.results_path.stem.endswith(JUDGED_SUFFIX)
 
-    def judge_records(self, task: str) -> list[dict[str, Any]]:
+    def judged_path(self, task: str) -> Path | None:
         """The verdict records ``medeval judge`` wrote for ``task`` (``judged_<task>_<time>.jsonl``), if any."""
         stamp = (self.results.get("medeval_judge", {}).get(task) or {}).get("judged_at")
         path = self.results_path.parent / f"judged_{task}_{stamp}.jsonl"
-        if not stamp or not path.is_file():
-            return []
-        from medeval_metrics.breakdown import read_samples
+        return path if stamp and path.is_file() else None
 
-        return read_samples(path)
+    def judge_records(self, task: str) -> list[dict[str, Any]]:
+        """The records of ``judged_path(task)``, if any."""
+        path = self.judged_path(task)
+        if path is None:
+            return []
+        key = f"judged:{task}"  # the verdicts are read by several steps: once
+        if key not in self._samples_cache:
+            from medeval_metrics.breakdown import read_samples
+
+            self._samples_cache[key] = _checked_records(path, read_samples(path), needs_doc_id=True)
+        return self._samples_cache[key]
 
     def tasks(self) -> list[str]:
         return sorted(self.results.get("results", {}))
@@ -98,7 +106,7 @@ class Run:
         if task not in self._samples_cache:
             from medeval_metrics.breakdown import read_samples
 
-            self._samples_cache[task] = read_samples(path)
+            self._samples_cache[task] = _checked_records(path, read_samples(path))
         return self._samples_cache[task]
 
     def settings(self) -> dict[str, str]:
@@ -131,6 +139,29 @@ class Run:
             "date": self.date,
         }
         return settings
+
+
+def _checked_records(path: Path, records: list[dict[str, Any]], needs_doc_id: bool = False) -> list[dict[str, Any]]:
+    """Sample-log records whose fields the report reads have lm-eval's types (``doc`` an object, ``doc_id`` a whole
+    number, ``filter`` text); else one line naming the file, the record and the fix."""
+    from medeval_metrics.breakdown import json_kind
+
+    for number, record in enumerate(records, 1):
+        doc_id, problem = record.get("doc_id"), ""
+        if not isinstance(record.get("doc", {}), dict):
+            problem = f"'doc' is {json_kind(record['doc'])}, not an object"
+        elif (doc_id is not None or needs_doc_id) and (not isinstance(doc_id, int) or isinstance(doc_id, bool)):
+            problem = f"'doc_id' is {json_kind(doc_id)} ({_shown(repr(doc_id))}), not a whole number"
+        elif not isinstance(record.get("filter", ""), str):
+            problem = f"'filter' is {json_kind(record['filter'])}, not text"
+        elif needs_doc_id and not isinstance(record.get("metrics") or {}, dict):  # `medeval judge`'s records
+            problem = f"'metrics' is {json_kind(record['metrics'])}, not an object"
+        if problem:
+            raise MedevalDataError(
+                f"{path}: record {number}: {problem}; the sample log was edited or not written by lm-eval. "
+                "Run the evaluation again."
+            )
+    return records
 
 
 def _covers_the_whole_set(counts: Any) -> bool:
@@ -263,6 +294,138 @@ def _newest_of_repeats(runs: list[Run], notes: list[str]) -> list[Run]:
     return kept
 
 
+def read_results(path: Path) -> dict[str, Any]:
+    """A results JSON, every field the report reads checked (``check_results``); anything else is one line."""
+    from medeval_metrics.breakdown import utf8_text, without_lone_surrogates
+
+    try:
+        text = utf8_text(path, "not an lm-eval results JSON", "Pass the results file lm-eval wrote.")
+        results = json.loads(text)
+    except OSError as exc:
+        raise MedevalDataError(f"{path}: not a readable lm-eval results JSON ({exc.strerror or exc}).") from None
+    except MedevalDataError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise MedevalDataError(
+            f"{path}: not a readable lm-eval results JSON ({_shown(exc, 120)}). Pass the results file lm-eval wrote."
+        ) from None
+    if not isinstance(results, dict) or not isinstance(results.get("results"), dict):
+        raise MedevalDataError(f"{path}: has no 'results' section; is it an lm-eval results file?")
+    results = without_lone_surrogates(results)
+    check_results(path, results)
+    # a section written as null reads as absent: the report reads sections with .get(name, {})
+    return {key: value for key, value in results.items() if not (value is None and key in _FIELDS)}
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    from medeval_metrics.breakdown import shown
+
+    return shown(value, limit)
+
+
+# What lm-eval (and `medeval run`, `medeval judge`) write in the fields the report reads, as (JSON types, words);
+# "count": a whole number >= 0, "seconds": a number >= 0.
+_TEXT = ((str, type(None)), "text")
+_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "config": ((dict, type(None)), "an object"),
+    "versions": ((dict, type(None)), "an object (task -> version)"),
+    "n-shot": ((dict, type(None)), "an object (task -> few-shot count)"),
+    "n-samples": ((dict, type(None)), "an object (task -> its sample counts)"),
+    "configs": ((dict, type(None)), "an object (task -> its configuration)"),
+    "task_hashes": ((dict, type(None)), "an object (task -> hash)"),
+    "medeval_judge": ((dict, type(None)), "an object (task -> what `medeval judge` did)"),
+    "medeval_run": ((dict, type(None)), "an object (what `medeval run` recorded)"),
+    "chat_template": _TEXT,
+    "chat_template_sha": _TEXT,
+    "system_instruction": _TEXT,
+    "system_instruction_sha": _TEXT,
+    "lm_eval_version": _TEXT,
+    "transformers_version": _TEXT,
+    "model_name": _TEXT,
+    "fewshot_as_multiturn": ((bool, type(None)), "true or false"),
+}
+_CONFIG_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "model": _TEXT,
+    "model_args": ((str, dict, type(None)), "text (k=v,k2=v2) or an object"),
+    "gen_kwargs": ((str, dict, type(None)), "text (k=v,k2=v2) or an object"),
+}
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+
+
+def check_results(path: Path, results: dict[str, Any]) -> None:
+    """Every field of a results file that the report reads has the type lm-eval writes; else one line naming
+    the file, the field, what it holds and the fix. (The metric values themselves are checked by
+    ``report.numbers``: a bad one can be left out with --skip-bad-numbers.)"""
+    from medeval_metrics.breakdown import json_kind
+
+    def refuse(field: str, value: Any, expected: str) -> None:
+        shown = _shown(json.dumps(value, default=str)) if isinstance(value, (dict, list)) else _shown(repr(value))
+        raise MedevalDataError(
+            f"{path}: {field} is {json_kind(value)} ({shown}), not {expected} as lm-eval and `medeval run` write it; "
+            "the file was edited or not written by them. Restore it, or run the evaluation again."
+        )
+
+    def check(mapping: dict[str, Any], fields: dict[str, tuple[tuple[type, ...], str]], prefix: str) -> None:
+        for name, (types, expected) in fields.items():
+            value = mapping.get(name)
+            if not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+                refuse(f"'{prefix}{name}'", value, expected)
+
+    check(results, _FIELDS, "")
+    for task, entry in results["results"].items():
+        if not isinstance(entry, dict):
+            refuse(f"'results.{_shown(task)}'", entry, "an object (metric,filter -> value)")
+    check(results.get("config") or {}, _CONFIG_FIELDS, "config.")
+    limit = (results.get("config") or {}).get("limit")
+    if limit not in (None, "None") and not _is_seconds(limit):  # a count, or a fraction below 1
+        refuse("'config.limit'", limit, "null or a number >= 0")
+    for task, version in (results.get("versions") or {}).items():
+        if not isinstance(version, (str, int, float, type(None))) or isinstance(version, bool):
+            refuse(f"'versions.{_shown(task)}'", version, "a version (a number or text)")
+    for task, shots in (results.get("n-shot") or {}).items():
+        if not (_is_count(shots) or isinstance(shots, (str, type(None)))):
+            refuse(f"'n-shot.{_shown(task)}'", shots, "a whole number >= 0")
+    for task, counts in (results.get("n-samples") or {}).items():
+        if not isinstance(counts, dict):
+            refuse(f"'n-samples.{_shown(task)}'", counts, "an object with 'original' and 'effective' counts")
+        for name in ("original", "effective"):
+            if name in counts and not _is_count(counts[name]):
+                refuse(f"'n-samples.{_shown(task)}.{name}'", counts[name], "a whole number >= 0")
+    for task, config in (results.get("configs") or {}).items():
+        if not isinstance(config, dict):
+            refuse(f"'configs.{_shown(task)}'", config, "an object")
+        if not isinstance(config.get("generation_kwargs"), (dict, type(None))):
+            refuse(f"'configs.{_shown(task)}.generation_kwargs'", config["generation_kwargs"], "an object")
+    for task, judged in (results.get("medeval_judge") or {}).items():
+        if not isinstance(judged, dict):
+            refuse(f"'medeval_judge.{_shown(task)}'", judged, "an object")
+        if not isinstance(judged.get("judged_at"), (str, type(None))):
+            refuse(f"'medeval_judge.{_shown(task)}.judged_at'", judged["judged_at"], "a date id (text)")
+    recorded = (results.get("medeval_run") or {}).get("tasks")
+    if not isinstance(recorded, (dict, type(None))):
+        refuse("'medeval_run.tasks'", recorded, "an object (task -> its times)")
+    for task, entry in (recorded or {}).items():
+        where = f"medeval_run.tasks.{_shown(task)}"
+        if not isinstance(entry, dict):
+            refuse(f"'{where}'", entry, "an object")
+        for name in ("wall_s", "model_s", "filters_s", "prepare_s", "scoring_s"):
+            if name in entry and not _is_seconds(entry[name]):
+                refuse(f"'{where}.{name}'", entry[name], "a number of seconds >= 0")
+        judge = entry.get("judge")
+        if not isinstance(judge, (dict, type(None))):
+            refuse(f"'{where}.judge'", judge, "an object")
+        for name in ("requests", "prompt_tokens", "completion_tokens"):
+            if name in (judge or {}) and not _is_count(judge[name]):
+                refuse(f"'{where}.judge.{name}'", judge[name], "a whole number >= 0")
+
+
 def load_runs(folders: list[Path], notes: list[str] | None = None) -> list[Run]:
     """Every run (results JSON) under the given lm-eval output folders or results files, oldest first.
 
@@ -295,12 +458,7 @@ def load_runs(folders: list[Path], notes: list[str] | None = None) -> list[Run]:
         }
         paths = [p for p in paths if p not in superseded]
         for path in paths:
-            try:
-                results = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise MedevalDataError(f"{path}: not a readable lm-eval results JSON ({exc}).") from exc
-            if not isinstance(results, dict) or not isinstance(results.get("results"), dict):
-                raise MedevalDataError(f"{path}: has no 'results' section; is it an lm-eval results file?")
+            results = read_results(path)
             runs.append(Run(path, results, _samples_for(path, sorted(results["results"]))))
     runs.sort(key=lambda run: (run.date, str(run.results_path)))
     runs = _newest_of_repeats(runs, notes if notes is not None else [])
