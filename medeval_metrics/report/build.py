@@ -1,6 +1,7 @@
 """``build_report``: the report's steps, in order (see ``medeval_metrics.report`` for what is written).
 
-1. load the runs (``runs.load_runs``) and check that they hold a pack task;
+1. load the runs (``runs.load_runs``), check every number they publish (``metric_info``: refused, or left out
+   and listed with ``skip_bad_numbers``) and that they hold a pack task;
 2. the model-index per model (``model_card``), leaving ``--limit`` runs out unless asked;
 3. the results tables (``tables``), per run and compared across runs;
 4. breakdowns (recomputed from each run's samples, with ``medeval judge``'s re-scored metrics where it
@@ -151,8 +152,14 @@ def build_report(
     model_name: str | None = None,
     html: bool = False,
     html_show_private: bool = False,
+    skip_bad_numbers: bool = False,
+    public_tasks: tuple[str, ...] | list[str] = (),
 ) -> dict[str, Any]:
-    """Write the report files (see ``medeval_metrics.report``); returns the contents of ``report.json``."""
+    """Write the report files (see ``medeval_metrics.report``); returns the contents of ``report.json``.
+
+    ``skip_bad_numbers``: leave out (and list) the numbers that cannot be published instead of refusing them;
+    ``public_tasks``: names (or ``fnmatch`` patterns) of tasks outside the pack whose item text is public, shown in
+    report.html (the text of any other task outside the pack is hidden like private data)."""
     from medeval_metrics.pack import __version__
     from medeval_metrics.report import model_card, tables
     from medeval_metrics.report.runs import card_model_name
@@ -162,7 +169,7 @@ def build_report(
 
         _pyplot()
     load_notes: list[str] = []
-    runs = _load_runs(folders, load_notes)
+    runs, left_out = _load_runs(folders, load_notes, skip_bad_numbers)
     out = _open_output(Path(output))
     previous_files, previous_written_at = _previous_files(out.folder)
     source = {
@@ -177,7 +184,7 @@ def build_report(
     card_model = _card_model(models, model)
     names = _card_names(models, card_model, model_name)
     index_files, notes = _write_model_indexes(out, models, publishable, source, names)
-    notes = load_notes + notes
+    notes = load_notes + [f"left out: {bad}" for bad in left_out] + notes
 
     sections = {run.label: tables.run_section(run, __version__) for run in runs}
     results_md = ["# medeval results", "", INTRO, ""]
@@ -191,6 +198,8 @@ def build_report(
         comparison = tables.comparison_table(runs)
         out.write("comparison.md", "# medeval comparison\n\n" + comparison + "\n")
         results_md += ["## Comparison", "", comparison, ""]
+        notes += tables.version_notes(runs)
+    results_md += _left_out_section(left_out)
     out.write("results.md", "\n".join(results_md).rstrip() + "\n")
 
     with _writing(out.folder):
@@ -199,7 +208,17 @@ def build_report(
     if html:  # one page to browse the report item by item (medeval_metrics.report.html)
         from medeval_metrics.report import html as page
 
-        out.write(page.PAGE, page.render(runs, out.folder, figure_files, show_private=html_show_private))
+        out.write(
+            page.PAGE,
+            page.render(
+                runs,
+                out.folder,
+                figure_files,
+                show_private=html_show_private,
+                public_tasks=tuple(public_tasks),
+                left_out=[str(bad) for bad in left_out],
+            ),
+        )
     card_sections = {run.label: tables.run_section(run, __version__, card=True) for run in runs}
     card_section = _card_section(card_sections, publishable[card_model] or models[card_model])
     out.write("card_section.md", card_section)
@@ -247,18 +266,44 @@ def _write_manifest(folder: Path, report: dict[str, Any]) -> None:
         atomic_write_text(folder / MANIFEST, json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
-def _load_runs(folders: list[Path], notes: list[str]) -> list:
+def _load_runs(folders: list[Path], notes: list[str], skip_bad_numbers: bool = False) -> tuple[list, list]:
+    """The runs, and the numbers left out of them (``skip_bad_numbers``; without it, a bad number is an error)."""
+    from medeval_metrics import registry
     from medeval_metrics.data import MedevalDataError
     from medeval_metrics.report import tables
     from medeval_metrics.report.runs import load_runs
 
     runs = load_runs([Path(f) for f in folders], notes)
-    if not any(tables.score_rows(run) for run in runs):
+    if not any(registry.benchmark_of(task) for run in runs for task in run.tasks()):
         raise MedevalDataError(
             f"{', '.join(str(f) for f in folders)}: no medeval task in these results. "
             "Pass the output folder of a run of the pack's tasks (`medeval list` shows them)."
         )
-    return runs
+    # the samples first: a per-item value taken out there changes nothing the score rows read from them
+    bad = [problem for run in runs for problem in tables.sample_problems(run)]
+    bad += [problem for run in runs for problem in tables.bad_numbers(run)]
+    if bad and not skip_bad_numbers:
+        more = f" (and {len(bad) - 1} more numbers that cannot be published)" if len(bad) > 1 else ""
+        raise MedevalDataError(
+            f"{bad[0]}{more}. The file was edited or damaged, or a scorer is broken: restore it or run the "
+            "evaluation again; --skip-bad-numbers leaves such numbers out of the report and lists them."
+        )
+    return runs, bad
+
+
+def _left_out_section(left_out: list) -> list[str]:
+    """results.md's list of the numbers ``--skip-bad-numbers`` left out."""
+    if not left_out:
+        return []
+    return [
+        "## Numbers left out",
+        "",
+        "Numbers that cannot be published, left out of every table, figure and model-index entry "
+        f"(--skip-bad-numbers): {len(left_out)}.",
+        "",
+        *[f"- {bad}" for bad in left_out],
+        "",
+    ]
 
 
 def _card_names(models: dict[str, list], card_model: str, model_name: str | None) -> dict[str, str]:
@@ -283,10 +328,12 @@ def _write_model_indexes(
                 "pass --include-partial-runs to publish them anyway"
             )
             continue
+        results = model_card.runs_eval_results(model_runs, **source)
+        if not results:
+            notes.append(f"{names[raw_name]}: no model-index written: none of its scores can be published")
+            continue
         name = "model_index.yaml" if len(models) == 1 else f"model_index_{_slug(names[raw_name])}.yaml"
-        out.write(
-            name, model_card.model_index_yaml(names[raw_name], model_card.runs_eval_results(model_runs, **source))
-        )
+        out.write(name, model_card.model_index_yaml(names[raw_name], results))
         index_files[names[raw_name]] = name
     return index_files, notes
 
@@ -300,6 +347,13 @@ def scored_samples(run, task: str) -> list[dict[str, Any]]:
         return samples
     metrics = {int(record["doc_id"]): record.get("metrics") or {} for record in judged}
     by_doc: dict[int, dict[str, Any]] = {}
+    if any(sample.get("doc_id") is None for sample in samples):  # matched to the verdicts by doc_id
+        from medeval_metrics.data import MedevalDataError
+
+        raise MedevalDataError(
+            f"{run.sample_paths[task]}: a record has no 'doc_id', which `medeval judge`'s verdicts are matched by; "
+            "the sample log was edited or not written by lm-eval. Run the evaluation again."
+        )
     for sample in samples:
         by_doc.setdefault(int(sample["doc_id"]), sample)
     filter_name = by_doc[min(by_doc)].get("filter", "none")
@@ -313,10 +367,14 @@ def scored_samples(run, task: str) -> list[dict[str, Any]]:
 def run_breakdowns(run) -> dict[str, Any]:
     """``{task: breakdown}`` for each task of the run with logged samples and a breakdown."""
     from medeval_metrics.breakdown import task_breakdown
+    from medeval_metrics.data import MedevalDataError
 
     out = {}
     for task in sorted(run.sample_paths):
-        breakdown = task_breakdown(task, scored_samples(run, task))
+        try:
+            breakdown = task_breakdown(task, scored_samples(run, task))
+        except MedevalDataError as exc:  # a record whose doc the breakdown cannot read: name its file
+            raise MedevalDataError(f"{run.sample_paths[task]}: {exc}") from None
         if breakdown is not None:
             out[task] = breakdown
     return out
@@ -386,6 +444,7 @@ def _write_figures(
     out: _Output, runs: list, all_breakdowns: dict[str, Any], judge_collected: dict[str, Any]
 ) -> list[str]:
     """Per-category figures of each breakdown (its primary metric), judge score distributions, comparisons."""
+    from medeval_metrics.breakdown import spec_for_task
     from medeval_metrics.report import figures as fig
     from medeval_metrics.report.metric_info import metric_info
     from medeval_metrics.report.tables import task_primary_metric
@@ -394,7 +453,8 @@ def _write_figures(
     for run in runs:
         folder = Path("figures") / _slug(run.label)
         for task, breakdown in all_breakdowns.get(run.label, {}).items():
-            benchmark, primary = task_primary_metric(task)
+            # a task outside the pack named like a pack task's variant has its breakdown: its first metric
+            benchmark, primary = task_primary_metric(task, spec_for_task(task).metrics)
             info = metric_info(benchmark, primary)
             for filter_name, dimension, cats in _figure_dimensions(breakdown):
                 values, note = _figure_categories({c: m[primary] for c, m in cats.items() if primary in m})
@@ -426,7 +486,7 @@ def _comparison_figures(runs, output: Path, fig) -> list[str]:
     per_figure: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for run in runs:
         for row in tables.score_rows(run):
-            if row.metric != tables.task_primary_metric(row.task)[1]:
+            if not row.in_pack or row.metric != tables.task_primary_metric(row.task)[1]:
                 continue
             per_figure.setdefault((row.benchmark, row.metric), {}).setdefault(row.task, {})[run.label] = {
                 "value": row.value,

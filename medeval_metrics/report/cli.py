@@ -41,6 +41,8 @@ def _build_from_args(args: argparse.Namespace) -> dict[str, Any]:
         model_name=args.model_name,
         html=getattr(args, "html", False),
         html_show_private=getattr(args, "html_show_private", False),
+        skip_bad_numbers=getattr(args, "skip_bad_numbers", False),
+        public_tasks=tuple(getattr(args, "public_task", None) or ()),
     )
     for note in report["notes"]:
         print(f"medeval report: note: {note}", file=sys.stderr)
@@ -79,6 +81,20 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="show the text of items from your own data in report.html (a task whose data has no "
         "public copy); hidden by default",
+    )
+    p.add_argument(
+        "--public-task",
+        action="append",
+        metavar="NAME",
+        help="a task outside the pack whose item text is public, shown in report.html (a name or a pattern such "
+        "as 'mysuite_*'; repeat for several); the text of any other task outside the pack is hidden like private "
+        "data (docs/report.md)",
+    )
+    p.add_argument(
+        "--skip-bad-numbers",
+        action="store_true",
+        help="leave out a score outside its metric's range, not finite or not a number, or a negative stderr, "
+        "and list each in the notes (default: such a number is an error naming the file, task and metric)",
     )
     p.add_argument(
         "--source-name", help=f"model-index source name (default: {'lm-evaluation-harness with medeval-metrics'})"

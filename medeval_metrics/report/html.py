@@ -4,8 +4,10 @@ logged item (prompt, output, extracted answer, gold, score, each judge's verdict
 Self-contained: the figures are embedded as data URIs, the styles and the few lines of script (the item
 filters: task, category, correct/wrong/unparseable) are inline; nothing is fetched, no server is needed.
 Private data stays out by default: the items of a task whose questions come from the user's own data (a
-source with no public copy: clinical notes, a private question set) show their scores and categories but not
-their text, unless ``show_private``. Every text shown passes the pack's credential redaction.
+source with no public copy: clinical notes, a private question set), and of a task outside the pack unless
+``public_tasks`` names it (the report cannot know where its text comes from), show their scores and categories
+but not their text, unless ``show_private``. Every text shown passes the pack's credential redaction, and its
+bidirectional-control characters are shown as their code points (``visible``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import base64
 import html
 import json
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +75,20 @@ _SCRIPT = """
 """
 
 
+# Bidirectional controls (embeddings, overrides, isolates, marks) make a browser show the text after them in
+# another order than it was written (an output holding U+202E reads backwards): each is shown as its code point.
+_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # cannot be written as UTF-8
+
+
+def visible(text: str) -> str:
+    """``text`` as the page shows it: each bidirectional control as ``⟨U+202E⟩``, a lone surrogate as U+FFFD."""
+    text = _BIDI_CONTROLS.sub(lambda match: f"\u27e8U+{ord(match.group()):04X}\u27e9", text)
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    return html.escape(visible(str(text)), quote=True)
 
 
 def _parse(value: Any) -> Any:
@@ -144,14 +159,21 @@ def _status(sample: dict[str, Any], metric: str, scale: tuple[float, float]) -> 
     return "correct" if score >= (low + high) / 2 else "wrong"
 
 
-def private_tasks(tasks: Iterable[str]) -> set[str]:
-    """The tasks whose questions come from the user's own data (a source with no public copy)."""
+def private_tasks(tasks: Iterable[str], public: Sequence[str] = ()) -> set[str]:
+    """The tasks whose text may be private: a pack task whose questions come from the user's own data (a source
+    with no public copy), and a task outside the pack unless ``public`` (names or ``fnmatch`` patterns, e.g.
+    ``mysuite_*``) names it."""
+    from fnmatch import fnmatchcase
+
     from medeval_metrics import registry
 
     private = set()
     for task in tasks:
         spec = registry.benchmark_of(task)
-        if spec is not None and spec.source(registry.task(task).source).hub is None:
+        if spec is None:
+            if not any(fnmatchcase(task, pattern) for pattern in public):
+                private.add(task)
+        elif spec.source(registry.task(task).source).hub is None:
             private.add(task)
     return private
 
@@ -172,15 +194,17 @@ def _categories(task: str, doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def item_records(run, task: str, show_private: bool) -> list[dict[str, Any]]:
+def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str] = ()) -> list[dict[str, Any]]:
     """One record per logged item of ``task`` in ``run``, with its text hidden for private data."""
     from medeval_metrics.redact import redact_text
     from medeval_metrics.report.metric_info import metric_info
     from medeval_metrics.report.tables import task_primary_metric
 
-    benchmark, metric = task_primary_metric(task)
+    # a task outside the pack: its first metric in the results stands for its headline
+    logged = [key.split(",")[0] for key in run.results.get("results", {}).get(task, {}) if "," in key]
+    benchmark, metric = task_primary_metric(task, [m for m in logged if not m.endswith("_stderr")])
     info = metric_info(benchmark, metric)
-    hide = not show_private and task in private_tasks([task])
+    hide = not show_private and task in private_tasks([task], public_tasks)
     records = []
     for sample in run.samples(task):
         doc = _parse(sample.get("doc"))
@@ -318,8 +342,16 @@ def _select(name: str, label: str, options: Iterable[str]) -> str:
     return f'<label>{label} <select name="{name}"><option value="">all</option>{values}</select></label>'
 
 
-def render(runs: list, folder: Path, figure_files: list[str], show_private: bool = False) -> str:
-    """The page's HTML for ``runs`` (their samples), with the report's figures from ``folder`` embedded."""
+def render(
+    runs: list,
+    folder: Path,
+    figure_files: list[str],
+    show_private: bool = False,
+    public_tasks: Sequence[str] = (),
+    left_out: Sequence[str] = (),
+) -> str:
+    """The page's HTML for ``runs`` (their samples), with the report's figures from ``folder`` embedded;
+    ``left_out``: the numbers --skip-bad-numbers left out, listed."""
     from medeval_metrics import __version__
     from medeval_metrics.report.tables import INTRO
 
@@ -327,13 +359,22 @@ def render(runs: list, folder: Path, figure_files: list[str], show_private: bool
     for run in runs:
         sections.append(f"<h2>{_e(run.label)}</h2>{_scores_table(run)}{_run_time_table(run)}")
         for task in sorted(run.sample_paths):
-            records += [{**r, "run": run.label} for r in item_records(run, task, show_private)]
+            records += [{**r, "run": run.label} for r in item_records(run, task, show_private, public_tasks)]
     figures = "".join(_figure_tag(folder, name) for name in figure_files if (folder / name).is_file())
     hidden = sorted({r["task"] for r in records if r["hidden"]})
     privacy = (
-        f'<p class="note">The text of {", ".join(hidden)} is hidden (the user\'s own data); scores and '
-        "categories are shown. <code>medeval report --html --html-show-private</code> shows it.</p>"
+        f'<p class="note">The text of {_e(", ".join(hidden))} is hidden (the user\'s own data, or a task outside '
+        "the pack that <code>--public-task</code> does not name); scores and categories are shown. "
+        "<code>medeval report --html --html-show-private</code> shows it.</p>"
         if hidden
+        else ""
+    )
+    omitted = (
+        "<h2>Numbers left out</h2><p class=note>Numbers that cannot be published, left out of every table and "
+        f"figure (--skip-bad-numbers): {len(left_out)}.</p><ul>"
+        + "".join(f"<li>{_e(line)}</li>" for line in left_out)
+        + "</ul>"
+        if left_out
         else ""
     )
     filters = (
@@ -351,6 +392,7 @@ def render(runs: list, folder: Path, figure_files: list[str], show_private: bool
     body = (
         f"<h1>medeval report</h1><p>{_e(INTRO)}</p><p class=note>medeval-metrics {_e(__version__)}</p>"
         + "".join(sections)
+        + omitted
         + (f"<h2>Figures</h2><div id=figures>{figures}</div>" if figures else "")
         + f"<h2>Items</h2>{legend}{privacy}{filters}<div id=items>{items}</div>"
     )

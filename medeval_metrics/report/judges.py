@@ -83,8 +83,10 @@ def _from_structured(verdicts: Any) -> dict[str, Any] | None:
     }
 
 
-def judge_scores_of(sample: dict[str, Any]) -> dict[str, dict[str, float | None]] | None:
-    """The judge scores of one logged sample, or None if it has none (or a malformed one)."""
+def judge_scores_of(sample: dict[str, Any], finite_only: bool = True) -> dict[str, dict[str, float | None]] | None:
+    """The judge scores of one logged sample, or None if it has none (or a malformed one). A score that is not a
+    number is no usable score (None); so is one that is not finite, unless ``finite_only`` is off
+    (``tables.sample_problems`` lists those: NaN or Infinity come from an edited file, not from a judge's reply)."""
     value = sample.get(JUDGE_FIELD)
     if value is None and sample.get(VERDICTS_FIELD) is not None:
         value = _from_structured(sample[VERDICTS_FIELD])
@@ -101,7 +103,11 @@ def judge_scores_of(sample: dict[str, Any]) -> dict[str, dict[str, float | None]
     for judge, dims in value.items():
         if isinstance(dims, dict):
             out[str(judge)] = {
-                str(d): (float(s) if isinstance(s, (int, float)) and not isinstance(s, bool) else None)
+                str(d): (
+                    float(s)
+                    if isinstance(s, (int, float)) and not isinstance(s, bool) and (math.isfinite(s) or not finite_only)
+                    else None
+                )
                 for d, s in dims.items()
             }
     return out or None

@@ -1,18 +1,46 @@
-"""How a benchmark's metrics are named and published, read from its spec (``BenchmarkSpec.reporting``).
+"""How a benchmark's metrics are named, published and checked, read from its spec (``BenchmarkSpec.reporting``).
 
-A benchmark outside the pack still reports: its metrics keep their lm-eval names and go into the
-model-index under those names. For a pack benchmark, only its listed metrics with
-``in_model_index`` go into the model-index (other metrics, e.g. per-judge success rates, are
-shown in the tables only).
+Only a pack benchmark's listed metrics with ``in_model_index`` go into the model-index (other metrics, e.g.
+per-judge success rates, are shown in the tables only). A task outside the pack (a user's suite) is shown in
+the tables under lm-eval's metric names, never put into the model-index (the pack knows no dataset id for it).
+
+Every number the report publishes is checked first (``value_problem``, ``stderr_problem``). A score that is
+not a number (text other than lm-eval's "N/A" for a statistic without a value, true/false, null), not finite
+(NaN, Infinity) or outside its metric's range (the spec's ``MetricInfo.scale``: rates and accuracies 0-1,
+judge scores 1-5, BLEU 0-100), or a standard error that is negative, not finite or not a number, comes from a
+damaged or edited file or a broken scorer, never from a model. ``medeval report`` refuses it: one line naming
+the file, the task and the metric (exit 2). With ``--skip-bad-numbers`` it is left out of every file (the card,
+``model_index.yaml``, ``results.md``, breakdowns, ``report.html``) and listed in the report's notes and on the
+console. A task outside the pack, or a metric its spec does not list, has no known range: the rest is checked.
+Where: the results file's values and stderrs as the score rows are made (``tables.score_rows`` makes rows of
+the good ones, ``tables.bad_numbers`` lists the others); the per-item values the report averages from the
+samples (``tables.sample_problems``), taken out of the run's samples when bad.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from medeval_metrics.spec import MetricInfo, Reporting
 
 BenchmarkReporting = Reporting  # the name this module used before the specs held the tables
 
-__all__ = ["BenchmarkReporting", "MetricInfo", "metric_info", "reporting_for"]
+__all__ = [
+    "BadNumber",
+    "BenchmarkReporting",
+    "MetricInfo",
+    "metric_info",
+    "metric_range",
+    "primary_metric",
+    "reporting_for",
+    "stderr_problem",
+    "task_primary_metric",
+    "value_problem",
+]
 
 _DEFAULT_TASK_TYPE = "question-answering"
 
@@ -32,3 +60,90 @@ def metric_info(benchmark: str, metric: str) -> MetricInfo:
     if listed is None:
         return MetricInfo(metric, metric)
     return listed.metrics.get(metric, MetricInfo(metric, metric, in_model_index=False))
+
+
+def primary_metric(benchmark: str, task_metrics: list[str] | tuple[str, ...]) -> str:
+    """The benchmark's headline metric, else the task's first metric."""
+    primary = reporting_for(benchmark).primary_metric
+    return primary if primary in task_metrics or not task_metrics else task_metrics[0]
+
+
+def task_primary_metric(task: str, metrics: Sequence[str] = ()) -> tuple[str, str]:
+    """(benchmark, headline metric) of a pack task; for a task outside the pack ("", the first of ``metrics``, the
+    metrics it has, or "" without any)."""
+    from medeval_metrics import registry
+
+    benchmark = registry.benchmark_of(task)
+    if benchmark is None:
+        return "", (metrics[0] if metrics else "")
+    return benchmark.name, primary_metric(benchmark.name, registry.task(task).metrics)
+
+
+# --------------------------------------------------------------------------- the numbers a report publishes
+
+
+NO_VALUE = "N/A"  # lm-eval's value of a statistic it could not compute (and its stderr where it has none)
+_SLACK = 1e-9  # float rounding of a mean of values at a bound of the range
+
+
+@dataclass(frozen=True)
+class BadNumber:
+    """A number that cannot be published: where it is and why."""
+
+    file: Path | str
+    task: str
+    metric: str  # with its filter, or the item it belongs to
+    why: str
+
+    def __str__(self) -> str:
+        from medeval_metrics.breakdown import shown
+
+        return f"{shown(self.file, 300)}: task {shown(self.task)}, metric {shown(self.metric, 80)}: {self.why}"
+
+
+def metric_range(benchmark: str | None, metric: str) -> tuple[float, float] | None:
+    """The range a pack metric's values lie in (its spec's ``MetricInfo.scale``); None where none is known: a task
+    outside the pack, a metric its benchmark's spec does not list."""
+    from medeval_metrics import registry
+
+    reporting = registry.reporting_for(benchmark) if benchmark else None
+    info = reporting.metrics.get(metric) if reporting else None
+    return None if info is None else info.scale
+
+
+def value_problem(value: Any, bounds: tuple[float, float] | None = None) -> str | None:
+    """Why ``value`` cannot be published as a score (None: it can)."""
+    from medeval_metrics.breakdown import json_kind, shown
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{shown(repr(value))} is {json_kind(value)}, not a number"
+    if not math.isfinite(value):
+        return f"{value} is not a finite number"
+    if bounds is not None:
+        low, high = bounds
+        slack = _SLACK * max(1.0, high - low)
+        if not low - slack <= value <= high + slack:
+            return f"{value:g} is outside the metric's range {low:g} to {high:g}"
+    return None
+
+
+def stderr_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be published as a standard error (None: it can; none given, or "N/A", is no stderr)."""
+    if value is None or value == NO_VALUE:
+        return None
+    problem = value_problem(value)
+    if problem is None and value < 0:
+        return f"{value:g} is a negative standard error"
+    return problem
+
+
+def item_metrics(task: str) -> tuple[str | None, tuple[str, ...]]:
+    """(benchmark, metrics) whose per-item values the report averages for ``task``: its breakdown's metrics and its
+    headline metric (the page's item score)."""
+    from medeval_metrics import registry
+
+    spec, breakdown = registry.benchmark_of(task), registry.breakdown_for(task)
+    metrics = list(breakdown.metrics) if breakdown else []
+    if spec is not None:
+        metrics.append(task_primary_metric(task)[1])
+    return (spec.name if spec else None), tuple(dict.fromkeys(metrics))

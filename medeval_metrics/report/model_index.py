@@ -41,7 +41,7 @@ def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, s
     out = []
     for row in rows:
         info = metric_info(row.benchmark, row.metric)
-        if not info.in_model_index:
+        if not row.in_pack or not info.in_model_index:  # a user's own task: no dataset id or range the pack knows
             continue
         dataset_type, dataset_name, split = _dataset_of(row.task)
         out.append(

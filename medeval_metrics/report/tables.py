@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from medeval_metrics.report.metric_info import metric_info, reporting_for
+# primary_metric, task_primary_metric: in metric_info (its number checks read them), still named here
+from medeval_metrics.report.metric_info import metric_info, primary_metric, task_primary_metric  # noqa: F401
 from medeval_metrics.report.runs import Run
 
 INTRO = (
@@ -18,7 +19,7 @@ INTRO = (
 @dataclass(frozen=True)
 class ScoreRow:
     task: str
-    benchmark: str
+    benchmark: str  # "" for a task outside the pack
     version: Any
     filter: str
     metric: str
@@ -27,6 +28,7 @@ class ScoreRow:
     n_shot: Any
     samples: int | None  # items scored (lm-eval's "effective" count)
     samples_total: int | None  # items in the test set
+    in_pack: bool = True  # a task outside the pack (a user's suite) is shown, never put into the model-index
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -34,39 +36,99 @@ class ScoreRow:
 
 
 def score_rows(run: Run) -> list[ScoreRow]:
-    """Every metric of every pack task in the run (tasks outside the pack are left out)."""
+    """Every metric of every task in the run whose numbers can be published (``metric_info.value_problem``): the pack's
+    tasks, then tasks outside the pack (a user's suite, under lm-eval's metric names)."""
+    return _scored(run)[0]
+
+
+def bad_numbers(run: Run) -> list:
+    """The run's values and stderrs that cannot be published (``metric_info.BadNumber``), left out of
+    ``score_rows``."""
+    return _scored(run)[1]
+
+
+def sample_problems(run: Run) -> list:
+    """The per-item values of ``run``'s samples (and ``medeval judge``'s records) that cannot be published; each is
+    taken out of the run's records, so that no breakdown, figure or item on the page shows it."""
+    from medeval_metrics.report.judges import judge_scores_of
+    from medeval_metrics.report.metric_info import BadNumber, item_metrics, metric_range, value_problem
+
+    bad: list[BadNumber] = []
+    for task in sorted(set(run.sample_paths) | set(run.results.get("medeval_judge", {}))):
+        benchmark, metrics = item_metrics(task)
+        path, judged_path = run.sample_paths.get(task), run.judged_path(task)
+        sources = [(path, record, record) for record in run.samples(task)]
+        sources += [(judged_path, record, record.get("metrics") or {}) for record in run.judge_records(task)]
+        for file, record, values in sources:
+            item = f"item {record.get('doc_id')}"
+            for metric in metrics:
+                value = values.get(metric)
+                problem = None if value is None else value_problem(value, metric_range(benchmark, metric))
+                if problem:
+                    bad.append(BadNumber(file, task, f"{metric} ({item})", problem))
+                    del values[metric]
+            for judge, scores in (judge_scores_of(record, finite_only=False) or {}).items():
+                for dimension, score in scores.items():
+                    if score is not None and not math.isfinite(score):
+                        where = f"judge {judge}'s {dimension} ({item})"
+                        bad.append(BadNumber(file, task, where, f"{score} is not finite"))
+    return bad
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _scored(run: Run) -> tuple[list[ScoreRow], list]:
     from medeval_metrics import registry
+    from medeval_metrics.report.metric_info import NO_VALUE, BadNumber, metric_range, stderr_problem, value_problem
 
     results = run.results
-    rows = []
+    rows, bad = [], []
     for task, metrics in sorted(results.get("results", {}).items()):
         benchmark = registry.benchmark_of(task)
-        if benchmark is None:
-            continue
+        name = benchmark.name if benchmark else ""
         counts = results.get("n-samples", {}).get(task, {})
-        for key, value in [*metrics.items(), *_from_samples(run, task, metrics).items()]:
-            if "," not in key or "_stderr," in key or not isinstance(value, (int, float)) or isinstance(value, bool):
+        computed = _from_samples(run, task, metrics)
+        # the results' values, then figures lm-eval does not give, computed by the report from the samples
+        values = [(key, value, True) for key, value in metrics.items()]
+        values += [(key, value, False) for key, value in computed.items() if key not in metrics]
+        for key, value, from_file in values:
+            if "," not in key or "_stderr," in key or value == NO_VALUE:  # "N/A": a statistic without a value
                 continue
             metric, filter_name = key.split(",", 1)
+            where = f"{metric} (filter {filter_name})"
+            problem = value_problem(value, metric_range(name, metric)) if from_file else None
+            if problem:
+                bad.append(BadNumber(run.results_path, task, where, problem))
+                continue
+            if not _is_number(value):  # the report's own figure without a value
+                continue
             stderr = metrics.get(f"{metric}_stderr,{filter_name}")
-            if not isinstance(stderr, (int, float)):  # "N/A" from lm-eval: the samples' own, where they give one
-                stderr = _from_samples(run, task, metrics).get(f"{metric}_stderr,{filter_name}")
+            problem = stderr_problem(stderr)
+            if problem:
+                bad.append(BadNumber(run.results_path, task, f"{metric}_stderr (filter {filter_name})", problem))
+                stderr = None
+            if not _is_number(stderr):  # "N/A" from lm-eval: the samples' own, where they give one (NaN: none)
+                stderr = computed.get(f"{metric}_stderr,{filter_name}")
             rows.append(
                 ScoreRow(
                     task=task,
-                    benchmark=benchmark.name,
+                    benchmark=name,
                     version=results.get("versions", {}).get(task, "?"),
                     filter=filter_name,
                     metric=metric,
                     value=float(value),
-                    stderr=float(stderr) if isinstance(stderr, (int, float)) and not math.isnan(stderr) else None,
+                    stderr=float(stderr) if _is_number(stderr) else None,
                     n_shot=results.get("n-shot", {}).get(task, "?"),
                     samples=counts.get("effective"),
                     samples_total=counts.get("original"),
+                    in_pack=benchmark is not None,
                 )
             )
-    rows.sort(key=lambda r: (r.task, _metric_position(registry.task(r.task).metrics, r.metric), r.filter))
-    return rows
+    order = {task: registry.task(task).metrics for task in {r.task for r in rows if r.in_pack}}
+    rows.sort(key=lambda r: (not r.in_pack, r.task, _metric_position(order.get(r.task, ()), r.metric), r.filter))
+    return rows, bad
 
 
 def _from_samples(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -194,10 +256,21 @@ def settings_table(settings: dict[str, str]) -> str:
 
 
 def comparison_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
-    """The rows a reader compares models by: the metrics the benchmark publishes in the model-index (a task
-    outside the pack keeps all). Bookkeeping (items judged, per-judge success, id echoes) and diagnostics
-    stay in the report's results.md."""
-    return [row for row in rows if metric_info(row.benchmark, row.metric).in_model_index]
+    """The rows a reader compares models by: the metrics the benchmark publishes in the model-index (none of a
+    task outside the pack). Bookkeeping (items judged, per-judge success, id echoes), diagnostics and a user's
+    own tasks stay in the report's results.md."""
+    return [row for row in rows if row.in_pack and metric_info(row.benchmark, row.metric).in_model_index]
+
+
+def outside_note(rows: list[ScoreRow]) -> str:
+    """Says which tasks are not the pack's: their numbers are lm-eval's, with no range the pack knows."""
+    outside = sorted({row.task for row in rows if not row.in_pack})
+    if not outside:
+        return ""
+    return (
+        f"{', '.join(f'`{t}`' for t in outside)}: not a task of the pack (a suite of your own): scores as lm-eval "
+        "gave them, under its metric names, not in the model-index"
+    )
 
 
 def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = False) -> str:
@@ -207,7 +280,7 @@ def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = 
     shown = comparison_rows(rows) if card else rows
     parts = [f"{heading} {run.label}", "", results_table(shown) if shown else "_No medeval task in this run._", ""]
     left = len({(r.task, r.metric) for r in rows}) - len({(r.task, r.metric) for r in shown})
-    notes = [] if card else helper_notes(rows)
+    notes = [] if card else helper_notes(rows) + [n for n in [outside_note(rows)] if n]
     if card and left:
         notes = [
             f"{left} bookkeeping and diagnostic metrics (items judged, per-judge success, unparseable rates) "
@@ -219,7 +292,7 @@ def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = 
     if timing:
         parts += ["Run time per task and judge usage:", "", timing, ""]
     parts += ["Settings that change scores:", "", settings_table(settings)]
-    generation = _task_generation_settings(run, [r.task for r in rows])
+    generation = _task_generation_settings(run, [r.task for r in shown])
     if generation:
         parts += ["", "Generation settings per task (task YAML, after command-line overrides):", "", generation]
     return "\n".join(parts)
@@ -239,8 +312,25 @@ def _task_generation_settings(run: Run, tasks: list[str]) -> str:
     return "\n".join(lines)
 
 
+def version_notes(runs: list[Run]) -> list[str]:
+    """One line per task the runs evaluated at different task versions: their scores may not be comparable."""
+    versions: dict[str, dict[str, list[str]]] = {}
+    for run in runs:
+        for task in dict.fromkeys(row.task for row in score_rows(run)):
+            version = str(run.results.get("versions", {}).get(task, "?"))
+            versions.setdefault(task, {}).setdefault(version, []).append(run.label)
+    notes = []
+    for task, by_version in sorted(versions.items()):
+        known = {v: labels for v, labels in by_version.items() if v != "?"}
+        if len(known) > 1:
+            each = "; ".join(f"version {v} in {', '.join(labels)}" for v, labels in known.items())
+            notes.append(f"`{task}` was run at different task versions ({each}): its scores may not be comparable")
+    return notes
+
+
 def comparison_table(runs: list[Run]) -> str:
-    """One row per (task, metric, filter), one column per run: value ± stderr (n)."""
+    """One row per (task, metric, filter), one column per run: value ± stderr (n); below it, a note for each task
+    run at different task versions."""
     per_run = [{row.key: row for row in score_rows(run)} for run in runs]
     keys = sorted({key for rows in per_run for key in rows if key[1] not in HELPER_METRICS})
     if not keys:
@@ -253,6 +343,9 @@ def comparison_table(runs: list[Run]) -> str:
             row = rows.get(key)
             cells.append("–" if row is None else f"{_fmt(row.value)} ± {_fmt(row.stderr)} (n={row.samples})")
         lines.append(f"| `{key[0]}` | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    notes = version_notes(runs)
+    if notes:
+        lines += ["", "Notes: " + "; ".join(notes) + "."]
     return "\n".join(lines)
 
 
@@ -276,17 +369,3 @@ def judge_table(task: str, summary: dict[str, dict[str, dict[str, float]]]) -> s
             cells.append("–" if cell is None else f"{cell['value']:.3f} ± {_judge_stderr(cell)} ({cell['n']})")
         lines.append(f"| {judge} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def primary_metric(benchmark: str, task_metrics: list[str] | tuple[str, ...]) -> str:
-    """The benchmark's headline metric, else the task's first metric."""
-    primary = reporting_for(benchmark).primary_metric
-    return primary if primary in task_metrics or not task_metrics else task_metrics[0]
-
-
-def task_primary_metric(task: str) -> tuple[str, str]:
-    """(benchmark, headline metric) of a pack task."""
-    from medeval_metrics import registry
-
-    benchmark = registry.benchmark_of(task)
-    return benchmark.name, primary_metric(benchmark.name, registry.task(task).metrics)

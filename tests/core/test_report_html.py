@@ -127,7 +127,8 @@ def write_run(folder: Path) -> Path:
             "medicationqa": "judge_panel_score,scored",
             "emrqa_risk": "relaxed_em,none",
         }[task]
-        results["results"][task] = {"alias": task, metric: 0.5, metric.replace(",", "_stderr,"): 0.1}
+        value = 3.5 if task == "medicationqa" else 0.5  # each in its metric's range (judge scores: 1-5)
+        results["results"][task] = {"alias": task, metric: value, metric.replace(",", "_stderr,"): 0.1}
         results["n-samples"][task] = {"original": len(samples), "effective": len(samples)}
         results["versions"][task] = 1
         with open(folder / f"samples_{task}_{STAMP}.jsonl", "w", encoding="utf-8") as handle:
