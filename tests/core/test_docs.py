@@ -122,7 +122,8 @@ def readme_test_command() -> list[list[str]]:
 
 
 def test_ci_runs_the_readmes_test_command():
-    """.ci/run installs and tests as the README tells a reader to, step by step."""
+    """.ci/run installs and tests as the README tells a reader to, step by step (what follows the README's
+    test command is CI's own: the fast loop again on the oldest lm-eval the dependency allows)."""
     steps = []
     for line in (REPO_ROOT / ".ci" / "run").read_text().splitlines():
         words = shlex.split(line, comments=True)
@@ -130,7 +131,20 @@ def test_ci_runs_the_readmes_test_command():
             steps.append(["pip", *[w for w in words[3:] if w != "-q"]])
         elif words == ["pytest"]:
             steps.append(words)
+            break
     assert steps == readme_test_command()
+
+
+def test_ci_tests_each_end_of_the_lm_eval_window():
+    """The dependency's lm-eval range and the releases .ci/run tests are the same: its lower bound is installed
+    for the second test run, and lm_eval_compat names both releases as tested."""
+    from medeval_metrics.lm_eval_compat import TESTED_LM_EVAL_VERSIONS
+
+    pin = re.search(r'"lm-eval\[hf,api\]>=([\d.]+),<([\d.]+)"', (REPO_ROOT / "pyproject.toml").read_text())
+    assert pin, "pyproject.toml pins lm-eval to a range"
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert f'"lm-eval[hf,api]=={pin[1]}"' in ci
+    assert pin[1] in TESTED_LM_EVAL_VERSIONS and all(v < pin[2] for v in TESTED_LM_EVAL_VERSIONS)
 
 
 REPO_PATH = re.compile(r"`((?:medeval_metrics|tests|scripts|tasks|docs|\.ci)/[^`\s<*{]+?)(?:::\w+)?`")

@@ -77,6 +77,7 @@ TOUCHED_OUTSIDE = {
     "medeval_metrics/manifest.json": "python -m medeval_metrics.manifest --write",
     "README.md": "scripts/readme_tasks_table.py --write; the BibTeX entry",
     "CONTRIBUTING.md": "a module-map line per module",
+    "pyproject.toml": "the package named in the import contracts (the benchmarks layer, the tasks' runtime)",
 }
 SHARED_CHECKS = [
     "tests/core/test_registry.py",
@@ -84,7 +85,7 @@ SHARED_CHECKS = [
     "tests/core/test_contributing_module_map.py",
     "tests/core/test_report_readme_table.py",
     "tests/core/test_cli_list.py",
-    "tests/core/test_import_layers.py",  # the new package takes its layer with no edit to the contracts
+    "tests/core/test_import_layers.py",  # the new package named in the contracts holds to them
     "tests/core/test_settings.py",
     "tests/toyqa",
 ]
@@ -147,6 +148,16 @@ def _module_map_edits(guide: str) -> str:
     return head + "\n## Module map\n" + rest[:table_end] + "\n" + modules.rstrip("\n") + rest[table_end:]
 
 
+def _pyproject_edits(pyproject: str) -> str:
+    """What pyproject.toml needs by hand for a new benchmark: its package in the benchmarks layer and in the runtime
+    the tools are kept from (CONTRIBUTING.md, step 3)."""
+    layer = '"medeval_metrics.emsqa | medeval_metrics.medicationqa | medeval_metrics.emrqa"'
+    assert layer in pyproject
+    pyproject = pyproject.replace(layer, layer[:-1] + ' | medeval_metrics.toyqa"')
+    runtime = '  "medeval_metrics.emrqa",\n'
+    return pyproject.replace(runtime, runtime + '  "medeval_metrics.toyqa",\n', 1)
+
+
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
     """A scratch copy of the checkout with the toy benchmark added the contributor's way."""
@@ -199,6 +210,8 @@ def test_a_benchmark_is_its_three_folders_and_the_shared_checks_pass(scratch):
     readme.write_text(_readme_edits(readme.read_text(encoding="utf-8")), encoding="utf-8")
     guide = scratch / "CONTRIBUTING.md"
     guide.write_text(_module_map_edits(guide.read_text(encoding="utf-8")), encoding="utf-8")
+    pyproject = scratch / "pyproject.toml"
+    pyproject.write_text(_pyproject_edits(pyproject.read_text(encoding="utf-8")), encoding="utf-8")
     subprocess.run(
         [sys.executable, "scripts/readme_tasks_table.py", "--write"],
         cwd=scratch,
