@@ -295,33 +295,6 @@ def unscored_exit_code(per_judge: dict[str, dict[str, Any]], allow_unscored: boo
     return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
 
 
-def rewrite_run_argv(argv: list[str]) -> tuple[list[str], bool]:
-    """For ``medeval run``: take the judge flags (``add_judge_flags``) out of ``argv``, put the panel they
-    describe into ``--metadata`` as ``medeval_judges`` (merged into a JSON ``--metadata`` if given),
-    and return (the argv for lm-eval, ``--allow-unscored``). Without judge flags argv is unchanged."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_judge_flags(parser)
-    args, rest = parser.parse_known_args(argv)
-    if not (args.judges or args.judge_model or args.judge_base_url or args.judge_api_key_env):
-        return rest, args.allow_unscored
-    panel = panel_from_args(args)
-    metadata: dict[str, Any] = {}
-    for index, token in enumerate(rest):
-        if token == "--metadata" or token.startswith("--metadata="):
-            value = token.split("=", 1)[1] if "=" in token else (rest[index + 1] if index + 1 < len(rest) else "")
-            try:
-                metadata = json.loads(value)
-            except ValueError as exc:
-                raise MedevalDataError(
-                    "--metadata must be a JSON object when judge flags are given, e.g. "
-                    '--metadata \'{"my_key": "value"}\'.'
-                ) from exc
-            rest = rest[:index] + rest[index + (1 if "=" in token else 2) :]
-            break
-    metadata["medeval_judges"] = json.loads(panel.to_json())
-    return [*rest, "--metadata", json.dumps(metadata)], args.allow_unscored
-
-
 def _dead_judges(results: dict[str, Any]) -> list[str]:
     """Each judge that scored no item of a judged task of ``results`` (lm-eval's return value), as "judge (task)".
 

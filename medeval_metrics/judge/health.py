@@ -28,12 +28,6 @@ CHECK_MESSAGES = [{"role": "user", "content": "This is a connection check from m
 _CHECK_MAX_TOKENS = 16
 
 
-def take_skip_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
-    """``argv`` without ``--skip-judge-check`` (lm-eval does not know it), and whether it was given."""
-    rest = [token for token in argv if token != SKIP_FLAG]
-    return rest, len(rest) != len(argv)
-
-
 def _where(judge: JudgeConfig, lm: Any) -> str:
     url = getattr(lm, "base_url", None) or judge.base_url or ""
     parts = urlsplit(str(url))

@@ -225,7 +225,7 @@ def results_table(rows: list[ScoreRow]) -> str:
 
 def run_time_table(run: Run) -> str:
     """Each task's wall time (and, for a judged task, the judges' requests and tokens) as ``medeval run``
-    recorded them in the results (``lm_eval_compat.task_timings``); "" for a run without the record."""
+    recorded them in the results (``lm_eval_compat.run_record``); "" for a run without the record."""
     recorded = (run.results.get("medeval_run") or {}).get("tasks") or {}
     if not recorded:
         return ""

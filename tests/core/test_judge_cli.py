@@ -163,33 +163,9 @@ def test_a_helm_prompt_rubric_file_runs_end_to_end(tmp_path, capsys):
     assert results["results"]["medicationqa"]["judge_id_echo_rate,scored"] == 0.0
 
 
-def test_run_side_helpers_for_medeval_run(monkeypatch):
-    from medeval_metrics.judge.cli import rewrite_run_argv, run_unscored_exit_code
+def test_run_side_exit_code_for_medeval_run():
+    from medeval_metrics.judge.cli import run_unscored_exit_code
 
-    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
-    argv = [
-        "--model",
-        "hf",
-        "--tasks",
-        "medicationqa",
-        "--metadata",
-        '{"medicationqa_path": "x.xlsx"}',
-        "--judge-model",
-        "a",
-        "--judge-model",
-        "b",
-        "--judge-base-url",
-        "http://h/v1",
-        "--allow-unscored",
-    ]
-    out, allow = rewrite_run_argv(argv)
-    assert allow is True and out[:4] == ["--model", "hf", "--tasks", "medicationqa"] and out[4] == "--metadata"
-    metadata = json.loads(out[5])
-    assert metadata["medicationqa_path"] == "x.xlsx"
-    assert [j["model"] for j in metadata["medeval_judges"]["judges"]] == ["a", "b"]
-    assert rewrite_run_argv(["--model", "hf"]) == (["--model", "hf"], False)
-    with pytest.raises(MedevalDataError, match="JSON object"):
-        rewrite_run_argv(["--metadata", "a=b", "--judge-model", "m"])
     # per judge, from the samples the run logged: a scored both items, b neither
     verdicts = {"a": {"scores": {"accuracy": 4}}, "b": {"scores": None, "unscored_reason": "HTTP 500"}}
     results = {

@@ -10,7 +10,7 @@ from conftest import closed_port_url, run_cli
 from medeval_metrics.cli import main
 from medeval_metrics.judge.cli import rejudge_hint, run_unscored_exit_code
 from medeval_metrics.judge.config import panel_from_obj
-from medeval_metrics.judge.health import panel_problems, take_skip_flag
+from medeval_metrics.judge.health import panel_problems
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
 
 
@@ -88,14 +88,6 @@ def test_batch_judges_are_not_built_by_the_check():
     # an hf or vllm judge would load its model: the check leaves batch backends alone (lm-eval's "dummy"
     # is one that imports nothing heavy; building it would not fail either, so an empty list is the skip)
     assert panel_problems(_panel([{"name": "local", "backend": "dummy", "model": "/no/such/model"}])) == []
-
-
-def test_the_skip_flag_is_taken_out_for_lm_eval():
-    assert take_skip_flag(["--model", "hf", "--skip-judge-check", "--tasks", "x"]) == (
-        ["--model", "hf", "--tasks", "x"],
-        True,
-    )
-    assert take_skip_flag(["--model", "hf"]) == (["--model", "hf"], False)
 
 
 def test_medeval_judge_checks_the_panel_before_judging(tmp_path, capsys):
