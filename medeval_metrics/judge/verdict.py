@@ -225,6 +225,19 @@ def _balanced_end(text: str, start: int) -> int | None:
     return None
 
 
+_NOT_A_LITERAL = object()
+
+
+@functools.lru_cache(maxsize=256)
+def _literal_value(source: str) -> Any:
+    """``source`` read as a Python literal, or ``_NOT_A_LITERAL``. Remembered: every prompt holds the rubric's
+    example, and compiling it was half the cost of finding a prompt's objects. The values are shared: read only."""
+    try:
+        return ast.literal_eval(source)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_A_LITERAL
+
+
 def _literal_spans(
     text: str, starts: int, json_spans: list[tuple[int, Any, str]] = ()
 ) -> list[tuple[int, dict[str, Any], str]]:
@@ -248,10 +261,7 @@ def _literal_spans(
         end = _balanced_end(text, start)
         if end is None:
             continue
-        try:
-            value = ast.literal_eval(text[start:end])
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
+        value = _literal_value(text[start:end])
         if isinstance(value, dict) and _json_like(value):
             found.append((start, value, text[start:end]))
             covered = end
@@ -355,9 +365,23 @@ def _key_form(value: Any, depth: int = 0) -> Any:
     return value
 
 
+# Normalised-key texts of objects met before, by canonical text (which determines them): the prompt's example
+# and most verdicts recur from item to item, and normalising keys was a third of reading a reply.
+_KEY_FORMS: dict[str, str] = {}
+_KEY_FORMS_MAX, _KEY_FORM_CHARS = 1024, 2048
+
+
 def _forms(obj: dict[str, Any]) -> set[str]:
     """An object's canonical text as written and with normalised keys: what counts as "the same object"."""
-    return {_canonical(obj), "keys:" + _canonical(_key_form(obj))}
+    text = _canonical(obj)
+    keyed = _KEY_FORMS.get(text)
+    if keyed is None:
+        keyed = "keys:" + _canonical(_key_form(obj))
+        if len(text) <= _KEY_FORM_CHARS:
+            if len(_KEY_FORMS) >= _KEY_FORMS_MAX:
+                _KEY_FORMS.clear()
+            _KEY_FORMS[text] = keyed
+    return {text, keyed}
 
 
 def _score_of(value: Any, scale_max: int) -> tuple[int | None, str | None]:
@@ -386,20 +410,34 @@ def _score_of(value: Any, scale_max: int) -> tuple[int | None, str | None]:
     return None, f"is not an integer ({json.dumps(value, default=repr)[:20]})"
 
 
+_KEY_NOTE = re.compile(r"\([^()]{0,20}\)")
+_KEY_SPACE = re.compile(r"[\s-]+")
+_KEY_SUFFIX = re.compile(r"_(?:score|rating|grade)$")
+
+
 def _key_names(key: Any) -> tuple[str, str]:
     """A key as a dimension name, as written and without a "score" suffix: "Accuracy Score" ->
     ("accuracy_score", "accuracy"); "Accuracy (1-5)" -> ("accuracy", "accuracy")."""
     if not isinstance(key, str):
         return "", ""
-    name = re.sub(r"\([^()]{0,20}\)", " ", key.strip().lower())
-    name = re.sub(r"[\s-]+", "_", name.strip()).strip("_:")
-    return name, re.sub(r"_(?:score|rating|grade)$", "", name)
+    # the same few keys recur in every reply (about 50 look-ups a reply): remembered, short ones only
+    return _short_key_names(key) if len(key) <= 200 else _read_key_names(key)
+
+
+def _read_key_names(key: str) -> tuple[str, str]:
+    name = _KEY_NOTE.sub(" ", key.strip().lower())
+    name = _KEY_SPACE.sub("_", name.strip()).strip("_:")
+    return name, _KEY_SUFFIX.sub("", name)
+
+
+_short_key_names = functools.lru_cache(maxsize=4096)(_read_key_names)
 
 
 def _dimension_key(key: Any, dimensions: Iterable[str]) -> str | None:
     """The dimension ``key`` names: the name as written first (a dimension may end in "_score")."""
     as_written, stem = _key_names(key)
-    dimensions = set(dimensions)
+    if not isinstance(dimensions, (set, frozenset, dict, tuple, list)):
+        dimensions = set(dimensions)
     return as_written if as_written in dimensions else stem if stem in dimensions else None
 
 
@@ -413,7 +451,9 @@ def _one(pairs: list[tuple[str, Any]], repeated: Iterable[str] = ()) -> tuple[bo
     None) where they disagree or a key among them was repeated with different values (``repeated``)."""
     if not pairs:
         return True, None
-    if len({_canonical(value) for _, value in pairs}) > 1 or any(key in set(repeated) for key, _ in pairs):
+    if len(pairs) > 1 and len({_canonical(value) for _, value in pairs}) > 1:
+        return False, None
+    if repeated and any(key in repeated for key, _ in pairs):
         return False, None
     return True, pairs[0][1]
 
@@ -874,10 +914,12 @@ class VerdictReader:
         'accuracy_score': "5", "clarity": {"score": 5 ...), however spaced, quoted or cased: catches a
         forgery the judge re-formatted or gave an ``answer_id``, also in the part of a long answer that is
         not searched for whole objects. One pass per dimension."""
+        written = shown.written_scores(self.dimensions)
+        if not all(written.get(dim) for dim in self.dimensions):
+            return False  # a verdict holds every dimension: one the answer writes no score for is not copied
         scores = self._check(value, None, False).scores
         if not scores:
             return False
-        written = shown.written_scores(self.dimensions)
         return all(score in written.get(dim, ()) for dim, score in scores.items())
 
     def _origin(self, value: Any, source: str, shown: ShownObjects) -> ParsedVerdict | None:
