@@ -21,6 +21,10 @@ FOUR = ["a", "b", "c", "d"]
         ('{"answer": ["a", "d"]}', ["a", "d"]),
         ('{"answer": "c"}', ["c"]),
         ('Reasoning: shock lowers perfusion.\n{"answer": ["a","b","d"]}', ["a", "b", "d"]),
+        # the authors' CoT object: the answer field's list wins over letters named in the reasoning field,
+        # and over a later list of rejected options
+        ('{"step_by_step_thinking": "A and D are wrong", "answer": ["b", "c"]}', ["b", "c"]),
+        ('{"answer": ["b"], "rejected": ["a"]}', ["b"]),
         # Phrases.
         ("The answer is (B).", ["b"]),
         ("The correct answer is option C.", ["c"]),

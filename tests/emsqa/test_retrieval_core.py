@@ -172,6 +172,22 @@ def test_the_three_modes_on_a_hand_checked_corpus(small_index):
     assert rtf.retrieve(query, [["skin"]]) == [[]]
 
 
+@pytest.mark.parametrize(
+    "query, files, pool_factor, expected",
+    [
+        # bm25 ranks lungs_0_0 (1.25), heart_0_0 (0.95), heart_1_0 (0.75) for the first query; lungs_0_0 third
+        # (0.63) for the second: the item's own chunk is found only where it lies within pool_factor * k
+        ("chest pain and shortness of breath", ["heart"], 1, []),
+        ("chest pain and shortness of breath", ["heart"], 2, ["heart_0_0"]),
+        ("breath and chest pain", ["lungs"], 2, []),
+        ("breath and chest pain", ["lungs"], 3, ["lungs_0_0"]),
+    ],
+)
+def test_retrieve_then_filter_searches_the_pool_not_the_top_k(small_index, query, files, pool_factor, expected):
+    rtf = small_index(mode="retrieve_then_filter", k=1, pool_factor=pool_factor)
+    assert ids(rtf, rtf.retrieve([query], [files])[0]) == expected
+
+
 def test_k_larger_than_the_corpus_is_an_error(small_index):
     index = small_index(k=6)
     with pytest.raises(MedevalDataError, match=r"rag_k=6 is larger than the corpus \(5 chunks\)"):
