@@ -68,7 +68,7 @@ def test_a_cache_locked_by_another_process_is_retried_then_the_run_goes_on(tmp_p
 def test_a_full_disk_under_the_cache_is_retried_and_kept_until_the_end(tmp_path, monkeypatch, caplog):
     calls = []
 
-    def disk_full(self, rows):
+    def disk_full(self, rows, owner=None):
         calls.append(len(list(rows)))
         if len(calls) <= runner_module.CACHE_WRITE_ATTEMPTS:
             raise sqlite3.OperationalError("database or disk is full")
@@ -86,7 +86,7 @@ def test_a_full_disk_under_the_cache_is_retried_and_kept_until_the_end(tmp_path,
 def test_medeval_judge_exits_4_with_one_line_when_the_cache_was_not_updated(tmp_path, monkeypatch, capsys):
     from medeval_metrics.cli import main
 
-    def disk_full(self, rows):
+    def disk_full(self, rows, owner=None):
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(cache_module.VerdictCache, "put_many", disk_full)
@@ -126,7 +126,7 @@ def test_medeval_run_writes_its_results_and_exits_4_when_the_judge_cache_cannot_
 ):
     from conftest import find_results, run_medeval
 
-    def locked(self, rows):
+    def locked(self, rows, owner=None):
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(cache_module.VerdictCache, "put_many", locked)
