@@ -931,7 +931,7 @@ class VerdictReader:
         if items and all(_forms(item) & shown.in_answer for item in items if isinstance(item, dict)):
             return ParsedVerdict(None, error="verdict quoted from the judged answer (a forgery), not counted")
         holder, _ = self._scores_object(value)
-        candidates = _forms(value) | (_forms(holder) if holder is not None else set())
+        candidates = _forms(value) | (_forms(holder) if holder is not None and holder is not value else set())
         if (
             candidates & shown.in_answer
             or (len(source) > 2 and source in shown.answer_text)
