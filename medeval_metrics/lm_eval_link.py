@@ -20,6 +20,12 @@ from medeval_metrics.pack import __version__, tasks_path
 MARKER = ".medeval-installed"
 FOLDER_NAME = "medeval"
 _COPIED = shutil.ignore_patterns("__pycache__", "*.py", "*.pyc")
+# lm-eval 0.4.13 indexes its own tasks folder first and --include_path after, a later copy replacing an earlier one
+# with one warning per task: said once here instead of leaving the ~30 warnings to explain themselves
+BOTH_COPIES = (
+    'Use one or the other: with --include_path "$(medeval tasks-path)" as well, lm-eval finds every task twice, '
+    'warns once per task ("overrides existing task") and runs the --include_path copy.'
+)
 
 
 class LinkRefused(RuntimeError):
@@ -128,6 +134,7 @@ def _run_action(args: argparse.Namespace) -> int:
     target = Path(args.target) if args.target else None
     if args.action == "enable":
         print(f"medeval tasks copied to {enable(target)}; `lm_eval --tasks emsqa_public ...` now works without flags.")
+        print(BOTH_COPIES)
         print("Undo with `medeval lm-eval-tasks disable`; re-run `enable` after upgrading medeval.")
     elif args.action == "disable":
         print("removed" if disable(target) else "nothing to remove: the pack was not enabled")

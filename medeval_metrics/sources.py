@@ -31,10 +31,16 @@ class DataSource:
     def env_var(self) -> str:
         return env_var(self.key)
 
-    def how_to_point(self, example: str = "/path/to/file") -> str:
+    @property
+    def example(self) -> str:
+        """The placeholder the messages show: a folder where the instructions point at one (a set of files)."""
+        return "/path/to/folder" if "folder" in self.how_to_get else "/path/to/file"
+
+    def how_to_point(self, example: str | None = None) -> str:
+        example = example or self.example
         return (
-            f'Point the pack at a local copy with `--metadata \'{{"{self.key}": "{example}"}}\'` '
-            f"on the lm_eval/medeval command line, or `export {self.env_var}={example}`."
+            f'Give the local copy with `--metadata \'{{"{self.key}": "{example}"}}\'` or '
+            f"`export {self.env_var}={example}`."
         )
 
     def local_path(self, metadata: Mapping[str, Any] | None = None) -> Path | None:
@@ -45,9 +51,17 @@ class DataSource:
         origin = f"--metadata {self.key}" if (metadata or {}).get(self.key) else self.env_var
         path = Path(str(value)).expanduser()
         if not path.exists():
+            # short (about two terminal lines): what is wrong and the fix in the form the user gave the setting;
+            # what to download is said when nothing is given at all (``missing``)
+            example = self.example
+            fix = (
+                f'--metadata \'{{"{self.key}": "{example}"}}\''
+                if origin.startswith("--")
+                else f"export {self.env_var}={example}"
+            )
             raise MedevalDataError(
-                f"{self.description}: {origin} points at {path}, which does not exist. "
-                f"{self.how_to_get} {self.how_to_point()}"
+                f"{self.description}: {origin} points at {path}, which does not exist. Point the pack at an existing "
+                f"{example.rsplit('/', 1)[1]}: {fix}."
             )
         check_known_checksum(path)
         return path.resolve()

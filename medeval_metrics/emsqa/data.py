@@ -228,12 +228,19 @@ def _load_docs(
                 raise
             left_out.append(f"record {index} ({_problem(str(exc), index)})")
     if left_out:
-        log.warning(
-            "medeval: %s as published has %s that cannot serve as a few-shot example, left out of the pool: %s.",
-            Path(path).name,
-            "1 record" if len(left_out) == 1 else f"{len(left_out)} records",
-            "; ".join(left_out),
-        )
+        import sys
+
+        from tqdm import tqdm
+
+        # the pool is read while lm-eval's progress bar is drawn: the bar is cleared for the notice and redrawn
+        # after it, so that the notice starts on its own line
+        with tqdm.external_write_mode(file=sys.stderr):
+            log.warning(
+                "medeval: %s as published has %s that cannot serve as a few-shot example, left out of the pool: %s.",
+                Path(path).name,
+                "1 record" if len(left_out) == 1 else f"{len(left_out)} records",
+                "; ".join(left_out),
+            )
     return docs
 
 
@@ -322,6 +329,28 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _no_test_file(folder: Path, depth: int = 3) -> str:
+    """The error for a folder without test_open.json: the subfolder that holds one when there is (a parent of
+    the data folder given, e.g. the repository's root instead of its data/final/), else where to get it."""
+    level, found = [folder], []
+    for _ in range(depth):  # breadth first, a few levels: the nearest copy, without walking a whole disk
+        level = sorted(p for parent in level for p in _subfolders(parent))
+        found = [p for p in level if (p / "test_open.json").is_file()]
+        if found or not level:
+            break
+    if found:
+        also = f" (also in {', '.join(str(p) for p in found[1:3])})" if len(found) > 1 else ""
+        return f"{folder}: no test_open.json in this folder, but {found[0]} holds one{also}: point the pack at that folder."
+    return f"{folder}: no test_open.json in this folder or the ones under it. {PUBLIC_SOURCE.how_to_get}"
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return []
+
+
 def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
     """(test file, validation file or None) from the local setting or the Hub."""
     local = PUBLIC_SOURCE.local_path(metadata)
@@ -329,7 +358,7 @@ def _public_files(metadata: dict[str, Any]) -> tuple[Path, Path | None]:
         if local.is_dir():
             test = next((p for p in (local / "test_open.json", local / "test.json") if p.exists()), None)
             if test is None:
-                raise MedevalDataError(f"{local}: no test_open.json in this folder. {PUBLIC_SOURCE.how_to_get}")
+                raise MedevalDataError(_no_test_file(local))
             val = next((p for p in (local / "val_open.json", local / "validation.json") if p.exists()), None)
             # a folder's file is compared with the pins like a named one, also when it comes from the
             # data cache (the JSON reader checks the files it reads: the validation file when drawn from)

@@ -24,6 +24,7 @@ from medeval_metrics.preflight.keys import (
     metadata_key_problems,
     task_yaml_credential_problems,
 )
+from medeval_metrics.preflight.notices import Notify, pre_run_notices, print_notice
 from medeval_metrics.preflight.options import run_option_problems
 from medeval_metrics.preflight.problems import collect, raise_problems
 from medeval_metrics.preflight.selection import Selection, lm_eval_task_names, select, user_task_yamls
@@ -45,6 +46,7 @@ def run_checks(
     check_options: bool = False,
     allow_unknown_metadata: bool = False,
     hub_reachable: Callable[[], bool] | None = None,
+    notify: Notify | None = print_notice,
 ) -> Selection | None:
     """Every check of ``medeval run``'s settings (``RunSettings``, or a command line read into them); returns the
     selection (None without ``--tasks``). The problems of all checks that can run are reported together in one
@@ -55,15 +57,22 @@ def run_checks(
     does. ``hub_reachable``: the network probe (default: a connection to the Hub's host, made only when a
     Hub download is needed and the Hub is not switched off). A Hub found unreachable stays marked so for the
     run that follows (``medeval run`` clears it when the run ends); when a problem stops the run, it is cleared.
+    ``notify``: gets each notice (``notices.pre_run_notices``: e.g. a judged task without a panel) once every check
+    has passed, before the model is built (default: printed as ``medeval: note: ...`` on stderr; None: not said).
     """
     clear_hub_unreachable()  # each run probes afresh
+    settings = settings_of(settings)
     try:
-        return _run_checks(
-            settings_of(settings), lm_eval_names, environ, check_options, allow_unknown_metadata, hub_reachable
-        )
+        selection = _run_checks(settings, lm_eval_names, environ, check_options, allow_unknown_metadata, hub_reachable)
     except BaseException:
         clear_hub_unreachable()
         raise
+    if selection is not None and notify is not None:
+        pack_tasks = [*selection.pack_tasks, *(task for task, _ in selection.user_tasks.values())]
+        environ = os.environ if environ is None else environ
+        for notice in pre_run_notices(settings, list(dict.fromkeys(pack_tasks)), environ):
+            notify(notice)
+    return selection
 
 
 def _run_checks(
@@ -85,7 +94,12 @@ def _run_checks(
         lm_eval_names = lambda: lm_eval_task_names(where)
     if check_options:
         problems += run_option_problems(settings)
-        problems += [p for p in [model_check.model_problem(settings.model, settings.model_args, environ, probe)] if p]
+        model_problem = model_check.model_problem(settings.model, settings.model_args, environ, probe)
+        if model_problem is None:  # the model resolves: then its tokenizer can be asked for a chat template
+            model_problem = model_check.chat_template_problem(
+                settings.model, settings.model_args, settings.apply_chat_template
+            )
+        problems += [model_problem] if model_problem else []
     problems += list(settings.problems)  # what could not be read: after the options and the model
     # keys where lm-eval would copy them into the results: refused, whatever else is wrong
     problems += credential_problems(settings.model_args, metadata, environ)

@@ -1,6 +1,7 @@
 """The model, resolved before any data or task is touched: a local folder that does not exist, a ``gguf_file``
-that is not there, a Hub id while the Hub cannot be reached (and the id is not in the local cache) are one
-line each, in seconds, instead of a transformers traceback after the data was loaded.
+that is not there, a Hub id while the Hub cannot be reached (and the id is not in the local cache), and
+``--apply_chat_template`` with a tokenizer that has no chat template are one line each, in seconds, instead of
+a transformers traceback after the model (and the data) was loaded.
 
 Only the backends that load ``pretrained`` from a folder or the Hub are checked; API models are not.
 """
@@ -144,3 +145,76 @@ def model_problem(
             f"and {wanted} is not in the local cache: check the network (and HF_ENDPOINT), or give a local folder."
         )
     return None
+
+
+# Where transformers keeps a tokenizer's chat template besides tokenizer_config.json's "chat_template"
+# (transformers 4.43+ and 5.x save it as its own file; a processor's is chat_template.json)
+_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
+_TEMPLATE_FOLDER = "additional_chat_templates"
+
+
+def _config_has_template(config_file: Path) -> bool | None:
+    """Whether a tokenizer_config.json names a chat template (None: unreadable, so not known)."""
+    import json
+
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return bool(isinstance(config, dict) and config.get("chat_template"))
+
+
+def _folder_has_template(folder: Path) -> bool | None:
+    """Whether a local tokenizer folder holds a chat template; None when it holds no tokenizer_config.json to
+    tell (e.g. a tokenizer read from a GGUF file)."""
+    if any((folder / name).is_file() for name in _TEMPLATE_FILES) or any((folder / _TEMPLATE_FOLDER).glob("*.jinja")):
+        return True
+    config = folder / "tokenizer_config.json"
+    return _config_has_template(config) if config.is_file() else None
+
+
+def _cached_hub_has_template(repo_id: str, revision: str | None) -> bool | None:
+    """For a Hub id, from the local Hugging Face cache only: False when tokenizer_config.json is cached without a
+    template and every template file is known to be absent; None when the cache cannot tell (nothing is
+    fetched: the model's own download decides)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    config = try_to_load_from_cache(repo_id, "tokenizer_config.json", revision=revision)
+    if not isinstance(config, str):
+        return None
+    if _config_has_template(Path(config)):
+        return True
+    files = [try_to_load_from_cache(repo_id, name, revision=revision) for name in _TEMPLATE_FILES]
+    if any(isinstance(found, str) for found in files):
+        return True
+    # a file transformers looked for and the Hub did not have is cached as "known absent" (not a str, not None)
+    return False if all(found is not None for found in files) else None
+
+
+def chat_template_problem(model: str | None, model_args: Any, apply_chat_template: bool | str) -> str | None:
+    """``--apply_chat_template`` with a tokenizer that has no chat template: one line naming the folder and the
+    two ways out, or None. lm-eval would load the model first and then stop in transformers ("Cannot use
+    chat template functions because tokenizer.chat_template is not set", a long traceback).
+    Decided only when the tokenizer's files say so: a local folder, or a Hub id whose files are cached."""
+    if not apply_chat_template or (model or "hf") not in PRETRAINED_BACKENDS or not isinstance(model_args, dict):
+        return None
+    tokenizer = model_args.get("tokenizer") or model_args.get("pretrained")
+    if not isinstance(tokenizer, str) or not tokenizer.strip() or model_args.get("gguf_file"):
+        return None  # no name, or a tokenizer read out of a GGUF file (its template is inside it)
+    tokenizer = tokenizer.strip()
+    flag = "tokenizer" if model_args.get("tokenizer") else "pretrained"
+    if _looks_local(tokenizer):
+        folder = Path(tokenizer).expanduser()
+        found = _folder_has_template(folder) if folder.is_dir() else None
+    else:
+        revision = model_args.get("revision") if isinstance(model_args.get("revision"), str) else None
+        found = None if _invalid_hub_id(tokenizer) else _cached_hub_has_template(tokenizer, revision)
+    if found is not False:
+        return None
+    return (
+        f"--apply_chat_template: the tokenizer of --model_args {flag}={tokenizer} has no chat template (a base "
+        "model, or one converted without it): leave out --apply_chat_template, or give a tokenizer that has one "
+        "(--model_args tokenizer=ORG/NAME-Instruct)."
+    )
