@@ -33,7 +33,13 @@ def test_demo_runs_every_benchmark_end_to_end_offline(tmp_path):
     for task in ("emsqa_private", "medicationqa", "emrqa_risk"):
         assert f"`{task}`" in results
     judges = json.loads((report / "judges.json").read_text())
-    assert set(next(iter(judges.values()))["medicationqa"]) == {"demo-judge-a", "demo-judge-b"}
+    assert set(next(iter(judges.values()))["medicationqa"]) == {"scripted-judge-a", "scripted-judge-b"}
+    # issue 33: the synthetic items are shown, each scripted verdict says so, and the run says what is synthetic
+    page = (report / "report.html").read_text()
+    assert "private data, hidden" not in page and "I would need to examine the patient first." in page
+    assert page.count("scripted demo verdict (the answer is not read)") == 8 * 2 * 3  # items x judges x dimensions
+    note = json.loads(next((out / "run").rglob("medeval_demo.json")).read_text())
+    assert note["scripted_judges"] == ["scripted-judge-a", "scripted-judge-b"] and note["scripted_model"] is True
     figures = json.loads((report / "report.json").read_text())["figures"]
     assert any("medicationqa__judge_scores" in f for f in figures) and any("emrqa_risk" in f for f in figures)
     assert all((report / f).stat().st_size > 1000 for f in figures)
@@ -105,20 +111,20 @@ def test_the_default_demo_is_unchanged_scripted_model_no_chat_template(tmp_path,
     argv, meta = _captured_demo(tmp_path, monkeypatch)
     assert argv[argv.index("--model") + 1] == "medeval-scripted" and "--apply_chat_template" not in argv
     assert not any(a.startswith("pretrained=") for a in argv) and "--allow-unscored" not in argv
-    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["demo-judge-a", "demo-judge-b"]
+    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["scripted-judge-a", "scripted-judge-b"]
 
 
 def test_real_model_demo_evaluates_smollm2_with_its_chat_template(tmp_path, monkeypatch):
     argv, meta = _captured_demo(tmp_path, monkeypatch, use_real_model=True)
     assert f"pretrained={tmp_path / 'smollm2'}" in argv and "--apply_chat_template" in argv
     assert "max_gen_toks=96" in argv
-    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["demo-judge-a", "demo-judge-b"]
+    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["scripted-judge-a", "scripted-judge-b"]
 
 
 def test_real_judge_puts_smollm2_on_the_panel_on_the_cpu(tmp_path, monkeypatch):
     argv, meta = _captured_demo(tmp_path, monkeypatch, use_real_model=True, real_judge=True)
     judges = meta["medeval_judges"]["judges"]
-    assert [j["name"] for j in judges] == ["demo-judge-a", "demo-judge-b", "smollm2"]
+    assert [j["name"] for j in judges] == ["scripted-judge-a", "scripted-judge-b", "smollm2"]
     assert judges[2]["backend"] == "hf" and judges[2]["model"] == str(tmp_path / "smollm2")
     assert judges[2]["model_args"]["device"] == "cpu"
     assert "--allow-unscored" in argv  # its items are mostly unscored; the demo still reports
@@ -147,3 +153,37 @@ def test_real_model_demo_runs_and_reports_real_answers(tmp_path, monkeypatch, re
     # a trained model writes English prose about the medicine, not the tiny model's byte soup
     assert sum(len(a.split()) >= 5 and a.isascii() for a in answers) >= len(answers) // 2
     assert report["elapsed_s"] > 0
+
+
+def test_the_scripted_judges_say_on_each_verdict_that_they_do_not_read_the_answer(tmp_path):
+    """Issue 33: the demo's judge scores are scripted (a fixed function of judge and question): each judge's name and
+    each verdict's reasons say so, with the scores the fake server gives anyway."""
+    from medeval_metrics import demo
+    from medeval_metrics.medicationqa import load_medicationqa
+    from medeval_metrics.testing.fake_judge import default_scores
+
+    meta = demo.demo_metadata(tmp_path, "http://127.0.0.1:9/v1/chat/completions")
+    assert [j["name"] for j in meta["medeval_judges"]["judges"]] == ["scripted-judge-a", "scripted-judge-b"]
+    script = demo.judge_script(meta)
+    questions = [doc["question"] for doc in load_medicationqa(**meta)["test"]]
+    assert sorted(script) == sorted((judge, q) for q in questions for judge in demo.SCRIPTED_JUDGES)
+    verdict = script[("scripted-judge-a", questions[0])][0]
+    assert verdict["scores"] == default_scores("scripted-judge-a", questions[0])
+    assert set(verdict["reasons"].values()) == {"scripted demo verdict (the answer is not read)"}
+
+
+def test_the_demo_tells_the_report_its_data_is_synthetic_and_shows_the_items(tmp_path, monkeypatch):
+    """Issue 33: the demo's items are written for the project: report.html shows them (the demo asks for that),
+    and the run folder's medeval_demo.json says which tasks are synthetic and what is scripted."""
+    from medeval_metrics import cli, demo, report
+
+    seen = {}
+    monkeypatch.setattr(demo, "real_model", lambda cache: tmp_path / "smollm2")
+    monkeypatch.setattr(cli, "run_lm_eval", lambda argv: 0)
+    monkeypatch.setattr(report, "build_report", lambda *a, **k: seen.update(k) or {"notes": [], "figures": []})
+    demo.run_demo(tmp_path / "out", cache=tmp_path / "cache", say=lambda _: None, use_real_model=True)
+    assert seen["html"] is True and seen["html_show_private"] is True
+    note = json.loads((tmp_path / "out" / "run" / "medeval_demo.json").read_text())
+    assert note["synthetic_data"] == ["emsqa_private", "medicationqa", "emrqa_risk"]
+    assert note["scripted_judges"] == ["scripted-judge-a", "scripted-judge-b"] and note["scripted_model"] is False
+    assert "scripted" in note["note"] and "no user or patient data" in note["note"]
