@@ -181,3 +181,47 @@ def test_paths_and_names_the_docs_quote_exist(page):
     ]
     missing += [name for name in DOTTED.findall(text) if not resolves(name)]
     assert not missing, missing
+
+
+def test_each_benchmark_s_year_in_the_readme_is_its_bibtex_year():
+    """Issue 33: the README named "Ge et al. 2025" beside a 2026 BibTeX entry."""
+    text = README.read_text(encoding="utf-8")
+    for spec in registry.benchmarks():
+        named = re.search(rf"\*\*{re.escape(spec.reporting.display_name)}\*\* \([^)]*?(\d{{4}})\)", text)
+        own = bibtex_entries((REPO_ROOT / "tasks" / spec.name / "README.md").read_text(encoding="utf-8"))
+        year = re.search(r"year\s*=\s*\{(\d{4})\}", own[spec.citation_key])
+        assert named and year and named.group(1) == year.group(1), (spec.name, named and named.group(0))
+
+
+def test_the_demo_s_real_model_time_is_one_figure_everywhere_it_is_given():
+    """Issue 33: 408 s in docs/real-model.md, "about 140 s" in CONTRIBUTING and "a few minutes" in --help: the one
+    measured figure (dated, in docs/real-model.md) is the one the other two give."""
+    from medeval_metrics.cli import build_parser
+
+    measured = re.search(
+        r"Measured once \((\d{4}-\d\d-\d\d), `medeval demo --real-model`.*?: (\d[\d,]*) s from start",
+        (DOCS / "real-model.md").read_text(encoding="utf-8"),
+        re.DOTALL,
+    )
+    assert measured, "docs/real-model.md gives the measured time of medeval demo --real-model, dated"
+    figure = f"{measured.group(2)} s"
+    contributing = (REPO_ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert re.search(rf"SmolLM2 demo \({figure} for `medeval demo --real-model`", contributing)
+    demo = build_parser()._subparsers._group_actions[0].choices["demo"]
+    real_model_help = next(a.help for a in demo._actions if "--real-model" in a.option_strings)
+    assert figure in real_model_help and "few minutes" not in real_model_help
+
+
+def test_the_real_model_page_calls_the_default_demo_model_scripted():
+    page = (DOCS / "real-model.md").read_text(encoding="utf-8")
+    section = page.split("## `medeval demo --real-model`", 1)[1].split("\n## ", 1)[0]
+    assert "tiny random" not in section and "instead\nof the scripted one" in section
+
+
+def test_the_demo_s_default_output_folder_is_ignored_by_git():
+    from medeval_metrics.cli import build_parser
+
+    demo = build_parser()._subparsers._group_actions[0].choices["demo"]
+    default = next(a.default for a in demo._actions if "--output" in a.option_strings)
+    ignored = (REPO_ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert f"/{default}/" in ignored, (default, ignored)
