@@ -2,14 +2,19 @@
 
 Prints the wall time at the configured concurrency against the ideal (requests x latency /
 concurrency) and against judging one request at a time, and the requests an immediate re-run
-makes (must be 0: everything comes from the cache). The one-at-a-time baseline is measured on a
-subset and extrapolated, to keep the benchmark under two minutes; the output says so.
+makes (must be 0: everything comes from the cache), and the requests two runs started together on one
+cache make (one per verdict: the runs' claims). The one-at-a-time baseline is measured on a subset and
+extrapolated, to keep the benchmark under two minutes; the output says so.
 Then the judge grid (issue 15): latency x concurrency against a fake judge server in its own
 process, each cell's wall time as a ratio to the ideal (requests x latency / concurrency), requests
 per second, and the CPU per request of the judge client (this process) and of the server; then the
-worst ratios against the targets (<= 1.2x at latency >= 100 ms and concurrency <= 32, <= 1.6x at
+worst ratios against the targets (<= 1.2x at latency >= 100 ms and concurrency <= 32, <= 1.3x at
 c128) and the worst client CPU per request (target <= 1 ms); and the cache lookup of one run's keys with 10^3 and 10^5 verdicts
 cached (the ratio shows whether lookup grows with the cache).
+With BENCH_MQA_GRID_BASELINE=<git revision> each cell is measured for this tree and for that commit (its
+``git archive`` in a temporary folder), alternately, each in a process of its own against the same server,
+and the ratio of the two is printed: before/after figures from one run on one machine.
+BENCH_MQA_GRID_REPEATS=N measures each cell N times and prints the median (and the range).
 The grid's server is ``testing.fake_judge`` in a process of its own: an asyncio server on one event
 loop (keep-alive, TCP_NODELAY, each reply written when its latency timer fires, timers waited in
 microseconds rather than epoll's milliseconds), because real judge
@@ -20,7 +25,7 @@ cores: at c128 and 100 ms the pair must sustain 1,280 requests per second, so bo
 At 600 requests a c128 cell is 4.7 rounds of requests, run as 5: 1.07x is its floor.
 Environment knobs: BENCH_MQA_ITEMS (690), BENCH_MQA_CONCURRENCY (32), BENCH_MQA_SEQUENTIAL_SAMPLE (30),
 BENCH_MQA_GRID_REQUESTS (600 per cell; 0 skips the grid), BENCH_MQA_GRID_LATENCIES_MS (20,100,500),
-BENCH_MQA_GRID_CONCURRENCY (8,32,128).
+BENCH_MQA_GRID_CONCURRENCY (8,32,128), BENCH_MQA_GRID_REPEATS (1), BENCH_MQA_GRID_BASELINE (none).
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ def run() -> list[str]:
         PanelRunner(_panel(server.url, concurrency, cache), RUBRIC).judge(items, progress=False)
         rerun_s, rerun_requests = time.perf_counter() - start, server.count() - before
 
+        shared = shared_cache_requests(server, concurrency, str(Path(tmp) / "shared.sqlite"))
+
         subset = [
             JudgeItem(f"sequential {i}", "reference", f"answer {i}") for i in range(max(1, sample // len(JUDGES)))
         ]
@@ -100,11 +107,41 @@ def run() -> list[str]:
         f"{per_request * 1000:.0f} ms each) -> concurrent is {sequential_s / concurrent_s:.1f}x faster"
     )
     lines.append(f"immediate re-run: {rerun_requests} requests (must be 0), {rerun_s:.2f} s")
+    lines.append(shared)
     lines.append(
         f"(the fake server runs in this process and shares its {os.cpu_count()} CPU cores with the judge client; "
         f"load average {os.getloadavg()[0]:.1f})"
     )
     return [*lines, *cache_growth(), *grid()]
+
+
+def shared_cache_requests(server, concurrency: int, cache: str, n_items: int = 100) -> str:
+    """Two runs started together on one cache (threads, each with its own connections): the requests the
+    judges receive, against the verdicts there are (claims: one set, not two)."""
+    import threading
+
+    from medeval_metrics.judge.runner import JudgeItem, PanelRunner
+    from medeval_metrics.medicationqa import RUBRIC
+
+    items = [JudgeItem(f"shared {i}", "reference", f"answer {i}") for i in range(n_items)]
+    runners = [PanelRunner(_panel(server.url, concurrency, cache), RUBRIC) for _ in range(2)]
+    start = threading.Barrier(2)
+
+    def run(runner) -> None:
+        start.wait()
+        runner.judge(items, progress=False)
+
+    before, wall = server.count(), time.perf_counter()
+    threads = [threading.Thread(target=run, args=(runner,)) for runner in runners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    made, verdicts = server.count() - before, n_items * len(JUDGES)
+    return (
+        f"two runs at once on one cache: {made} requests for {verdicts} verdicts "
+        f"({made / verdicts:.2f} per verdict, target 1.00), both done in {time.perf_counter() - wall:.2f} s"
+    )
 
 
 # In a process of its own, so that its CPU is counted apart from the client's (see the docstring).
@@ -129,6 +166,77 @@ def _process_cpu_s(pid: int) -> float | None:
         return None
 
 
+# One grid cell in a process of its own, for the working tree or a baseline checkout (whichever tree the
+# process imports): reads {"url", "concurrency", "items", "tag"} lines, answers {"wall", "cpu"} lines. Only
+# long-standing names are used, so that older commits run it too.
+_CELL_WORKER = """
+import json, logging, sys, time
+logging.getLogger("lm_eval").setLevel(logging.ERROR)
+from medeval_metrics.judge.config import panel_from_obj
+from medeval_metrics.judge.runner import JudgeItem, PanelRunner
+from medeval_metrics.medicationqa import RUBRIC
+print("ready", flush=True)
+for line in sys.stdin:
+    cell = json.loads(line)
+    judges = [{"name": m, "backend": "local-chat-completions", "model": m, "base_url": cell["url"]}
+              for m in ("judge-gpt", "judge-llama", "judge-claude")]
+    panel = panel_from_obj({"judges": judges, "concurrency": cell["concurrency"], "cache": None}, "benchmark")
+    items = [JudgeItem(f"{cell['tag']} {i}", "reference", f"answer {i}") for i in range(cell["items"])]
+    runner = PanelRunner(panel, RUBRIC)
+    cpu, wall = time.process_time(), time.perf_counter()
+    runner.judge(items, progress=False)
+    print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}), flush=True)
+"""
+
+
+class _CellProcess:
+    """A ``_CELL_WORKER`` importing the pack from ``root`` (its working directory comes first on its path)."""
+
+    def __init__(self, root: Path) -> None:
+        import subprocess
+
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _CELL_WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=root,
+            env=env,
+        )
+        if self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the grid's cell process for {root} did not start")
+
+    def cell(self, url: str, concurrency: int, n_items: int, tag: str) -> tuple[float, float]:
+        import json
+
+        self.process.stdin.write(json.dumps({"url": url, "concurrency": concurrency, "items": n_items, "tag": tag}))
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        return answer["wall"], answer["cpu"]
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def _checkout(revision: str, into: Path) -> str:
+    """``revision``'s tree (git archive) in ``into``; its short hash."""
+    import io
+    import subprocess
+    import tarfile
+
+    root = Path(__file__).resolve().parent.parent
+    short = subprocess.run(
+        ["git", "rev-parse", "--short", revision], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    archive = subprocess.run(["git", "archive", revision], cwd=root, capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return short
+
+
 def grid() -> list[str]:
     from medeval_metrics.judge.runner import JudgeItem, PanelRunner
     from medeval_metrics.medicationqa import RUBRIC
@@ -138,55 +246,111 @@ def grid() -> list[str]:
         return []
     latencies = [int(x) / 1000 for x in os.environ.get("BENCH_MQA_GRID_LATENCIES_MS", "20,100,500").split(",")]
     concurrencies = [int(x) for x in os.environ.get("BENCH_MQA_GRID_CONCURRENCY", "8,32,128").split(",")]
+    repeats = max(1, int(os.environ.get("BENCH_MQA_GRID_REPEATS", "1")))
+    baseline = os.environ.get("BENCH_MQA_GRID_BASELINE", "").strip()
     n_items = max(1, requests // len(JUDGES))
     n_requests = n_items * len(JUDGES)
+
+    def in_process(url: str, concurrency: int, n: int, tag: str) -> tuple[float, float]:
+        items = [JudgeItem(f"{tag} {i}", "reference", f"answer {i}") for i in range(n)]
+        runner = PanelRunner(_panel(url, concurrency, None), RUBRIC)  # no cache: every verdict is a request
+        cpu, wall = time.process_time(), time.perf_counter()
+        runner.judge(items, progress=False)
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    with tempfile.TemporaryDirectory() as tmp:
+        arms: dict[str, object] = {}
+        workers: list[_CellProcess] = []
+        if baseline:  # both arms in processes of their own, measured alternately on the same server
+            short = _checkout(baseline, Path(tmp))
+            workers = [_CellProcess(Path(__file__).resolve().parent.parent), _CellProcess(Path(tmp))]
+            arms = {"this tree": workers[0].cell, f"baseline {short}": workers[1].cell}
+        else:
+            arms = {"this tree": in_process}
+        try:
+            return _grid_table(arms, latencies, concurrencies, repeats, n_items, n_requests)
+        finally:
+            for worker in workers:
+                worker.close()
+
+
+def _grid_table(arms, latencies, concurrencies, repeats, n_items, n_requests) -> list[str]:
+    import statistics
+
     lines = [
         f"judge grid: {n_requests} requests per cell, server in its own process (TCP_NODELAY); "
-        "wall / ideal, requests per second (client CPU | server CPU, ms per request)",
+        "wall / ideal, requests per second (client CPU | server CPU, ms per request)"
+        + (f"; median of {repeats} runs per cell, arms alternating" if repeats > 1 or len(arms) > 1 else ""),
         "| latency | " + " | ".join(f"c{c}" for c in concurrencies) + " |",
         "|---|" + "---|" * len(concurrencies),
     ]
-    worst: dict[str, float] = {}
-    client_cpu: list[float] = []
+    names = list(arms)
+    worst: dict[str, dict[str, list[float]]] = {name: {} for name in names}
+    client_cpu: dict[str, list[float]] = {name: [] for name in names}
+    compared: list[str] = []
     for latency in latencies:
         process, url = _server_process(latency)
         try:
-            cells = []
+            cells: dict[str, list[str]] = {name: [] for name in names}
             for concurrency in concurrencies:
-                items = [
-                    JudgeItem(f"grid {latency} {concurrency} {i}", "reference", f"answer {i}") for i in range(n_items)
-                ]
-                runner = PanelRunner(_panel(url, concurrency, None), RUBRIC)  # no cache: every verdict is a request
-                server_cpu = _process_cpu_s(process.pid)
-                cpu, wall = time.process_time(), time.perf_counter()
-                runner.judge(items, progress=False)
-                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-                server_after = _process_cpu_s(process.pid)
-                server_ms = (
-                    "?"
-                    if server_cpu is None or server_after is None
-                    else f"{(server_after - server_cpu) * 1000 / n_requests:.2f}"
-                )
-                ratio = wall / (n_requests * latency / concurrency)
-                client_cpu.append(cpu * 1000 / n_requests)
-                if latency >= 0.1:
-                    group = "c<=32" if concurrency <= 32 else f"c{concurrency}"
-                    worst[group] = max(worst.get(group, 0.0), ratio)
-                cells.append(f"{ratio:.2f}x, {n_requests / wall:.0f}/s ({client_cpu[-1]:.2f} | {server_ms})")
-            lines.append(f"| {latency * 1000:.0f} ms | " + " | ".join(cells) + " |")
+                ideal = n_requests * latency / concurrency
+                runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in names}
+                for repeat in range(repeats):
+                    order = names if repeat % 2 == 0 else names[::-1]
+                    for name in order:
+                        server_cpu = _process_cpu_s(process.pid)
+                        wall, cpu = arms[name](
+                            url, concurrency, n_items, f"grid {latency} {concurrency} {repeat} {name}"
+                        )
+                        server_after = _process_cpu_s(process.pid)
+                        server_ms = (
+                            float("nan")
+                            if server_cpu is None or server_after is None
+                            else (server_after - server_cpu) * 1000 / n_requests
+                        )
+                        runs[name].append((wall / ideal, cpu * 1000 / n_requests, server_ms))
+                medians = {}
+                for name in names:
+                    ratios = [r for r, _, _ in runs[name]]
+                    ratio = statistics.median(ratios)
+                    medians[name] = ratio
+                    cpu_ms = statistics.median(c for _, c, _ in runs[name])
+                    server_ms = statistics.median(s for _, _, s in runs[name])
+                    client_cpu[name].append(cpu_ms)
+                    spread = f" ({min(ratios):.2f}-{max(ratios):.2f})" if repeats > 1 else ""
+                    cells[name].append(
+                        f"{ratio:.2f}x{spread}, {n_requests / (ratio * ideal):.0f}/s ({cpu_ms:.2f} | {server_ms:.2f})"
+                    )
+                    if latency >= 0.1:
+                        group = "c<=32" if concurrency <= 32 else f"c{concurrency}"
+                        worst[name].setdefault(group, []).append(ratio)
+                if len(names) == 2:
+                    compared.append(
+                        f"{latency * 1000:.0f} ms c{concurrency}: {medians[names[0]] / medians[names[1]]:.2f}"
+                    )
+            for name in names:
+                label = f"{latency * 1000:.0f} ms" + (f" ({name})" if len(names) > 1 else "")
+                lines.append(f"| {label} | " + " | ".join(cells[name]) + " |")
         finally:
             process.terminate()
             process.wait()
-    targets = {"c<=32": 1.2, "c128": 1.6}
-    lines.append(
-        "worst wall / ideal at latency >= 100 ms: "
-        + ", ".join(
-            f"{group} {ratio:.2f}x (target <= {targets.get(group, float('nan'))}x)" for group, ratio in worst.items()
+    targets = {"c<=32": 1.2, "c128": 1.3}
+    for name in names:
+        lines.append(
+            "worst wall / ideal at latency >= 100 ms"
+            + (f" ({name})" if len(names) > 1 else "")
+            + ": "
+            + ", ".join(
+                f"{group} {max(ratios):.2f}x (target <= {targets.get(group, float('nan'))}x)"
+                for group, ratios in worst[name].items()
+            )
         )
-    )
+    if compared:
+        lines.append(f"{names[0]} / {names[1]}, wall / ideal per cell: " + ", ".join(compared))
     lines.append(
-        f"client CPU per request: at most {max(client_cpu):.2f} ms (target <= 1 ms); "
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        "client CPU per request: at most "
+        + ", ".join(f"{max(cpus):.2f} ms ({name})" for name, cpus in client_cpu.items())
+        + f" (target <= 1 ms); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     return lines
 
