@@ -15,7 +15,7 @@ from typing import Any
 from medeval_metrics import files, json_records
 from medeval_metrics.checksums import file_sha256
 from medeval_metrics.safe_files import MedevalWriteError, atomic_open
-from medeval_metrics.settings import DATASET_CACHE, FALSE_WORDS
+from medeval_metrics.settings import DATASET_CACHE, FALSE_WORDS, env_setting
 
 log = logging.getLogger("medeval.data")
 
@@ -26,7 +26,7 @@ _unwritable_cache_noticed: set[str] = set()
 
 def dataset_cache_root() -> Path | None:
     """Where validated public data sets are kept as Arrow files, or None when ``MEDEVAL_DATASET_CACHE=off``."""
-    value = os.environ.get(DATASET_CACHE_ENV, "").strip()
+    value = (env_setting(DATASET_CACHE) or "").strip()
     if value.lower() in _CACHE_OFF:
         return None
     if value:
@@ -107,7 +107,7 @@ def validated_dataset(
     with collector_paused():  # validation and the Arrow conversion alike (10x the items: 12x the time without)
         table = pa.Table.from_pylist(build_docs(), schema=schema)
     if cached is not None:
-        try:  # atomic: a reader sees the whole file or none
+        try:  # atomic: a reader sees the whole file or none (public sets only: a private one is never cached)
             with atomic_open(cached, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
                 writer.write_table(table)
         except (OSError, MedevalWriteError) as exc:

@@ -6,6 +6,10 @@ fsyncs it, then renames it over the target. So a reader (or a later step of the 
 file or the new one, never half of one; a failed write (disk full, quota, permissions) leaves no
 partial file and is a ``MedevalWriteError`` naming the file. A target that is itself a link is
 replaced by a regular file, not written through (the model card has its own rule: ``card_target``).
+
+Private files (note text, private-set questions, model answers, judge verdicts) are written with
+``private=True``, or created with ``create_private_file`` (a SQLite database, a log appended to): mode
+0600 in folders this module creates 0700 (``private_folder``), whatever the process's umask.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from typing import IO
 from medeval_metrics.errors import MedevalDataError
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+PRIVATE_FILE_MODE = 0o600  # the owner reads and writes; nobody else
+PRIVATE_FOLDER_MODE = 0o700
 
 
 class MedevalWriteError(MedevalDataError):
@@ -45,12 +51,47 @@ def _mode_for(path: Path) -> int | None:
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
-def _exclusive_temporary(path: Path, attempts: int = 8) -> tuple[Path, int]:
+def private_folder(folder: Path | str) -> Path:
+    """``folder``, created with its missing parents; each folder this call creates is 0700 (set after ``mkdir``,
+    whose mode the umask cuts). A folder that exists keeps its permissions: it is the user's."""
+    folder = Path(folder)
+    missing = []
+    here = folder
+    while not os.path.lexists(here) and here != here.parent:
+        missing.append(here)
+        here = here.parent
+    for created in reversed(missing):
+        try:
+            os.mkdir(created, PRIVATE_FOLDER_MODE)
+        except FileExistsError:  # another process made it meanwhile: its mode is its own
+            continue
+        os.chmod(created, PRIVATE_FOLDER_MODE)
+    return folder
+
+
+def create_private_file(path: Path | str) -> bool:
+    """Create ``path`` empty and 0600 (in a ``private_folder``) unless it exists; True when this call created it.
+    For files other code then opens itself: create the database before ``sqlite3.connect`` (SQLite gives its
+    ``-wal``, ``-shm`` and journal files the database's permissions). Never follows a link planted at ``path``."""
+    path = Path(path)
+    private_folder(path.parent)
+    try:
+        fd = os.open(path, _FLAGS, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, PRIVATE_FILE_MODE)
+    finally:
+        os.close(fd)
+    return True
+
+
+def _exclusive_temporary(path: Path, attempts: int = 8, mode: int = 0o666) -> tuple[Path, int]:
     """A new file beside ``path`` that this call created (never an existing file or a link's target)."""
     for attempt in range(attempts):
         temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
         try:
-            return temporary, os.open(temporary, _FLAGS, 0o666)
+            return temporary, os.open(temporary, _FLAGS, mode)
         except FileExistsError:
             if attempt == attempts - 1:
                 raise
@@ -58,16 +99,23 @@ def _exclusive_temporary(path: Path, attempts: int = 8) -> tuple[Path, int]:
 
 
 @contextlib.contextmanager
-def atomic_open(path: Path | str, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+def atomic_open(
+    path: Path | str, mode: str = "w", encoding: str | None = "utf-8", private: bool = False
+) -> Iterator[IO]:
     """Write ``path`` through ``with atomic_open(path) as handle: ...`` (``mode`` "w" or "wb").
 
     On any error inside the block or while finishing, the temporary file is removed and the target
-    is left as it was; an ``OSError`` becomes a ``MedevalWriteError`` naming ``path``."""
+    is left as it was; an ``OSError`` becomes a ``MedevalWriteError`` naming ``path``. ``private``: the
+    file is 0600 (a replaced file's looser mode is not kept) in folders created 0700, whatever the umask;
+    it is 0600 from its creation, never readable by others while it is written."""
     path = Path(path)
-    keep_mode = _mode_for(path)
+    keep_mode = PRIVATE_FILE_MODE if private else _mode_for(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary, fd = _exclusive_temporary(path)
+        if private:
+            private_folder(path.parent)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        temporary, fd = _exclusive_temporary(path, mode=PRIVATE_FILE_MODE if private else 0o666)
     except OSError as exc:
         raise MedevalWriteError(path, exc) from exc
     try:
@@ -98,14 +146,15 @@ def _sync_folder(folder: Path) -> None:
             os.close(fd)
 
 
-def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
-    with atomic_open(path, "wb") as handle:
+def atomic_write_bytes(path: Path | str, data: bytes, private: bool = False) -> Path:
+    with atomic_open(path, "wb", private=private) as handle:
         handle.write(data)
     return Path(path)
 
 
-def atomic_write_text(path: Path | str, text: str, encoding: str = "utf-8") -> Path:
-    with atomic_open(path, "w", encoding=encoding) as handle:
+def atomic_write_text(path: Path | str, text: str, encoding: str = "utf-8", private: bool = False) -> Path:
+    """``text`` written whole to ``path``; ``private``: 0600 in folders created 0700 (see ``atomic_open``)."""
+    with atomic_open(path, "w", encoding=encoding, private=private) as handle:
         handle.write(text)
     return Path(path)
 

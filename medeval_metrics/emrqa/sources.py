@@ -12,6 +12,7 @@ from typing import Any
 
 from medeval_metrics.data import DataSource, MedevalDataError, setting
 from medeval_metrics.emrqa.seeding import DEFAULT_SEED
+from medeval_metrics.settings import excerpt
 
 _HOW_TO_GET = (
     "emrQA is distributed only under the n2c2 data-use agreement and is never shipped with this pack: "
@@ -34,7 +35,7 @@ def split_seed(metadata: Mapping[str, Any] | None = None) -> int:
         return int(str(value).strip())
     except ValueError:
         raise MedevalDataError(
-            f"emrqa_seed is {value!r}: give a whole number (metadata emrqa_seed or MEDEVAL_EMRQA_SEED)."
+            f"emrqa_seed is {excerpt(value)}: give a whole number (metadata emrqa_seed or MEDEVAL_EMRQA_SEED)."
         ) from None
 
 

@@ -44,7 +44,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.settings import JUDGES
+from medeval_metrics.settings import JUDGES, MAX_VALUE_CHARS, checked_value, env_setting, excerpt
 
 ENV_VAR = JUDGES.name
 METADATA_KEY = "medeval_judges"
@@ -216,6 +216,45 @@ def url_without_userinfo(url: str | None) -> str | None:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def _urls_mapped(obj: Any, change: Any) -> Any:
+    """``obj`` (JSON-like) with ``change`` applied to every string that holds a URL (``://``)."""
+    if isinstance(obj, dict):
+        return {key: _urls_mapped(value, change) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [_urls_mapped(value, change) for value in obj]
+    return change(obj) if isinstance(obj, str) and "://" in obj else obj
+
+
+def _inline_panel(value: Any) -> Any:
+    """A panel given inline (an object or list, or its JSON text) as parsed; None for a file's path or bad JSON."""
+    if isinstance(value, str):
+        if not value.strip().startswith(("{", "[")):
+            return None
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+def panel_url_credentials(value: Any) -> bool:
+    """Whether an inline panel (``--metadata medeval_judges``: an object, a list or JSON text) holds a URL with a
+    ``user:password@`` part (a file's path: False, the file is the user's and no copy of it is written)."""
+    panel = _inline_panel(value)
+    found: list[str] = []
+    _urls_mapped(panel, lambda url: found.append(url) if url_without_userinfo(url) != url else None)
+    return bool(found)
+
+
+def panel_as_recorded(value: Any) -> Any:
+    """An inline panel with every URL's ``user:password@`` left out (the shape given: JSON text stays text)."""
+    panel = _inline_panel(value)
+    if panel is None:
+        return value
+    stripped = _urls_mapped(panel, url_without_userinfo)
+    return json.dumps(stripped) if isinstance(value, str) else stripped
 
 
 # The panels the judged tasks' loaders checked in this process, by key: a document names its panel by this
@@ -487,17 +526,14 @@ def panel_from_obj(obj: Any, where: str) -> PanelConfig:
 def load_panel(value: str | None = None, where: str = "judges config") -> PanelConfig | None:
     """The panel from ``value`` (inline JSON or a file path), else ``$MEDEVAL_JUDGES``; None if neither is set."""
     if value is None:
-        value = os.environ.get(ENV_VAR)
+        value = env_setting(JUDGES)
         where = ENV_VAR
     if value is None or not str(value).strip():
         return None
-    text = str(value).strip()
+    text = str(checked_value(str(value), where, ENV_VAR)).strip()
     if not text.startswith(("{", "[")):
-        path = Path(text).expanduser()
-        if not path.is_file():
-            raise MedevalDataError(f"{where}: {path} is neither inline JSON nor an existing judges file.")
-        where, text = str(path), path.read_text(encoding="utf-8")
-        if path.suffix.lower() in {".yaml", ".yml"}:
+        where, text = _judges_file_text(text, where)
+        if Path(where).suffix.lower() in {".yaml", ".yml"}:
             import yaml
 
             try:
@@ -514,6 +550,32 @@ def load_panel(value: str | None = None, where: str = "judges config") -> PanelC
     except json.JSONDecodeError as exc:
         raise MedevalDataError(f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).") from exc
     return panel_from_obj(obj, where)
+
+
+def _judges_file_text(text: str, where: str) -> tuple[str, str]:
+    """(the file's name, its text) for a judges value that is not inline JSON; every way it cannot be read is one
+    line quoting at most an excerpt of the value (a variable filled with the wrong text can be 100 KB long)."""
+    if len(text) > MAX_VALUE_CHARS or "\n" in text or "\r" in text:
+        raise MedevalDataError(
+            f"{where}: {excerpt(text)} is neither inline JSON (it does not start with {{ or [) nor the path of a "
+            "judges file. Give the panel as JSON or the judges file's path."
+        )
+    path = Path(text).expanduser()
+    try:
+        if not path.is_file():
+            raise MedevalDataError(
+                f"{where}: {excerpt(str(path), 200)} is neither inline JSON nor an existing judges file."
+            )
+        return str(path), path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise MedevalDataError(
+            f"{where}: the judges file {excerpt(str(path), 200)} cannot be read ({exc.strerror or type(exc).__name__}). "
+            "Check the path and its permissions."
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise MedevalDataError(
+            f"{where}: the judges file {path} is not UTF-8 text (byte {exc.start}). Save it as UTF-8."
+        ) from None
 
 
 def panel_from_metadata(metadata: dict[str, Any]) -> PanelConfig | None:
@@ -596,25 +658,48 @@ def _backend_problem(backend: str) -> str | None:
 
 def _cache_problem(path_text: str) -> str | None:
     path = Path(path_text).expanduser()
+    try:
+        return _cache_file_problem(path)
+    except OSError as exc:  # a folder of another user's on the way (EACCES), a name too long...
+        return (
+            f"cache {path} cannot be used ({exc.strerror or type(exc).__name__}): it or a folder above it belongs to "
+            'another user or is not readable; choose a "cache" path of your own (e.g. under your home folder), or '
+            "remove the old cache."
+        )
+
+
+def _cache_file_problem(path: Path) -> str | None:
+    from medeval_metrics.safe_files import private_folder
+
     if path.is_dir():
         return f"cache {path} is a folder; give a file path such as {path / 'judge_cache.sqlite'}."
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)  # verdicts quote the answers: the folders made for them are the user's only
     except OSError as exc:
         return f'cache folder {path.parent} cannot be created ({type(exc).__name__}); choose another "cache" path.'
     if not os.access(path.parent, os.W_OK):
-        return f'cache folder {path.parent} is not writable; choose another "cache" path.'
+        return f'cache folder {path.parent} is not writable{_owner_note(path.parent)}; choose another "cache" path.'
     if path.exists():
-        if path.stat().st_size and path.read_bytes()[:16] != b"SQLite format 3\x00":
+        with path.open("rb") as handle:
+            head = handle.read(16)
+        if head and head != b"SQLite format 3\x00":
             return f'cache {path} exists and is not a SQLite file; remove it or choose another "cache" path.'
         if not os.access(path, os.W_OK):
-            return f'cache {path} is not writable; choose another "cache" path.'
+            return f'cache {path} is not writable{_owner_note(path)}; choose another "cache" path.'
         try:
             with sqlite3.connect(path) as conn:
                 conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
         except sqlite3.DatabaseError as exc:
             return f"cache {path} is not a usable SQLite database ({type(exc).__name__}); remove it or choose another."
     return None
+
+
+def _owner_note(path: Path) -> str:
+    """The note ", it belongs to another user" where it does (the usual reason a cache cannot be written)."""
+    try:
+        return ", it belongs to another user" if path.stat().st_uid != os.geteuid() else ""
+    except (OSError, AttributeError):  # no geteuid on Windows
+        return ""
 
 
 def validate_panel(

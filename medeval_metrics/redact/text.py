@@ -9,7 +9,8 @@ What counts as a credential (one table, ``_PATTERNS``, used by every caller):
 
 * ``Authorization``/``Proxy-Authorization`` values, Bearer tokens, ``api_key=``/``api-key:``/
   ``x-api-key``/``auth_token``/``password`` style assignments, ``NAME_API_KEY=`` / ``NAME_TOKEN=`` /
-  ``NAME_KEY=`` / ``NAME_SECRET=`` assignments, ``user:password@`` in URLs, and well-known key formats
+  ``NAME_KEY=`` / ``NAME_SECRET=`` assignments, ``user:password@`` before a host (with its URL's scheme or
+  without), and well-known key formats
   (``sk-...``, ``hf_...``, ``ghp_...``, ``github_pat_...``, ``AKIA...``, ``AIza...``, ``xox?-...``);
 * the *values* of the environment variables that hold keys (see :func:`secret_env_var_names`) and of
   registered secrets, wherever they appear, whatever surrounds them.
@@ -104,8 +105,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
         r"\1\2" + REDACTED,
         False,
     ),
-    # user:password@ in a URL (https://user:secret@host/v1)
-    (re.compile(r"(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+(?=@)"), REDACTED, False),
+    # user:password@ in a URL (https://user:secret@host/v1), and before a host without its scheme, as a message
+    # naming "user:secret@host:port" shows it
+    (
+        re.compile(
+            r"(?:(?<=://)|(?<![\w.~%+:/@-]))[^/\s:@'\"]+:[^/\s@'\"]+(?=@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*|\[[0-9A-Fa-f:.]+\])(?::\d+)?(?![\w.-]))"
+        ),
+        REDACTED,
+        False,
+    ),
     # Well-known key formats, wherever they appear.
     (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"), REDACTED, False),
     (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), REDACTED, False),
@@ -126,7 +134,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 _LOG_PATTERNS = tuple((regex, replacement) for regex, replacement, display_only in _PATTERNS if not display_only)
 # Text without any of these cannot match a log-mode pattern: one cheap scan skips them all.
 _TRIGGER = re.compile(
-    r"(?i)authoriz|bearer|api[-_]?key|apikey|token|secret|passw|sk-|hf_|gh[pousr]_|github_pat|_key|akia|aiza|xox|://[^/\s]*@"
+    r"(?i)authoriz|bearer|api[-_]?key|apikey|token|secret|passw|sk-|hf_|gh[pousr]_|github_pat|_key|akia|aiza|xox|:[^/\s:@]*@"
 )
 # Dict keys whose string values are secrets (model_args/metadata dicts in a results JSON).
 _SECRET_KEY_NAME = re.compile(
