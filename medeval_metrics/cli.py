@@ -50,33 +50,122 @@ def run_lm_eval(argv: Sequence[str]) -> int:
 
     if settings.model == rigs.SCRIPTED_MODEL:
         rigs.register_scripted_model()
-    try:
-        settings = with_judge_panel(settings)  # --judge-model/--judges/... become --metadata medeval_judges
-        # the model, task names, --metadata, keys, data and judges: checked before lm-eval builds the model
-        selection = run_checks(settings)
-        # one request per judge: a dead panel fails now, not after every answer is generated
-        from medeval_metrics.judge import health
+    with _files_private_to_the_user():
+        try:
+            settings = with_judge_panel(settings)  # --judge-model/--judges/... become --metadata medeval_judges
+            # a panel whose URL holds user:password@ reaches the tasks through $MEDEVAL_JUDGES, not --metadata
+            settings, panel_for_run, run_metadata = panel_outside_lm_eval_metadata(settings)
+            # the model, task names, --metadata, keys, data and judges: checked before lm-eval builds the model
+            selection = run_checks(settings)
+            # one request per judge: a dead panel fails now, not after every answer is generated
+            from medeval_metrics.judge import health
 
-        judge_problems = (
-            []
-            if settings.skip_judge_check or selection is None
-            else health.run_problems(settings.argv, selection.pack_tasks, settings.metadata)
-        )
-        if judge_problems:
-            for problem in judge_problems:
+            with _judges_variable(panel_for_run):
+                judge_problems = (
+                    []
+                    if settings.skip_judge_check or selection is None
+                    else health.run_problems(settings.argv, selection.pack_tasks, run_metadata)
+                )
+            if judge_problems:
+                for problem in judge_problems:
+                    print(f"medeval: error: {redact_text(problem)}", file=sys.stderr)
+                return 2
+        except MedevalDataError as exc:
+            problems = getattr(exc, "problems", None)  # preflight.RunProblems: one line each
+            if problems:
+                print(f"medeval: {len(problems)} problems, fix them all before the run:", file=sys.stderr)
+            for problem in problems or [exc]:
                 print(f"medeval: error: {redact_text(problem)}", file=sys.stderr)
             return 2
-    except MedevalDataError as exc:
-        problems = getattr(exc, "problems", None)  # preflight.RunProblems: one line each
-        if problems:
-            print(f"medeval: {len(problems)} problems, fix them all before the run:", file=sys.stderr)
-        for problem in problems or [exc]:
-            print(f"medeval: error: {redact_text(problem)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"\nmedeval: interrupted before the run started. {_resume_hint(settings)}", file=sys.stderr)
-        return 130
-    return _run(settings, selection)
+        except KeyboardInterrupt:
+            print(f"\nmedeval: interrupted before the run started. {_resume_hint(settings)}", file=sys.stderr)
+            return 130
+        with _judges_variable(panel_for_run):
+            return _run(settings, selection)
+
+
+def panel_outside_lm_eval_metadata(settings):
+    """(settings, panel, metadata): an inline judge panel whose URLs hold ``user:password@`` taken out of the
+    ``--metadata`` lm-eval gets (lm-eval writes --metadata into every task's config in the results JSON) and
+    returned as JSON text for ``$MEDEVAL_JUDGES`` while the run lasts; the settings' own metadata keep the panel
+    without credentials, for the checks. ``metadata``: what the tasks get as --metadata. A panel without
+    credentials, or a judges file's path, stays in --metadata as given (panel None)."""
+    import dataclasses
+    import json
+    from urllib.parse import urlsplit
+
+    from medeval_metrics.judge.config import METADATA_KEY as JUDGES_KEY
+    from medeval_metrics.judge.config import panel_as_recorded, panel_url_credentials, url_without_userinfo
+    from medeval_metrics.redact import register_secret
+
+    value = settings.metadata.get(JUDGES_KEY)
+    if value is None or not panel_url_credentials(value):
+        return settings, None, settings.metadata
+    rest = {key: item for key, item in settings.metadata.items() if key != JUDGES_KEY}
+    if not rest and settings.config:
+        # lm-eval reads a --config file's metadata when the command line's is empty: nothing to replace it with;
+        # the checks refuse the credentials there, as for any key in --metadata
+        return settings, None, settings.metadata
+    try:
+        options = [(flag, values) for flag, values in settings.lm_eval_options if flag != "--metadata"]
+        if rest:
+            options.append(("--metadata", (json.dumps(rest),)))
+    except (TypeError, ValueError):  # a value JSON cannot write (a set from key=value): the checks say what
+        return settings, None, settings.metadata
+    panel = value if isinstance(value, str) else json.dumps(value)
+    for url in _strings(json.loads(panel)):
+        if url_without_userinfo(url) != url:  # the password, wherever else it may turn up, is redacted by value
+            with contextlib.suppress(ValueError):
+                register_secret(urlsplit(url).password)
+    checked = {**settings.metadata, JUDGES_KEY: panel_as_recorded(value)}
+    return dataclasses.replace(settings, metadata=checked, lm_eval_options=tuple(options)), panel, rest
+
+
+def _strings(obj) -> list[str]:
+    if isinstance(obj, dict):
+        return [text for value in obj.values() for text in _strings(value)]
+    if isinstance(obj, list):
+        return [text for value in obj for text in _strings(value)]
+    return [obj] if isinstance(obj, str) else []
+
+
+@contextlib.contextmanager
+def _judges_variable(panel: str | None) -> Iterator[None]:
+    """``$MEDEVAL_JUDGES`` holding ``panel`` while the block runs (the tasks' loaders read it there), the
+    caller's value (or none) after."""
+    import os
+
+    from medeval_metrics.settings import JUDGES
+
+    if panel is None:
+        yield
+        return
+    saved = os.environ.get(JUDGES.name)
+    os.environ[JUDGES.name] = panel
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(JUDGES.name, None)
+        else:
+            os.environ[JUDGES.name] = saved
+
+
+PRIVATE_UMASK = 0o077  # files the run creates: 0600; folders: 0700
+
+
+@contextlib.contextmanager
+def _files_private_to_the_user() -> Iterator[None]:
+    """The umask 077 while ``medeval run`` runs, the caller's after: every file the run creates (lm-eval's results
+    and samples, its --use_cache database, the judge and data caches) is the user's alone, whatever the umask.
+    Samples quote prompts (emrQA's notes) and answers. A process setting, held by the CLI only, never by a task."""
+    import os
+
+    previous = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 def _run(settings, selection) -> int:
@@ -116,13 +205,19 @@ def _run(settings, selection) -> int:
 
         print(redact_text(traceback.format_exc()).rstrip("\n"), file=sys.stderr)
         return 1
-    results = evaluations.last_with_samples()
-    cut = cut_outputs(settings, started) if evaluations else []
-    if cut:  # the scores are printed above; no later step reads a file that was not written whole
-        for problem in cut:
-            print(f"medeval: error: {problem}", file=sys.stderr)
-        return 2
-    print(run_summary(settings, results, started, settings.breakdown))
+    try:
+        results = evaluations.last_with_samples()
+        cut = cut_outputs(settings, started) if evaluations else []
+        if cut:  # the scores are printed above; no later step reads a file that was not written whole
+            for problem in cut:
+                print(f"medeval: error: {problem}", file=sys.stderr)
+            return 2
+        print(run_summary(settings, results, started, settings.breakdown))
+    except KeyboardInterrupt:
+        kept = f" in {settings.output_path}" if settings.output_path else ""
+        again = f" `medeval breakdown {settings.output_path}` writes the breakdowns." if settings.output_path else ""
+        print(f"\nmedeval: interrupted after lm-eval finished: what it wrote is kept{kept}.{again}", file=sys.stderr)
+        return 130
     code, reason = run_unscored_exit_code(results, settings.allow_unscored, list(settings.argv))
     if code:
         print(f"medeval: error: {reason}", file=sys.stderr)
@@ -588,29 +683,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
+_NOTHING_HALF_WRITTEN = (
+    "every file is written whole or not at all, so nothing half-written was left. Run the same command again."
+)
+
+
+def interrupted_line(command: str | None, args: argparse.Namespace | None = None) -> str:
+    """The one line Ctrl-C ends a command with: what was kept and how to go on. A subcommand tells its own
+    with ``set_defaults(interrupted=lambda args: "...")``."""
+    hint = getattr(args, "interrupted", None) if args is not None else None
+    try:
+        said = hint(args) if callable(hint) else hint
+    except Exception:  # the line must not fail: the generic one is true of every command
+        said = None
+    prog = f"medeval {command}" if command else "medeval"
+    return f"{prog}: interrupted; {said or _NOTHING_HALF_WRITTEN}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "run":
-        from medeval_metrics.sources import clear_hub_unreachable
+    args: argparse.Namespace | None = None
+    try:
+        if argv and argv[0] == "run":
+            from medeval_metrics.sources import clear_hub_unreachable
+
+            try:
+                return run_lm_eval(argv[1:])
+            finally:
+                clear_hub_unreachable()  # the pre-run probe's finding holds for that run only
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        from medeval_metrics.data import MedevalDataError
 
         try:
-            return run_lm_eval(argv[1:])
-        finally:
-            clear_hub_unreachable()  # the pre-run probe's finding holds for that run only
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
-    from medeval_metrics.data import MedevalDataError
+            return int(args.func(args) or 0)
+        except MedevalDataError as exc:
+            from medeval_metrics.redact import redact_text
 
-    try:
-        return int(args.func(args) or 0)
-    except MedevalDataError as exc:
-        from medeval_metrics.redact import redact_text
-
-        print(f"medeval: error: {redact_text(exc)}", file=sys.stderr)
-        return 2
+            print(f"medeval: error: {redact_text(exc)}", file=sys.stderr)
+            return 2
+    except KeyboardInterrupt:  # anywhere: one line, no traceback (``medeval run`` says more where it can)
+        command = argv[0] if argv and not argv[0].startswith("-") else None
+        print("\n" + interrupted_line(command, args), file=sys.stderr, flush=True)
+        _exit_now_if_workers_remain(INTERRUPTED_EXIT)
+        return INTERRUPTED_EXIT
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from medeval_metrics.emrqa.cache import cache_dir_for
+from medeval_metrics.emrqa.cache import cache_dir_for, cache_errors, keep_private
 from medeval_metrics.emrqa.seeding import DEFAULT_SEED
 from medeval_metrics.emrqa.sources import (
     CACHE_DIR_KEY,
@@ -17,6 +17,7 @@ from medeval_metrics.emrqa.sources import (
     split_seed,
 )
 from medeval_metrics.emrqa.splits import describe, prepare
+from medeval_metrics.safe_files import private_folder
 
 
 def _cmd_prepare(args: Any) -> int:
@@ -31,15 +32,27 @@ def _cmd_prepare(args: Any) -> int:
         metadata[SEED_KEY] = args.seed
     seed = split_seed(metadata)
     data_json, data_ql = resolve_inputs(metadata)
-    folder = cache_dir_for(data_json, data_ql, seed, cache_root(metadata))
-    if args.force or not (folder / "manifest.json").exists():
-        prepare(data_json, data_ql, folder, seed=seed, log=print, details=True)
-    else:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        for line in describe(manifest):
-            print(line)
-        print(f"already prepared: {folder} (use --force to redo)")
+    root = cache_root(metadata)
+    folder = cache_dir_for(data_json, data_ql, seed, root)
+    with cache_errors(root):
+        if args.force or not (folder / "manifest.json").exists():
+            private_folder(root)
+            prepare(data_json, data_ql, folder, seed=seed, log=print, details=True)
+            keep_private(folder)
+        else:
+            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+            for line in describe(manifest):
+                print(line)
+            print(f"already prepared: {folder} (use --force to redo)")
     return 0
+
+
+def _interrupted(args: Any) -> str:
+    """Ctrl-C: a preparation is written into a folder of its own and renamed into place when whole."""
+    return (
+        "the unfinished preparation was removed and any earlier one is kept as it was. Run the same command again "
+        "to prepare from the start."
+    )
 
 
 def register_cli(sub: Any) -> None:
@@ -56,4 +69,4 @@ def register_cli(sub: Any) -> None:
         "--seed", type=int, default=None, help=f"split seed (default $MEDEVAL_EMRQA_SEED, else {DEFAULT_SEED})"
     )
     p.add_argument("--force", action="store_true", help="prepare again even if the cache exists")
-    p.set_defaults(func=_cmd_prepare)
+    p.set_defaults(func=_cmd_prepare, interrupted=_interrupted)

@@ -163,7 +163,7 @@ def judge_output(
         verdicts_path = folder / f"judged_{task}_{stamp}.jsonl"
         from medeval_metrics.safe_files import atomic_open, atomic_write_text
 
-        with atomic_open(verdicts_path) as handle:
+        with atomic_open(verdicts_path, private=True) as handle:  # verdicts quote the answers: 0600
             for sample, record, metrics in zip(ordered, records, per_item):
                 handle.write(
                     json.dumps(
@@ -214,7 +214,7 @@ def judge_output(
         kept = best_before > items_scored
         if not kept:
             text = json.dumps(finite_or_na(results), indent=2, ensure_ascii=False, default=str, allow_nan=False)
-            atomic_write_text(out_path, text)
+            atomic_write_text(out_path, text, private=True)
         written.append(
             {
                 "task": task,
@@ -429,6 +429,7 @@ def _cmd(args: argparse.Namespace) -> int:
         return 2
     if args.concurrency:
         panel = replace(panel, concurrency=args.concurrency)
+    args.panel_in_use = panel  # for the line Ctrl-C ends the command with (``_interrupted``)
     from medeval_metrics.judge.config import validate_panel
 
     validate_panel(panel, where="medeval judge")
@@ -464,6 +465,24 @@ def _cmd(args: argparse.Namespace) -> int:
     return _cache_failure_exit_code(code, "medeval judge")
 
 
+def _interrupted(args: argparse.Namespace) -> str:
+    """Ctrl-C in ``medeval judge``: what the judge cache kept (every verdict received is stored as judging stops)
+    and how to go on; no judged file is written until every task is judged."""
+    panel = getattr(args, "panel_in_use", None)
+    if panel is None:
+        return "nothing was asked or written. Run the same command again."
+    if panel.cache:
+        return (
+            f"the verdicts received so far are kept in the judge cache {Path(panel.cache).expanduser()}; a task's "
+            "judged files are written only when it is judged whole. Run the same command again: only the verdicts "
+            "the cache lacks are asked for."
+        )
+    return (
+        'the panel has no "cache", so the verdicts received were not kept. Give the panel a "cache" path so that '
+        "a run interrupted again resumes where it stopped."
+    )
+
+
 def _cache_failure_exit_code(code: int, prog: str) -> int:
     """``code``, or ``CACHE_FAILED_EXIT`` (4) when all else went well but a judge cache was not fully
     updated in this process (the results hold every verdict; a later run asks for those again)."""
@@ -493,4 +512,4 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--skip-judge-check", action="store_true", help="do not send each judge one test request before judging"
     )
-    p.set_defaults(func=_cmd)
+    p.set_defaults(func=_cmd, interrupted=_interrupted)
