@@ -14,8 +14,8 @@ wrapper                               replaces while the run lasts
 5. ``private_run_logs``               logging's record factory
 ====================================  ===============================================================
 
-Six objects; ``medeval run`` itself also sets ``sys.argv`` for lm-eval's parser and its Ctrl-C handler for the
-run (``cli.py``): eight in all. Each wrapper says which lm-eval behaviour it works around and for which
+Six objects; ``medeval run`` itself also sets, for the run only (``cli.py``), ``sys.argv`` for lm-eval's parser, its
+Ctrl-C handler and the umask that keeps the run's files private. Each wrapper says which lm-eval behaviour it works around and for which
 versions, has a test in ``tests/core/test_lm_eval_compat.py`` that fails when lm-eval no longer needs it, and
 an entry in ``docs/upstream.md`` with the lm-eval issue that would retire it. Importing this module imports
 nothing from lm-eval.

@@ -26,6 +26,7 @@ import lm_eval.models.api_models
 import lm_eval.models.huggingface
 import lm_eval.models.openai_completions
 import lm_eval.tasks
+import sklearn.metrics  # noqa: F401  (sets KMP_* variables at import, in lm-eval's run too: not the pack's doing)
 from host_snapshot import replaced, snapshot
 
 BEFORE = snapshot()

@@ -1,11 +1,13 @@
 """What "leaves lm-eval as it found it" means, as something a test can compare: every attribute of every
 loaded ``lm_eval`` module and of every class those modules define, and the process-wide hooks a library
 could replace (exception hooks, ``warnings.showwarning``, logging's record factory, every logger's filters
-and handlers, the standard streams)."""
+and handlers, the standard streams, the SIGINT handler, ``sys.argv``, the umask and the environment)."""
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 import threading
 import warnings
@@ -36,6 +38,12 @@ def snapshot() -> dict[str, int]:
     out["warnings.showwarning"] = id(warnings.showwarning)
     out["warnings.formatwarning"] = id(warnings.formatwarning)
     out["logging.record_factory"] = id(logging.getLogRecordFactory())
+    mask = os.umask(0o022)  # read by setting it: put back at once
+    os.umask(mask)
+    out["process umask"] = mask
+    out["process environment"] = hash(tuple(sorted(os.environ.items())))
+    out["SIGINT handler"] = id(signal.getsignal(signal.SIGINT))
+    out["sys.argv"] = hash(tuple(sys.argv))
     out["logging.logger_class"] = id(logging.getLoggerClass())
     loggers: dict[str, Any] = {"<root>": logging.getLogger()}
     loggers.update(

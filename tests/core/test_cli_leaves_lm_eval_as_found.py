@@ -1,6 +1,6 @@
 """An in-process `medeval run` wraps lm-eval only while it runs: inside the run, only the objects the wrappers of
-``lm_eval_compat`` name are replaced (at most eight with the run's own ``sys.argv`` and Ctrl-C handler); when
-``cli.main`` returns, every lm-eval attribute and process-wide hook is the one it found."""
+``lm_eval_compat`` name are replaced (six, at most eight), with the command's own ``sys.argv``, Ctrl-C handler and
+umask; when ``cli.main`` returns, every lm-eval attribute and process-wide hook is the one it found."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ WRAPPED = [
     "lm_eval.tasks.manager:TaskManager.__init__",
     "logging.record_factory",
 ]
+
+
+RUN_SETTINGS = ["SIGINT handler", "process umask", "sys.argv"]
 
 
 @pytest.mark.e2e
@@ -77,7 +80,10 @@ def test_medeval_run_replaces_only_its_wrapped_objects_and_puts_them_back(tmp_pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert inside, "the scripted model was never asked"
     during = replaced(before, inside[0]["snapshot"])
-    assert during == WRAPPED and len(during) + 1 + 2 <= 8  # + the header, + sys.argv and the Ctrl-C handler
+    # the wrappers' objects (+ the header below), and the command's own process settings for the run: the
+    # command line lm-eval's parser reads, its Ctrl-C handler and the umask that keeps the run's files private
+    assert during == sorted([*WRAPPED, *RUN_SETTINGS])
+    assert len(WRAPPED) + 1 <= 8
     assert inside[0]["header"] and "header" not in vars(lm_eval.models.openai_completions.LocalCompletionsAPI)
     assert replaced(before, after) == [], "left replaced after the run"
     assert sys.argv == saved_argv
