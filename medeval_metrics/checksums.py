@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from medeval_metrics.errors import MedevalDataError
-from medeval_metrics.settings import DATA_CHECKSUMS
+from medeval_metrics.settings import DATA_CHECKSUMS, excerpt
 
 log = logging.getLogger("medeval.data")
 
@@ -54,7 +54,7 @@ def check_known_checksum(path: Path, mode: str | None = None) -> str:
     path = Path(path)
     mode = (mode or os.environ.get(CHECKSUM_ENV) or "warn").strip().lower()
     if mode not in ("warn", "error", "off"):
-        raise MedevalDataError(f"{CHECKSUM_ENV}={mode!r}: use 'warn' (the default), 'error' or 'off'.")
+        raise MedevalDataError(f"{CHECKSUM_ENV}={excerpt(mode)}: use 'warn' (the default), 'error' or 'off'.")
     expected = _PINS.get(path.name)
     if mode == "off" or expected is None or not path.is_file():
         return "unpinned"

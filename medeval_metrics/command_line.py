@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from medeval_metrics.errors import MedevalDataError
+from medeval_metrics.settings import excerpt
 
 
 def flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
@@ -87,6 +88,6 @@ def _one_occurrence(flag: str, values: Sequence[str]) -> dict[str, Any]:
             merged.update(key_val_to_dict(value))
         except ValueError as exc:
             raise MedevalDataError(
-                f"{flag} {value!r}: {exc}. Give key=value pairs or a JSON object, e.g. {example}."
+                f"{flag} {excerpt(value)}: {excerpt(str(exc), 80)}. Give key=value pairs or a JSON object, e.g. {example}."
             ) from None
     return merged

@@ -10,7 +10,7 @@ from typing import Any
 
 from medeval_metrics.emrqa.seeding import stable_fraction
 from medeval_metrics.errors import MedevalDataError
-from medeval_metrics.settings import setting
+from medeval_metrics.settings import excerpt, setting
 
 DEFAULT_SAMPLE_SIZE = 1000
 
@@ -73,7 +73,8 @@ def sample_size(kwargs: Mapping[str, Any]) -> int:
         size = int(value)
     except (TypeError, ValueError):
         raise MedevalDataError(
-            f"emrqa_sample_size is {value!r}: give a positive number of test questions, or 'all' for the full split."
+            f"emrqa_sample_size is {excerpt(value)}: give a positive number of test questions, or 'all' for the full "
+            "split."
         ) from None
     if size < 0:
         raise MedevalDataError(f"emrqa_sample_size is {size}: give a positive number, or 'all'.")

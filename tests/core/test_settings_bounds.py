@@ -4,9 +4,14 @@ MEDEVAL_EMRQA_SAMPLE_SIZE was echoed whole, an escape sequence in a path reached
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import run_medeval
 
+from medeval_metrics.checksums import check_known_checksum
+from medeval_metrics.command_line import merge_key_values
+from medeval_metrics.emrqa.sampling import sample_size
 from medeval_metrics.errors import MedevalDataError
 from medeval_metrics.settings import (
     EXCERPT_CHARS,
@@ -123,3 +128,21 @@ def test_every_pack_variable_can_be_checked_before_a_run():
         "MEDEVAL_DATA_CHECKSUMS",
         "MEDEVAL_MODEL_MAX_REPLY_MB",
     ]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda bad: sample_size({"emrqa_sample_size": bad}),
+        lambda bad: check_known_checksum(Path("test_open.json"), mode=bad),
+        lambda bad: merge_key_values("--metadata", [[bad]]),
+    ],
+    ids=["emrqa_sample_size", "MEDEVAL_DATA_CHECKSUMS", "--metadata key=value"],
+)
+def test_errors_quote_a_short_escaped_excerpt_of_a_long_bad_value(call):
+    bad = "\x1b[31m" + "z" * 3000  # under the 4,096-character bound, with an escape sequence at its start
+    with pytest.raises(MedevalDataError) as info:
+        call(bad)
+    message = str(info.value)
+    assert "\x1b" not in message and "\\x1b" in message  # shown escaped, never acting on the terminal
+    assert "z" * 100 not in message and "3,005 characters" in message
