@@ -139,10 +139,11 @@ def test_every_pack_variable_can_be_checked_before_a_run():
     ],
     ids=["emrqa_sample_size", "MEDEVAL_DATA_CHECKSUMS", "--metadata key=value"],
 )
-def test_errors_quote_a_short_escaped_excerpt_of_a_long_bad_value(call):
-    bad = "\x1b[31m" + "z" * 3000  # under the 4,096-character bound, with an escape sequence at its start
+@pytest.mark.parametrize("escape", ["\x1b[31m", ""], ids=["with an escape sequence", "plain"])
+def test_errors_quote_a_short_escaped_excerpt_of_a_long_bad_value(call, escape):
+    bad = escape + "z" * 3000  # under the 4,096-character bound
     with pytest.raises(MedevalDataError) as info:
         call(bad)
     message = str(info.value)
-    assert "\x1b" not in message and "\\x1b" in message  # shown escaped, never acting on the terminal
-    assert "z" * 100 not in message and "3,005 characters" in message
+    assert "\x1b" not in message  # shown escaped, never acting on the terminal
+    assert "z" * 100 not in message and f"{len(bad):,} characters" in message
