@@ -12,7 +12,7 @@ spec module must import nothing heavy (``medeval list`` imports every spec).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Any
 
@@ -119,10 +119,25 @@ class MetricInfo:
     label: str  # human-readable name, used in tables and as the model-index metric name
     hub_type: str  # model-index metric type (a Hub metric id where one fits)
     in_model_index: bool = True  # diagnostics (e.g. the unparseable rate) stay out of the card metadata
-    scale: tuple[float, float] = (0.0, 1.0)  # range for figures
+    scale: tuple[float, float] = (0.0, 1.0)  # range for figures (their x axis)
     # A corpus statistic lm-eval gives no stderr for ("N/A"): "module:function" computing it from the logged
     # samples' per-item values of the metric, for ``medeval report``.
     sample_stderr: str | None = None
+    # The range ``medeval report`` accepts a value in; None: ``scale``. Wider than the figure's scale where a value
+    # has no upper limit (a count that grows with a setting: math.inf) but a figure needs one.
+    bounds: tuple[float, float] | None = None
+    # In the report's first table and the card section; False: in its "Diagnostics" table (results.md, report.html)
+    headline: bool = True
+    # A mean of per-item 0/1 values (an accuracy, a rate of items): its interval is Wilson's, which does not
+    # collapse at 0 or 1; other means get the normal approximation
+    proportion: bool = False
+    # A judge panel's number: labelled "scripted" where the run's judges were scripted (the demo's)
+    from_judges: bool = False
+
+    @property
+    def checked_range(self) -> tuple[float, float]:
+        """The range a published value must lie in: ``bounds``, else ``scale``."""
+        return self.bounds if self.bounds is not None else self.scale
 
 
 @dataclass(frozen=True)
@@ -130,13 +145,27 @@ class Reporting:
     """How the report names and publishes the benchmark's metrics.
 
     Only listed metrics with ``in_model_index`` go into the model-index; other metrics (e.g.
-    per-judge success rates) are shown in the tables only.
+    per-judge success rates) are shown in the tables only. A key ending in ``*`` names every metric that starts
+    with the rest (metrics named at run time, e.g. ``judge_success_<judge>``); a ``{}`` in its label is replaced
+    by what the ``*`` stands for. An exact key wins over a pattern, a longer pattern over a shorter one.
     """
 
     display_name: str
     task_type: str  # model-index task type (a Hub task id)
     primary_metric: str  # plotted per category and compared across runs; a task without it uses its first metric
     metrics: dict[str, MetricInfo] = field(default_factory=dict)
+
+    def info(self, metric: str) -> MetricInfo | None:
+        """The listed ``MetricInfo`` of ``metric`` (an exact key, else the longest ``prefix*`` key it matches, its
+        label's ``{}`` filled in); None where the spec does not list it."""
+        if metric in self.metrics:
+            return self.metrics[metric]
+        patterns = [key for key in self.metrics if key.endswith("*") and metric.startswith(key[:-1])]
+        if not patterns:
+            return None
+        key = max(patterns, key=len)
+        found = self.metrics[key]
+        return replace(found, label=found.label.replace("{}", metric[len(key) - 1 :]))
 
 
 @dataclass(frozen=True)

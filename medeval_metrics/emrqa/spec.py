@@ -98,12 +98,16 @@ SPEC = BenchmarkSpec(
             "relaxed_em": MetricInfo("Relaxed exact match", "exact_match"),
             "strict_em": MetricInfo("Strict exact match", "exact_match_strict"),
             "f1": MetricInfo("Token F1", "f1"),
-            "acc": MetricInfo("Accuracy", "accuracy"),
+            "acc": MetricInfo("Accuracy", "accuracy", proportion=True),
             "macro_f1": MetricInfo("Macro F1", "f1", sample_stderr="medeval_metrics.emrqa.scoring:macro_f1_stderr"),
-            "lf_acc": MetricInfo("Logical-form accuracy", "accuracy"),
-            "template_acc": MetricInfo("Logical-form template accuracy", "accuracy"),
-            "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
-            "prompt_too_long": MetricInfo("Prompt too long rate", "prompt_too_long_rate", in_model_index=False),
+            "lf_acc": MetricInfo("Logical-form accuracy", "accuracy", proportion=True),
+            "template_acc": MetricInfo("Logical-form template accuracy", "accuracy", proportion=True),
+            "unparseable": MetricInfo(
+                "Unparseable answer rate", "unparseable_rate", in_model_index=False, proportion=True
+            ),
+            "prompt_too_long": MetricInfo(
+                "Prompt too long rate", "prompt_too_long_rate", in_model_index=False, headline=False, proportion=True
+            ),
         },
     ),
 )

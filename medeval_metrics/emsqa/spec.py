@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -145,24 +146,53 @@ SPEC = BenchmarkSpec(
         task_type="multiple-choice",
         primary_metric="acc",
         metrics={
-            "acc": MetricInfo("Exact set-match accuracy", "accuracy"),
+            "acc": MetricInfo("Exact set-match accuracy", "accuracy", proportion=True),
             "f1": MetricInfo("Set F1 (per item, averaged)", "f1"),
-            "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", in_model_index=False),
+            "unparseable": MetricInfo(
+                "Unparseable answer rate", "unparseable_rate", in_model_index=False, proportion=True
+            ),
             "invalid_letter": MetricInfo(
-                "Answers naming only non-option letters", "invalid_letter_rate", in_model_index=False
+                "Answers naming only non-option letters",
+                "invalid_letter_rate",
+                in_model_index=False,
+                headline=False,
+                proportion=True,
             ),
             "extracted_by_model": MetricInfo(
-                "Answers read by the opt-in extraction model", "extracted_by_model_rate", in_model_index=False
+                "Answers read by the opt-in extraction model",
+                "extracted_by_model_rate",
+                in_model_index=False,
+                headline=False,
+                proportion=True,
             ),
             "retrieved_own_area": MetricInfo(
-                "Retrieved chunks from the item's own subject areas", "retrieved_own_area", in_model_index=False
+                "Retrieved chunks from the item's own subject areas",
+                "retrieved_own_area",
+                in_model_index=False,
+                headline=False,
             ),
+            # rag_k has no upper limit: the figures' axis stops at 32, the accepted range does not
             "retrieved_documents": MetricInfo(
-                "Documents retrieved per item", "retrieved_documents", in_model_index=False, scale=(0.0, 32.0)
+                "Documents retrieved per item",
+                "retrieved_documents",
+                in_model_index=False,
+                scale=(0.0, 32.0),
+                bounds=(0.0, math.inf),
+                headline=False,
             ),
-            "no_documents": MetricInfo("Items shown no retrieved document", "no_documents_rate", in_model_index=False),
+            "no_documents": MetricInfo(
+                "Items shown no retrieved document",
+                "no_documents_rate",
+                in_model_index=False,
+                headline=False,
+                proportion=True,
+            ),
             "prompt_too_long": MetricInfo(
-                "Prompts longer than the model's context", "prompt_too_long_rate", in_model_index=False
+                "Prompts longer than the model's context",
+                "prompt_too_long_rate",
+                in_model_index=False,
+                headline=False,
+                proportion=True,
             ),
         },
     ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,20 +60,75 @@ SPEC = BenchmarkSpec(
         task_type="question-answering",
         primary_metric="judge_panel_score",
         metrics={
-            "judge_panel_score": MetricInfo("LLM-judge panel score (1-5)", "llm_judge_panel_score", scale=JUDGE_SCALE),
-            "judge_accuracy": MetricInfo("LLM-judge accuracy (1-5)", "llm_judge_accuracy", scale=JUDGE_SCALE),
+            # the headline: the panel's score, its three dimensions, how many verdicts went unscored, agreement
+            "judge_panel_score": MetricInfo(
+                "LLM-judge panel score (1-5)", "llm_judge_panel_score", scale=JUDGE_SCALE, from_judges=True
+            ),
+            "judge_accuracy": MetricInfo(
+                "LLM-judge accuracy (1-5)", "llm_judge_accuracy", scale=JUDGE_SCALE, from_judges=True
+            ),
             "judge_completeness": MetricInfo(
-                "LLM-judge completeness (1-5)", "llm_judge_completeness", scale=JUDGE_SCALE
+                "LLM-judge completeness (1-5)", "llm_judge_completeness", scale=JUDGE_SCALE, from_judges=True
             ),
-            "judge_clarity": MetricInfo("LLM-judge clarity (1-5)", "llm_judge_clarity", scale=JUDGE_SCALE),
-            "judge_reward": MetricInfo("LLM-judge reward (0-1)", "llm_judge_reward"),
-            "rougeL": MetricInfo("ROUGE-L", "rouge"),
-            "bleu": MetricInfo("BLEU (0-100)", "bleu", scale=(0.0, 100.0)),
-            "judge_computed": MetricInfo("Items judged", "judge_computed", in_model_index=False),
-            "judge_unscored_rate": MetricInfo("Unscored judge verdicts", "judge_unscored_rate", in_model_index=False),
+            "judge_clarity": MetricInfo(
+                "LLM-judge clarity (1-5)", "llm_judge_clarity", scale=JUDGE_SCALE, from_judges=True
+            ),
+            "judge_unscored_rate": MetricInfo(
+                "Unscored judge verdicts", "judge_unscored_rate", in_model_index=False, from_judges=True
+            ),
             "judge_agreement": MetricInfo(
-                "Judge agreement (Krippendorff's alpha)", "krippendorff_alpha", in_model_index=False, scale=(-1.0, 1.0)
+                "Judge agreement (Krippendorff's alpha)",
+                "krippendorff_alpha",
+                in_model_index=False,
+                scale=(-1.0, 1.0),
+                from_judges=True,
             ),
+            # diagnostics: reference-overlap scores, the panel read by other frameworks' rules, bookkeeping
+            "judge_reward": MetricInfo("LLM-judge reward (0-1)", "llm_judge_reward", headline=False, from_judges=True),
+            "rougeL": MetricInfo("ROUGE-L", "rouge", headline=False),
+            "bleu": MetricInfo("BLEU (0-100)", "bleu", scale=(0.0, 100.0), headline=False),
+            # no baseline rescaling (HELM's setting): at most 1; cosine similarities can make it negative
+            "bertscore_f1": MetricInfo("BERTScore F1", "bertscore", bounds=(-math.inf, 1.0), headline=False),
+            "judge_panel_score_helm": MetricInfo(
+                "LLM-judge panel score, HELM's rules (1-5)",
+                "llm_judge_panel_score_helm",
+                in_model_index=False,
+                scale=JUDGE_SCALE,
+                headline=False,
+                from_judges=True,
+            ),
+            "judge_reward_medarc": MetricInfo(
+                "LLM-judge reward, MedARC's rules (0-1)",
+                "llm_judge_reward_medarc",
+                in_model_index=False,
+                headline=False,
+                from_judges=True,
+            ),
+            "judge_id_echo_rate": MetricInfo(
+                "Judge verdicts that copied the answer id",
+                "judge_id_echo_rate",
+                in_model_index=False,
+                headline=False,
+                from_judges=True,
+            ),
+            "judge_verdicts": MetricInfo(
+                "Items at least one judge scored",
+                "judge_verdicts",
+                in_model_index=False,
+                headline=False,
+                proportion=True,
+                from_judges=True,
+            ),
+            # one per judge, named at run time (report.judges.sample_statistics)
+            "judge_success_*": MetricInfo(
+                "Items judge {} scored",
+                "judge_success",
+                in_model_index=False,
+                headline=False,
+                proportion=True,
+                from_judges=True,
+            ),
+            "judge_computed": MetricInfo("Items judged", "judge_computed", in_model_index=False, headline=False),
         },
     ),
     # RUBRIC and process_results live in the package; the task YAML's JudgeFilter names the same rubric and fields.

@@ -6,8 +6,8 @@ the tables under lm-eval's metric names, never put into the model-index (the pac
 
 Every number the report publishes is checked first (``value_problem``, ``stderr_problem``). A score that is
 not a number (text other than lm-eval's "N/A" for a statistic without a value, true/false, null), not finite
-(NaN, Infinity) or outside its metric's range (the spec's ``MetricInfo.scale``: rates and accuracies 0-1,
-judge scores 1-5, BLEU 0-100), or a standard error that is negative, not finite or not a number, comes from a
+(NaN, Infinity) or outside its metric's range (the spec's ``MetricInfo.checked_range``: its ``bounds``, else its
+figure ``scale``: rates and accuracies 0-1, judge scores 1-5, BLEU 0-100, retrieved documents 0 up), or a standard error that is negative, not finite or not a number, comes from a
 damaged or edited file or a broken scorer, never from a model. ``medeval report`` refuses it: one line naming
 the file, the task and the metric (exit 2). With ``--skip-bad-numbers`` it is left out of every file (the card,
 ``model_index.yaml``, ``results.md``, breakdowns, ``report.html``) and listed in the report's notes and on the
@@ -33,6 +33,7 @@ __all__ = [
     "BadNumber",
     "BenchmarkReporting",
     "MetricInfo",
+    "is_proportion",
     "metric_info",
     "metric_range",
     "primary_metric",
@@ -59,7 +60,21 @@ def metric_info(benchmark: str, metric: str) -> MetricInfo:
     listed = _listed(benchmark)
     if listed is None:
         return MetricInfo(metric, metric)
-    return listed.metrics.get(metric, MetricInfo(metric, metric, in_model_index=False))
+    # a metric the spec does not list: under its own name, with the diagnostics
+    return listed.info(metric) or MetricInfo(metric, metric, in_model_index=False, headline=False)
+
+
+def is_proportion(benchmark: str, metric: str, item_values) -> bool:
+    """Whether ``metric``'s mean is a proportion (its interval Wilson's): as its spec says
+    (``MetricInfo.proportion``; a metric may be 0 or 1 on every item of one run and still be no proportion, an F1);
+    for a metric no spec lists (a task outside the pack), when every logged item's value is 0 or 1."""
+    from medeval_metrics.stats import all_zero_or_one
+
+    listed = _listed(benchmark) if benchmark else None
+    info = listed.info(metric) if listed else None
+    if info is not None:
+        return info.proportion
+    return all_zero_or_one(item_values)
 
 
 def primary_metric(benchmark: str, task_metrics: list[str] | tuple[str, ...]) -> str:
@@ -102,13 +117,13 @@ class BadNumber:
 
 
 def metric_range(benchmark: str | None, metric: str) -> tuple[float, float] | None:
-    """The range a pack metric's values lie in (its spec's ``MetricInfo.scale``); None where none is known: a task
-    outside the pack, a metric its benchmark's spec does not list."""
+    """The range a pack metric's values lie in (its spec's ``MetricInfo.bounds``, else its ``scale``); None where
+    none is known: a task outside the pack, a metric its benchmark's spec does not list."""
     from medeval_metrics import registry
 
     reporting = registry.reporting_for(benchmark) if benchmark else None
-    info = reporting.metrics.get(metric) if reporting else None
-    return None if info is None else info.scale
+    info = reporting.info(metric) if reporting else None
+    return None if info is None else info.checked_range
 
 
 def value_problem(value: Any, bounds: tuple[float, float] | None = None) -> str | None:
@@ -121,10 +136,15 @@ def value_problem(value: Any, bounds: tuple[float, float] | None = None) -> str 
         return f"{value} is not a finite number"
     if bounds is not None:
         low, high = bounds
-        slack = _SLACK * max(1.0, high - low)
+        span = high - low if math.isfinite(high - low) else 1.0  # an open end (inf) is no scale for the slack
+        slack = _SLACK * max(1.0, span)
         if not low - slack <= value <= high + slack:
-            return f"{value:g} is outside the metric's range {low:g} to {high:g}"
+            return f"{value:g} is outside the metric's range {_bound(low)} to {_bound(high)}"
     return None
+
+
+def _bound(value: float) -> str:
+    return "no limit" if math.isinf(value) else f"{value:g}"
 
 
 def stderr_problem(value: Any) -> str | None:
