@@ -5,11 +5,13 @@ was on), ``build_report`` writes into the output folder:
 
 - ``model_index.yaml``: the card's ``model-index`` metadata (one file per model when the runs hold
   several models: ``model_index_<model>.yaml``);
-- ``results.md``: scores with stderr and sample counts, and the settings that change scores;
-  ``card_section.md``: the same, ready to paste into a model card;
+- ``results.md``: scores with stderr, 95% intervals and sample counts (the spec's headline metrics first, the
+  rest under "Diagnostics"), run times, and the settings that change scores; ``card_section.md``: the headline
+  table and settings, ready to paste into a model card;
 - ``breakdowns.{json,md}``: per-category scores from logged samples (``medeval_metrics.breakdown``);
   ``judges.{json,md}``: judge scores per judge and dimension, where samples carry them;
-- ``figures/*.png``: per-category scores with 95% CIs, judge score distributions;
+- ``figures/*.png``: per-category scores with 95% intervals (``stats.interval``: Wilson's for proportions), judge
+  score distributions;
 - with several runs, ``comparison.{md,png}``;
 - ``report.json``: what was written, and every score row.
 
@@ -20,6 +22,10 @@ this one does not write (``build._remove_stale_files``).
 
 Modules: ``build`` (``build_report``, step by step), ``cli`` (``medeval report``), ``runs`` (reading
 lm-eval output folders), ``tables``, ``model_card``, ``judges``, ``figures``, ``metric_info``.
+
+A partial (``--limit``) run's numbers say "N of M items, partial" wherever they are shown, and a run ``medeval
+demo`` marked (``results["medeval_demo"]``, ``runs.DEMO_KEY``) has its scripted judges' numbers labelled
+"scripted" and its synthetic items shown.
 """
 
 from medeval_metrics.report.build import build_report

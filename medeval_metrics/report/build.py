@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medeval_metrics.report.runs import scored_samples
 from medeval_metrics.report.tables import INTRO
 
 MAX_FIGURE_CATEGORIES = 40  # beyond this a bar chart is unreadable: the largest categories are shown
@@ -193,7 +194,7 @@ def build_report(
     all_breakdowns = {run.label: b for run in runs if (b := run_breakdowns(run))}
     judge_collected = {run.label: c for run in runs if (c := _judge_scores(run))}
     results_md += _write_breakdowns(out, all_breakdowns)
-    _write_judges(out, judge_collected)
+    _write_judges(out, judge_collected, {run.label: run for run in runs})
     if len(runs) > 1:
         comparison = tables.comparison_table(runs)
         out.write("comparison.md", "# medeval comparison\n\n" + comparison + "\n")
@@ -338,32 +339,6 @@ def _write_model_indexes(
     return index_files, notes
 
 
-def scored_samples(run, task: str) -> list[dict[str, Any]]:
-    """The task's logged samples with their per-item metrics. After ``medeval judge``, the metrics it
-    recomputed (its ``judged_<task>_<time>.jsonl``, matched by doc_id) replace lm-eval's, scored as it
-    scored them: one sample per doc, in doc order, under the first sample's filter."""
-    samples, judged = run.samples(task), run.judge_records(task)
-    if not judged or not samples:
-        return samples
-    metrics = {int(record["doc_id"]): record.get("metrics") or {} for record in judged}
-    by_doc: dict[int, dict[str, Any]] = {}
-    if any(sample.get("doc_id") is None for sample in samples):  # matched to the verdicts by doc_id
-        from medeval_metrics.data import MedevalDataError
-
-        raise MedevalDataError(
-            f"{run.sample_paths[task]}: a record has no 'doc_id', which `medeval judge`'s verdicts are matched by; "
-            "the sample log was edited or not written by lm-eval. Run the evaluation again."
-        )
-    for sample in samples:
-        by_doc.setdefault(int(sample["doc_id"]), sample)
-    filter_name = by_doc[min(by_doc)].get("filter", "none")
-    return [
-        {"doc": sample["doc"], "filter": filter_name, **metrics[doc_id]}
-        for doc_id, sample in sorted(by_doc.items())
-        if doc_id in metrics
-    ]
-
-
 def run_breakdowns(run) -> dict[str, Any]:
     """``{task: breakdown}`` for each task of the run with logged samples and a breakdown."""
     from medeval_metrics.breakdown import task_breakdown
@@ -407,7 +382,7 @@ def _write_breakdowns(out: _Output, all_breakdowns: dict[str, dict[str, Any]]) -
     return ["Per-category breakdowns: [breakdowns.md](breakdowns.md).", ""]
 
 
-def _write_judges(out: _Output, judge_collected: dict[str, dict[str, Any]]) -> None:
+def _write_judges(out: _Output, judge_collected: dict[str, dict[str, Any]], runs: dict[str, Any]) -> None:
     from medeval_metrics.report import judges, tables
 
     if not judge_collected:
@@ -419,7 +394,8 @@ def _write_judges(out: _Output, judge_collected: dict[str, dict[str, Any]]) -> N
     out.write("judges.json", json.dumps(summaries, indent=2, sort_keys=True) + "\n")
     md = []
     for label, per_task in summaries.items():
-        md += [f"## {label}", ""] + [tables.judge_table(t, s) + "\n" for t, s in sorted(per_task.items())]
+        scripted = runs[label].judges_scripted
+        md += [f"## {label}", ""] + [tables.judge_table(t, s, scripted) + "\n" for t, s in sorted(per_task.items())]
     out.write("judges.md", "\n".join(md))
 
 
@@ -446,7 +422,7 @@ def _write_figures(
     """Per-category figures of each breakdown (its primary metric), judge score distributions, comparisons."""
     from medeval_metrics.breakdown import spec_for_task
     from medeval_metrics.report import figures as fig
-    from medeval_metrics.report.metric_info import metric_info
+    from medeval_metrics.report.metric_info import is_proportion, metric_info
     from medeval_metrics.report.tables import task_primary_metric
 
     figure_files: list[str] = []
@@ -456,20 +432,25 @@ def _write_figures(
             # a task outside the pack named like a pack task's variant has its breakdown: its first metric
             benchmark, primary = task_primary_metric(task, spec_for_task(task).metrics)
             info = metric_info(benchmark, primary)
+            proportion = is_proportion(
+                benchmark, primary, [s[primary] for s in scored_samples(run, task) if primary in s]
+            )
+            label = f"{info.label} (scripted)" if info.from_judges and run.judges_scripted() else info.label
             for filter_name, dimension, cats in _figure_dimensions(breakdown):
                 values, note = _figure_categories({c: m[primary] for c, m in cats.items() if primary in m})
                 if not values:
                     continue
                 suffix = "" if filter_name in ("none", *_only_filter(breakdown)) else f"__{_slug(filter_name)}"
                 name = folder / f"{task}__{_slug(dimension)}{suffix}.png"
-                title = f"{info.label} by {fig.human(dimension)}{note}: {task}, {run.label}"
+                title = f"{label} by {fig.human(dimension)}{note}: {task}, {run.label}"
                 fig.category_scores_figure(
-                    out.folder / name, title, info.label, values, info.scale, dimension=dimension
+                    out.folder / name, title, label, values, info.scale, dimension=dimension, proportion=proportion
                 )
                 figure_files.append(name.as_posix())
         for task, collected in judge_collected.get(run.label, {}).items():
             name = folder / f"{task}__judge_scores.png"
-            fig.judge_distribution_figure(out.folder / name, f"Judge scores: {task}, {run.label}", collected)
+            scripted = " (scripted judges)" if run.judges_scripted() else ""
+            fig.judge_distribution_figure(out.folder / name, f"Judge scores{scripted}: {task}, {run.label}", collected)
             figure_files.append(name.as_posix())
     if len(runs) > 1:
         figure_files += _comparison_figures(runs, out.folder, fig)
@@ -484,15 +465,21 @@ def _comparison_figures(runs, output: Path, fig) -> list[str]:
 
     # one figure per (benchmark, primary metric): tasks whose headline metric differs get their own
     per_figure: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    proportions: dict[tuple[str, str], bool] = {}
+    scripted: dict[tuple[str, str], bool] = {}
     for run in runs:
         for row in tables.score_rows(run):
             if not row.in_pack or row.metric != tables.task_primary_metric(row.task)[1]:
                 continue
-            per_figure.setdefault((row.benchmark, row.metric), {}).setdefault(row.task, {})[run.label] = {
+            key = (row.benchmark, row.metric)
+            per_figure.setdefault(key, {}).setdefault(row.task, {})[run.label] = {
                 "value": row.value,
                 "stderr": row.stderr,
-                "n": row.samples,
+                "n": row.n,
             }
+            # one method per figure: Wilson's only where every run's row is a proportion
+            proportions[key] = proportions.get(key, True) and row.proportion
+            scripted[key] = scripted.get(key, False) or row.scripted
     names = []
     for (benchmark, metric), series in sorted(per_figure.items()):
         info = metric_info(benchmark, metric)
@@ -503,7 +490,15 @@ def _comparison_figures(runs, output: Path, fig) -> list[str]:
             else f"comparison__{_slug(benchmark)}__{_slug(metric)}.png"
         )
         display = reporting_for(benchmark).display_name or benchmark
-        fig.comparison_figure(output / name, f"{info.label}: {display}, run by run", info.label, series, info.scale)
+        label = f"{info.label} (scripted)" if scripted[(benchmark, metric)] else info.label
+        fig.comparison_figure(
+            output / name,
+            f"{label}: {display}, run by run",
+            label,
+            series,
+            info.scale,
+            proportion=proportions[(benchmark, metric)],
+        )
         names.append(name)
     return names
 

@@ -1,10 +1,11 @@
-"""PNG figures (matplotlib, Agg backend, imported only here): per-category scores with 95% CIs,
+"""PNG figures (matplotlib, Agg backend, imported only here): per-category scores with 95% intervals,
 judge score distributions per dimension, and a side-by-side comparison of runs.
 
 Figures have a fixed width (``WIDTH_IN`` at ``DPI``) and a height that grows with the number of
 bars, so their pixel size is predictable (``figure_size``). Every bar carries its value as a label
 (a zero bar reads "0.00" and has a mark in its colour, so zero and missing differ), an interval is drawn
-only where a stderr exists (none for a single item), titles are wrapped, then shortened, to fit the width,
+where one can be had: Wilson's for a proportion (a mean of 0/1 items, also for one item or at 0 or 1 of n), a
+normal one where a stderr exists, the method named on the x axis; titles are wrapped, then shortened, to fit the width,
 and the left margin is measured from the category labels (wrapped, then shortened, when long).
 """
 
@@ -14,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from medeval_metrics.stats import normal_ci
+from medeval_metrics.stats import interval
 
 DPI = 100
 WIDTH_IN = 8.0
@@ -80,12 +81,21 @@ def fit_title(fig, text: str, fontsize: int = TITLE_SIZE):
     return title
 
 
-def _interval(value: float, stderr: float | None, low: float, high: float) -> tuple[float, float] | None:
-    """The 95% normal CI as (minus, plus) offsets, clipped to the scale; None without a stderr."""
-    if stderr is None:
+def _interval(
+    value: float, stderr: float | None, low: float, high: float, n: int | None = None, proportion: bool = False
+) -> tuple[float, float] | None:
+    """The 95% interval as (minus, plus) offsets, clipped to the scale: Wilson's for a proportion of ``n`` items
+    (``stats.interval``: it does not collapse at 0 or 1, and one item has one), else the normal approximation;
+    None without either."""
+    found = interval(value, stderr, n, proportion, (low, high))
+    if found is None:
         return None
-    lo, hi = normal_ci(value, stderr)
-    return value - max(lo, low), min(hi, high) - value
+    return max(0.0, value - max(found.low, low)), max(0.0, min(found.high, high) - value)
+
+
+def interval_words(proportion: bool) -> str:
+    """The method named on a figure's axis."""
+    return "95% Wilson score interval" if proportion else "95% CI, normal approximation"
 
 
 def _value_label(value: float, scale: tuple[float, float]) -> str:
@@ -135,12 +145,15 @@ def fit_left_margin(fig, ax, labels: list[str], suffixes: list[str] | None = Non
     fig.subplots_adjust(left=min(MAX_LEFT, max(0.08, needed)))
 
 
-def _bars_with_labels(ax, positions, values, stderrs, scale, height, color="#4C72B0", **bar_args) -> None:
-    """Horizontal bars, a 95% CI where a stderr exists, the value at each bar's end, and a mark in the bar's
-    colour at its value, so that a zero bar is visibly there (and whose it is)."""
+def _bars_with_labels(
+    ax, positions, values, stderrs, scale, height, color="#4C72B0", counts=None, proportion=False, **bar_args
+) -> None:
+    """Horizontal bars, a 95% interval where one can be had (``_interval``), the value at each bar's end, and a
+    mark in the bar's colour at its value, so that a zero bar is visibly there (and whose it is)."""
     ax.barh(positions, [v - scale[0] for v in values], left=scale[0], height=height, color=color, **bar_args)
-    with_ci = [(p, v, _interval(v, s, *scale)) for p, v, s in zip(positions, values, stderrs)]
-    with_ci = [(p, v, ci) for p, v, ci in with_ci if ci is not None]
+    counts = counts or [None] * len(values)
+    intervals = [_interval(v, s, *scale, n, proportion) for v, s, n in zip(values, stderrs, counts)]
+    with_ci = [(p, v, ci) for p, v, ci in zip(positions, values, intervals) if ci is not None]
     if with_ci:
         ax.errorbar(
             [v for _, v, _ in with_ci],
@@ -160,13 +173,13 @@ def _bars_with_labels(ax, positions, values, stderrs, scale, height, color="#4C7
             linewidth=4,
             solid_capstyle="butt",
         )
-    for position, value, stderr in zip(positions, values, stderrs):
+    for position, value, ci in zip(positions, values, intervals):
         inside = value + 0.16 * span > scale[1]
         x = value - 0.012 * span if inside else value + 0.012 * span
         ax.text(
             x,
             position,
-            _value_label(value, scale) + ("" if stderr is not None else " (no CI)"),
+            _value_label(value, scale) + ("" if ci is not None else " (no CI)"),
             va="center",
             ha="right" if inside else "left",
             fontsize=7,
@@ -182,21 +195,30 @@ def category_scores_figure(
     categories: dict[str, dict[str, float]],
     scale: tuple[float, float] = (0.0, 1.0),
     dimension: str | None = None,
+    proportion: bool = False,
 ) -> Path:
-    """Horizontal bars of ``categories[name] = {value, stderr, n}`` with 95% normal CIs (clipped to the
-    scale; none where stderr is None, i.e. a single item). ``dimension`` names the y axis."""
+    """Horizontal bars of ``categories[name] = {value, stderr, n}`` with 95% intervals: Wilson's for a
+    ``proportion`` (a mean of 0/1 items; one item has one too), else normal ones (clipped to the scale; none where
+    stderr is None). The x axis names the method. ``dimension`` names the y axis."""
     plt = _pyplot()
     names = list(categories)
     width, height = figure_size(len(names))
     fig, ax = plt.subplots(figsize=(width / DPI, height / DPI), dpi=DPI)
     positions = list(range(len(names)))[::-1]
     _bars_with_labels(
-        ax, positions, [categories[n]["value"] for n in names], [categories[n].get("stderr") for n in names], scale, 0.8
+        ax,
+        positions,
+        [categories[n]["value"] for n in names],
+        [categories[n].get("stderr") for n in names],
+        scale,
+        0.8,
+        counts=[categories[n].get("n") for n in names],
+        proportion=proportion,
     )
     ax.set_yticks(positions)
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlim(*scale)
-    ax.set_xlabel(f"{metric_label} (lines: 95% CI)")
+    ax.set_xlabel(f"{metric_label} (lines: {interval_words(proportion)})")
     ax.set_ylabel(f"{human(dimension)} (items)" if dimension else "category (items)", fontsize=8)
     fig.subplots_adjust(right=0.97, bottom=BASE_IN * 0.45 / (height / DPI), top=1 - BASE_IN * 0.3 / (height / DPI))
     fit_left_margin(fig, ax, [human(n) for n in names], [f"(n={categories[n]['n']})" for n in names])
@@ -246,8 +268,10 @@ def comparison_figure(
     metric_label: str,
     series: dict[str, dict[str, dict[str, float]]],
     scale: tuple[float, float] = (0.0, 1.0),
+    proportion: bool = False,
 ) -> Path:
-    """Grouped horizontal bars: ``series[task][run label] = {value, stderr, n}``, 95% CIs."""
+    """Grouped horizontal bars: ``series[task][run label] = {value, stderr, n}``, 95% intervals (Wilson's for a
+    ``proportion``, as ``category_scores_figure``)."""
     plt = _pyplot()
     tasks = list(series)
     labels = sorted({label for per_run in series.values() for label in per_run})
@@ -258,7 +282,7 @@ def comparison_figure(
     bar = 0.8 / max(len(labels), 1)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for j, label in enumerate(labels):
-        positions, values, stderrs = [], [], []
+        positions, values, stderrs, counts = [], [], [], []
         for i, task in enumerate(tasks):
             cell: dict[str, Any] | None = series[task].get(label)
             if cell is None:
@@ -266,11 +290,23 @@ def comparison_figure(
             positions.append(len(tasks) - 1 - i + (len(labels) - 1 - j) * bar)
             values.append(cell["value"])
             stderrs.append(cell.get("stderr"))
-        _bars_with_labels(ax, positions, values, stderrs, scale, bar, label=label, color=colours[j % len(colours)])
+            counts.append(cell.get("n"))
+        _bars_with_labels(
+            ax,
+            positions,
+            values,
+            stderrs,
+            scale,
+            bar,
+            label=label,
+            color=colours[j % len(colours)],
+            counts=counts,
+            proportion=proportion,
+        )
     ax.set_yticks([len(tasks) - 1 - i + bar * (len(labels) - 1) / 2 for i in range(len(tasks))])
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlim(*scale)
-    ax.set_xlabel(f"{metric_label} (lines: 95% CI)")
+    ax.set_xlabel(f"{metric_label} (lines: {interval_words(proportion)})")
     ax.set_ylabel("task", fontsize=8)
     # the legend sits below the x axis label, in the space figure_size reserved for it
     fig.legend(fontsize=8, loc="lower center", ncol=1, frameon=False)

@@ -6,7 +6,9 @@ filters: task, category, correct/wrong/unparseable) are inline; nothing is fetch
 Private data stays out by default: the items of a task whose questions come from the user's own data (a
 source with no public copy: clinical notes, a private question set), and of a task outside the pack unless
 ``public_tasks`` names it (the report cannot know where its text comes from), show their scores and categories
-but not their text, unless ``show_private``. Every text shown passes the pack's credential redaction, and its
+but not their text, unless ``show_private``; a task the demo marked as synthetic (``Run.synthetic``) shows all.
+An item scored by scripted judges (``Run.judges_scripted``: the demo's) has a grey "scripted" badge, never a
+green or red one, and each scripted judge's row says so. Every text shown passes the pack's credential redaction, and its
 bidirectional-control characters are shown as their code points (``visible``).
 """
 
@@ -37,7 +39,7 @@ figure{margin:0}figure img{width:100%;border:1px solid #eee}figcaption{font-size
 #filters{position:sticky;top:0;background:#fff;padding:.6em 0;border-bottom:1px solid #ddd;z-index:1}
 #filters label{margin-right:1em}select{font-size:.95em;max-width:22em}
 .item{border:1px solid #ccc;border-left:6px solid #999;border-radius:4px;margin:.5em 0;padding:.1em .8em}
-.item.correct{border-left-color:#2e7d32}.item.wrong{border-left-color:#c62828}.item.unparseable{border-left-color:#ef8f00}
+.item.scripted{border-left-color:#9e9e9e}.badge.scripted{background:#757575}.item.correct{border-left-color:#2e7d32}.item.wrong{border-left-color:#c62828}.item.unparseable{border-left-color:#ef8f00}
 .item summary{cursor:pointer;padding:.4em 0}.badge{display:inline-block;font-size:.8em;padding:0 .5em;border-radius:3px;
 color:#fff;margin-right:.5em}.badge.correct{background:#2e7d32}.badge.wrong{background:#c62828}
 .badge.unparseable{background:#ef8f00}pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:.5em;
@@ -204,7 +206,9 @@ def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str]
     logged = [key.split(",")[0] for key in run.results.get("results", {}).get(task, {}) if "," in key]
     benchmark, metric = task_primary_metric(task, [m for m in logged if not m.endswith("_stderr")])
     info = metric_info(benchmark, metric)
-    hide = not show_private and task in private_tasks([task], public_tasks)
+    # a task the demo marked synthetic (``Run.synthetic``): nothing of it is private
+    hide = not show_private and not run.synthetic(task) and task in private_tasks([task], public_tasks)
+    scripted = info.from_judges and run.judges_scripted()  # the item's score is a scripted panel's
     records = []
     for sample in run.samples(task):
         doc = _parse(sample.get("doc"))
@@ -218,6 +222,7 @@ def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str]
                     "scores": verdict.get("scores") or {},
                     "reasons": {} if hide else {k: redact_text(v) for k, v in (verdict.get("reasons") or {}).items()},
                     "unscored": verdict.get("unscored_reason"),
+                    "scripted": run.judges_scripted(name),
                 }
             )
         texts = {
@@ -234,6 +239,7 @@ def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str]
                 "metric_label": info.label,
                 "score": _number(sample.get(metric)),
                 "status": _status(sample, metric, info.scale),
+                "scripted": scripted,
                 "categories": _categories(task, doc if isinstance(doc, dict) else {}),
                 "hidden": hide,
                 **{k: (HIDDEN if hide else redact_text(v)) for k, v in texts.items()},
@@ -255,52 +261,86 @@ def _figure_tag(folder: Path, name: str) -> str:
     )
 
 
-def _scores_table(run) -> str:
-    from medeval_metrics.report import tables
-    from medeval_metrics.report.metric_info import metric_info
+def _scores_rows_html(rows) -> str:
+    from medeval_metrics.report.tables import interval_text, metric_label, samples_text
 
-    rows = [r for r in tables.score_rows(run) if r.metric not in tables.HELPER_METRICS]
-    if not rows:
-        return '<p class="note">No medeval task in this run.</p>'
     body = "".join(
-        f"<tr><td><code>{_e(r.task)}</code></td><td>{_e(metric_info(r.benchmark, r.metric).label)} "
+        f"<tr><td><code>{_e(r.task)}</code></td><td>{_e(metric_label(r))} "
         f"(<code>{_e(r.metric)}</code>)</td><td>{_e(r.filter)}</td><td class=num>{r.value:.4f}</td>"
         f"<td class=num>{'N/A' if r.stderr is None else f'{r.stderr:.4f}'}</td>"
-        f"<td class=num>{'' if r.samples is None else f'{r.samples:,}'}</td></tr>"
+        f"<td class=num>{_e(interval_text(r))}</td><td class=num>{_e(samples_text(r))}</td></tr>"
         for r in rows
     )
     return (
         "<table><thead><tr><th>Task</th><th>Metric</th><th>Filter</th><th>Value</th><th>± Stderr</th>"
-        f"<th>Items</th></tr></thead><tbody>{body}</tbody></table>"
+        f"<th>95% CI</th><th>Items</th></tr></thead><tbody>{body}</tbody></table>"
     )
 
 
+def _scores_table(run) -> str:
+    """The run's headline table, then its "Diagnostics" table, and the notes a reader needs to read them."""
+    from medeval_metrics.report import tables
+
+    rows = tables.score_rows(run)
+    headline, diagnostics = tables.headline_rows(rows), tables.diagnostic_rows(rows)
+    if not headline and not diagnostics:
+        return '<p class="note">No medeval task in this run.</p>'
+    parts = [_scores_rows_html(headline)] if headline else []
+    if diagnostics:
+        parts += ["<h3>Diagnostics</h3>", _scores_rows_html(diagnostics)]
+    notes = tables.run_notes(run, rows)
+    parts += [f'<p class="note">{_e(note[0].upper() + note[1:])}.</p>' for note in notes]
+    return "".join(parts)
+
+
 def _run_time_table(run) -> str:
-    """Per-task wall time and judge usage, where the run recorded them (``medeval_run`` in the results)."""
-    recorded = (run.results.get("medeval_run") or {}).get("tasks") or {}
-    if not recorded:
+    """Per-task own time, the model's time per task or once for tasks sharing their calls, the set-up once, and
+    judge usage, where the run recorded them (``tables.run_times``)."""
+    from medeval_metrics.report.tables import TIMES_NOTE, _judge_cells, run_times
+
+    times = run_times(run)
+    if times is None:
         return ""
     body = ""
-    for task, entry in sorted(recorded.items()):
-        judge = entry.get("judge") or {}
-        tokens = judge.get("prompt_tokens"), judge.get("completion_tokens")
-        token_text = "" if tokens == (None, None) else f"{tokens[0] or 0:,} + {tokens[1] or 0:,}"
+    for entry in times.tasks:
+        requests, tokens = _judge_cells(entry.judge)
+        model = "shared (below)" if entry.model_s is None else f"{entry.model_s:.1f}"
         body += (
-            f"<tr><td><code>{_e(task)}</code></td><td class=num>{entry.get('wall_s', 0):.1f}</td>"
-            f"<td class=num>{judge.get('requests', '') if judge else ''}</td><td class=num>{token_text}</td></tr>"
+            f"<tr><td><code>{_e(entry.task)}</code></td><td class=num>{entry.own_s:.1f}</td>"
+            f"<td class=num>{entry.judging_s:.1f}</td><td class=num>{_e(model)}</td>"
+            f"<td class=num>{_e(requests)}</td><td class=num>{_e(tokens)}</td></tr>"
         )
+    for tasks, kind, seconds in times.shared:
+        names = ", ".join(f"<code>{_e(t)}</code>" for t in tasks)
+        body += f"<tr><td>model calls of {names} together ({_e(kind)})</td><td></td><td></td>"
+        body += f"<td class=num>{seconds:.1f}</td><td></td><td></td></tr>"
+    setup = (
+        f'<p class="note">Set-up, once for the run (model built, data loaded): {times.setup_s:.1f} s.</p>'
+        if times.setup_s is not None
+        else ""
+    )
     return (
-        "<h3>Run time and judge usage</h3><table><thead><tr><th>Task</th><th>Wall time (s)</th>"
-        "<th>Judge requests</th><th>Judge tokens (prompt + completion)</th></tr></thead>"
-        f"<tbody>{body}</tbody></table>"
+        f"<h3>Run time and judge usage</h3>{setup}<table><thead><tr><th>Task</th><th>Own steps (s)</th>"
+        "<th>of which judging (s)</th><th>Model (s)</th><th>Judge requests</th>"
+        f"<th>Judge tokens (prompt + completion)</th></tr></thead><tbody>{body}</tbody></table>"
+        f'<p class="note">{_e(TIMES_NOTE)}.</p>'
     )
 
 
 def _item_html(record: dict[str, Any], index: int) -> str:
     status, score = record["status"], record["score"]
+    scripted = record.get("scripted", False)
     score_text = "no score" if score is None else f"{record['metric_label']} {score:.3g}"
+    if scripted and score is not None:
+        score_text += " (scripted judges: not a verdict on this answer)"
+    # a scripted panel's verdict is never shown as a real one: a grey badge saying so, the result after it
+    badge = (
+        f'<span class="badge scripted">scripted · {status}</span>'
+        if scripted
+        else (f'<span class="badge {status}">{status}</span>')
+    )
     head = (
-        f'<summary><span class="badge {status}">{status}</span><code>{_e(record["task"])}</code> '
+        f"<summary>{badge}<code>{_e(record['task'])}</code> "
         f"item {_e(record['doc_id'])} · {_e(score_text)}"
         + (f" · {_e('; '.join(record['categories']))}" if record["categories"] else "")
         + "</summary>"
@@ -325,15 +365,18 @@ def _item_html(record: dict[str, Any], index: int) -> str:
             if record["hidden"] and not reasons:
                 reasons = HIDDEN
             unscored = f" (unscored: {judge['unscored']})" if judge["unscored"] else ""
-            rows += f"<tr><td>{_e(judge['judge'])}</td><td>{_e(scores + unscored)}</td><td>{_e(reasons)}</td></tr>"
+            name = f"{judge['judge']} (scripted)" if judge.get("scripted") else judge["judge"]
+            rows += f"<tr><td>{_e(name)}</td><td>{_e(scores + unscored)}</td><td>{_e(reasons)}</td></tr>"
         parts.append(
             '<div class="field">Judges</div><table><thead><tr><th>Judge</th><th>Scores</th>'
             f"<th>Reasons</th></tr></thead><tbody>{rows}</tbody></table>"
         )
     categories = "\x1f".join(record["categories"])
+    kind = "scripted" if scripted else status
     return (
-        f'<details class="item {status}" id="item-{index}" data-task="{_e(record["task"])}" '
-        f'data-status="{status}" data-categories="{_e(categories)}">{head}{"".join(parts)}</details>'
+        f'<details class="item {kind}" id="item-{index}" data-task="{_e(record["task"])}" '
+        f'data-status="{status}" data-scripted="{str(scripted).lower()}" data-categories="{_e(categories)}">'
+        f"{head}{''.join(parts)}</details>"
     )
 
 
@@ -389,6 +432,11 @@ def render(
         '<p class="note">Correct: the headline metric at its best for a 0/1 metric, at least the middle of its '
         "scale for a graded one; unparseable: no answer could be read from the output.</p>"
     )
+    if any(r.get("scripted") for r in records):
+        legend += (
+            "<p class=\"note\">Scripted (grey): the item's score comes from scripted judges (the demo's fake judge "
+            "server answers from a script, whatever the model wrote): its result says nothing about the answer.</p>"
+        )
     body = (
         f"<h1>medeval report</h1><p>{_e(INTRO)}</p><p class=note>medeval-metrics {_e(__version__)}</p>"
         + "".join(sections)

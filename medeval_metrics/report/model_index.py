@@ -6,6 +6,10 @@ in place rather than added again, so running the same report any number of times
 byte-identical. (huggingface_hub's ``eval_results_to_model_index`` groups results by dataset
 alone, which folds every variant of a data set into the first variant's name, so the pack
 serialises the index itself in the Hub's schema.) The card file's edit is ``report.card_yaml``.
+
+A partial ``--limit`` run (published with ``--include-partial-runs``) says so in its dataset's name, the one the
+Hub shows: "Benchmark (task) (10 of 3,721 items, partial)". The name is free text in the Hub's schema and no
+part of an entry's key, so a later full run of the task replaces the entry, name and all.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 
 from medeval_metrics.report.metric_info import metric_info, reporting_for
 from medeval_metrics.report.runs import Run
-from medeval_metrics.report.tables import ScoreRow, score_rows
+from medeval_metrics.report.tables import ScoreRow, metric_label, samples_text, score_rows
 
 DEFAULT_SOURCE_NAME = "lm-evaluation-harness with medeval-metrics"
 DEFAULT_SOURCE_URL = "https://github.com/EleutherAI/lm-evaluation-harness"
@@ -44,6 +48,8 @@ def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, s
         if not row.in_pack or not info.in_model_index:  # a user's own task: no dataset id or range the pack knows
             continue
         dataset_type, dataset_name, split = _dataset_of(row.task)
+        if row.partial:  # a --limit run: said in the name the Hub shows (free text in its schema; not in the key)
+            dataset_name = f"{dataset_name} ({samples_text(row)})"
         out.append(
             EvalResult(
                 task_type=reporting_for(row.benchmark).task_type,
@@ -54,7 +60,7 @@ def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, s
                 # the Hub's convention for few-shot counts (as on the Open LLM Leaderboard cards)
                 dataset_args={"num_few_shot": row.n_shot} if isinstance(row.n_shot, int) else None,
                 metric_type=info.hub_type,
-                metric_name=info.label,
+                metric_name=metric_label(row),  # "(scripted)" after a scripted judge's number
                 metric_config=None if row.filter == "none" else row.filter,
                 metric_value=round(row.value, 6),
                 source_name=source_name,

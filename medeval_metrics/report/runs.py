@@ -50,6 +50,7 @@ class Run:
     sample_paths: dict[str, Path] = field(default_factory=dict)
     label: str = ""
     _samples_cache: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    _demo: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def model_name(self) -> str:
@@ -72,6 +73,33 @@ class Run:
     @property
     def date(self) -> str:
         return _date_of(self.results_path)
+
+    @property
+    def demo(self) -> dict[str, Any]:
+        """What ``medeval demo`` marked about the run (``demo_note``): {} for any other run."""
+        if self._demo is None:  # read once (a file beside the results)
+            self._demo = demo_note(self.results_path, self.results)
+        return self._demo
+
+    def judges_scripted(self, judge: str | None = None) -> bool:
+        """Whether ``judge``'s verdicts (None: the panel's numbers) come from a scripted judge: the demo's
+        ``scripted_judges`` is true (every judge) or lists the judge (a panel with any listed judge is scripted)."""
+        scripted = self.demo.get("scripted_judges")
+        if scripted is True:
+            return True
+        if isinstance(scripted, list):
+            return bool(scripted) if judge is None else judge in scripted
+        return False
+
+    def synthetic(self, task: str) -> bool:
+        """The task's items are synthetic (the demo's ``synthetic_data``: true, or a list naming the task): their
+        text is shown in report.html, never hidden as private data."""
+        synthetic = self.demo.get("synthetic_data")
+        return synthetic is True or (isinstance(synthetic, list) and task in synthetic)
+
+    @property
+    def scripted_model(self) -> bool:
+        return self.demo.get("scripted_model") is True
 
     @property
     def rejudged(self) -> bool:
@@ -124,7 +152,7 @@ class Run:
                 if chat_template
                 else "not applied"
             ),
-            "few-shot as multi-turn": str(bool(results.get("fewshot_as_multiturn"))),
+            "few-shot as multi-turn": str(bool(results.get("fewshot_as_multiturn"))),  # left out below for 0-shot
             "system instruction": (
                 f"{redact(_shorten(system))} (sha256 {str(results.get('system_instruction_sha') or '')[:12]})"
                 if system
@@ -138,7 +166,58 @@ class Run:
             "transformers version": str(results.get("transformers_version", "?")),
             "date": self.date,
         }
+        # only what applies to the run: few-shot turns to a run with examples, generation settings to one that
+        # generates (where the results say; a run that does not say keeps them)
+        if not self._has_few_shot():
+            del settings["few-shot as multi-turn"]
+        if not self._generates():
+            del settings["generation settings (command line)"]
         return settings
+
+    def _has_few_shot(self) -> bool:
+        shots = self.results.get("n-shot") or {}
+        known = [v for v in shots.values() if isinstance(v, int) and not isinstance(v, bool)]
+        return not shots or len(known) < len(shots) or any(v > 0 for v in known)
+
+    def _generates(self) -> bool:
+        from medeval_metrics import registry
+
+        types = []
+        for task in self.tasks():
+            output_type = ((self.results.get("configs") or {}).get(task) or {}).get("output_type")
+            if not isinstance(output_type, str):
+                try:
+                    output_type = registry.task(task).output_type
+                except KeyError:
+                    return True  # a task whose output type is unknown may generate
+            types.append(output_type)
+        return not types or "generate_until" in types
+
+
+def scored_samples(run: Run, task: str) -> list[dict[str, Any]]:
+    """The task's logged samples with their per-item metrics. After ``medeval judge``, the metrics it
+    recomputed (its ``judged_<task>_<time>.jsonl``, matched by doc_id) replace lm-eval's, scored as it
+    scored them: one sample per doc, in doc order, under the first sample's filter."""
+    samples, judged = run.samples(task), run.judge_records(task)
+    if not judged or not samples:
+        return samples
+    metrics = {int(record["doc_id"]): record.get("metrics") or {} for record in judged}
+    by_doc: dict[int, dict[str, Any]] = {}
+    if any(sample.get("doc_id") is None for sample in samples):  # matched to the verdicts by doc_id
+        from medeval_metrics.data import MedevalDataError
+
+        raise MedevalDataError(
+            f"{run.sample_paths[task]}: a record has no 'doc_id', which `medeval judge`'s verdicts are matched by; "
+            "the sample log was edited or not written by lm-eval. Run the evaluation again."
+        )
+    for sample in samples:
+        by_doc.setdefault(int(sample["doc_id"]), sample)
+    filter_name = by_doc[min(by_doc)].get("filter", "none")
+    return [
+        {"doc": sample["doc"], "filter": filter_name, **metrics[doc_id]}
+        for doc_id, sample in sorted(by_doc.items())
+        if doc_id in metrics
+    ]
 
 
 def _checked_records(path: Path, records: list[dict[str, Any]], needs_doc_id: bool = False) -> list[dict[str, Any]]:
@@ -194,6 +273,51 @@ def _format_gen_kwargs(gen_kwargs: Any) -> str:
 
 
 JUDGED_SUFFIX = "_judged"
+# What `medeval demo` writes into its run's results: {"scripted_judges": true or [judge names], "synthetic_data": true}
+# (docs/report.md): the report labels those judges' numbers "scripted" and shows the synthetic items' text.
+DEMO_KEY = "medeval_demo"
+DEMO_FILE = "medeval_demo.json"  # what `medeval demo` writes beside each results file of its run
+
+
+def demo_note(results_path: Path, results: dict[str, Any]) -> dict[str, Any]:
+    """What ``medeval demo`` says about a run: ``medeval_demo.json`` beside its results file, or the same object
+    under ``results["medeval_demo"]``; {} for any other run. ``scripted_judges``: true (every judge) or the
+    scripted judges' names; ``synthetic_data``: true (every task) or the synthetic tasks' names; ``scripted_model``:
+    true or false. A note of another form is one line naming the file and the field."""
+    note, where = results.get(DEMO_KEY), results_path
+    path = results_path.with_name(DEMO_FILE)
+    if note is None and path.is_file():
+        where = path
+        try:
+            note = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise MedevalDataError(
+                f"{path}: not a readable medeval demo note ({_shown(exc, 120)}). Run `medeval demo` again, or "
+                "remove the file if the runs beside it are not the demo's."
+            ) from None
+    if note is None:
+        return {}
+    embedded = where == results_path
+
+    def refuse(name: str, value: Any, expected: str) -> None:
+        from medeval_metrics.breakdown import json_kind
+
+        field = f"'{DEMO_KEY}{'.' + name if name else ''}'" if embedded else (f"'{name}'" if name else "the note")
+        raise MedevalDataError(
+            f"{where}: {field} is {json_kind(value)} ({_shown(repr(value))}), not {expected} as `medeval demo` "
+            "writes it; the file was edited. Run `medeval demo` again."
+        )
+
+    if not isinstance(note, dict):
+        refuse("", note, "an object")
+    for name, what in (("scripted_judges", "judge names"), ("synthetic_data", "task names")):
+        value = note.get(name)
+        names = isinstance(value, list) and all(isinstance(item, str) for item in value)
+        if not (isinstance(value, (bool, type(None))) or names):
+            refuse(name, value, f"true, false or a list of {what}")
+    if not isinstance(note.get("scripted_model"), (bool, type(None))):
+        refuse("scripted_model", note["scripted_model"], "true or false")
+    return note
 
 
 def _date_of(results_path: Path) -> str:
@@ -408,6 +532,9 @@ def check_results(path: Path, results: dict[str, Any]) -> None:
             refuse(f"'medeval_judge.{_shown(task)}'", judged, "an object")
         if not isinstance(judged.get("judged_at"), (str, type(None))):
             refuse(f"'medeval_judge.{_shown(task)}.judged_at'", judged["judged_at"], "a date id (text)")
+    setup = (results.get("medeval_run") or {}).get("setup_s")
+    if setup is not None and not _is_seconds(setup):
+        refuse("'medeval_run.setup_s'", setup, "a number of seconds >= 0")
     recorded = (results.get("medeval_run") or {}).get("tasks")
     if not isinstance(recorded, (dict, type(None))):
         refuse("'medeval_run.tasks'", recorded, "an object (task -> its times)")
@@ -459,7 +586,9 @@ def load_runs(folders: list[Path], notes: list[str] | None = None) -> list[Run]:
         paths = [p for p in paths if p not in superseded]
         for path in paths:
             results = read_results(path)
-            runs.append(Run(path, results, _samples_for(path, sorted(results["results"]))))
+            run = Run(path, results, _samples_for(path, sorted(results["results"])))
+            run.demo  # noqa: B018  (read now: a bad demo note is an error before anything is written)
+            runs.append(run)
     runs.sort(key=lambda run: (run.date, str(run.results_path)))
     runs = _newest_of_repeats(runs, notes if notes is not None else [])
     _label_runs(runs)

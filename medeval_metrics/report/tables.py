@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +13,8 @@ from medeval_metrics.report.runs import Run
 
 INTRO = (
     "Scores from lm-evaluation-harness with the medeval-metrics task pack. "
-    "± is the standard error of the mean; sample counts are items scored."
+    '± is the standard error of the mean; sample counts are items scored ("partial": a --limit run, '
+    "not comparable with full runs)."
 )
 
 
@@ -29,10 +31,21 @@ class ScoreRow:
     samples: int | None  # items scored (lm-eval's "effective" count)
     samples_total: int | None  # items in the test set
     in_pack: bool = True  # a task outside the pack (a user's suite) is shown, never put into the model-index
+    partial: bool = False  # a --limit run scored part of the task's items
+    n: int | None = None  # items the mean is over (the logged items with a value, else ``samples``)
+    proportion: bool = False  # a mean of per-item 0/1 values: Wilson interval (``stats.interval``)
+    scripted: bool = False  # a judge panel's number from scripted judges (``Run.scripted_judges``: the demo)
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.task, self.metric, self.filter)
+
+    def interval(self):
+        """The row's 95% interval (``stats.interval``), None where it has none."""
+        from medeval_metrics.report.metric_info import metric_range
+        from medeval_metrics.stats import interval
+
+        return interval(self.value, self.stderr, self.n, self.proportion, metric_range(self.benchmark, self.metric))
 
 
 def score_rows(run: Run) -> list[ScoreRow]:
@@ -81,7 +94,15 @@ def _is_number(value: Any) -> bool:
 
 def _scored(run: Run) -> tuple[list[ScoreRow], list]:
     from medeval_metrics import registry
-    from medeval_metrics.report.metric_info import NO_VALUE, BadNumber, metric_range, stderr_problem, value_problem
+    from medeval_metrics.report.metric_info import (
+        NO_VALUE,
+        BadNumber,
+        is_proportion,
+        metric_range,
+        stderr_problem,
+        value_problem,
+    )
+    from medeval_metrics.report.runs import _covers_the_whole_set
 
     results = run.results
     rows, bad = [], []
@@ -89,6 +110,7 @@ def _scored(run: Run) -> tuple[list[ScoreRow], list]:
         benchmark = registry.benchmark_of(task)
         name = benchmark.name if benchmark else ""
         counts = results.get("n-samples", {}).get(task, {})
+        partial = run.partial and not _covers_the_whole_set(counts)
         computed = _from_samples(run, task, metrics)
         # the results' values, then figures lm-eval does not give, computed by the report from the samples
         values = [(key, value, True) for key, value in metrics.items()]
@@ -111,6 +133,12 @@ def _scored(run: Run) -> tuple[list[ScoreRow], list]:
                 stderr = None
             if not _is_number(stderr):  # "N/A" from lm-eval: the samples' own, where they give one (NaN: none)
                 stderr = computed.get(f"{metric}_stderr,{filter_name}")
+            info = metric_info(name, metric)
+            logged = _logged_values(run, task, metric, filter_name)
+            n = run._sample_counts.get((task, metric, filter_name))  # type: ignore[attr-defined]
+            if n is None:  # the logged items with a value (a number, or a record valued by its aggregation)
+                numbers = sum(1 for v in logged if _is_number(v))
+                n = (numbers or len(logged)) if logged else counts.get("effective")
             rows.append(
                 ScoreRow(
                     task=task,
@@ -124,6 +152,10 @@ def _scored(run: Run) -> tuple[list[ScoreRow], list]:
                     samples=counts.get("effective"),
                     samples_total=counts.get("original"),
                     in_pack=benchmark is not None,
+                    partial=partial,
+                    n=n if isinstance(n, int) else None,
+                    proportion=is_proportion(name, metric, logged),
+                    scripted=info.from_judges and run.judges_scripted(_judge_named_by(name, metric)),
                 )
             )
     order = {task: registry.task(task).metrics for task in {r.task for r in rows if r.in_pack}}
@@ -141,6 +173,8 @@ def _from_samples(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, Any
     if cache is None:  # kept on the run: score_rows is called once per table, the samples read once
         cache = {}
         run._sample_statistics = cache  # type: ignore[attr-defined]
+        run._sample_counts = {}  # type: ignore[attr-defined]
+    counts = run._sample_counts  # type: ignore[attr-defined]
     if task not in cache:
         cache[task] = _corpus_stderrs(run, task, metrics)
         if registry.judging_for(task) is not None:
@@ -149,6 +183,7 @@ def _from_samples(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, Any
             filters = [key.split(",", 1)[1] for key in metrics if key.startswith("judge_verdicts,")]
             stats = sample_statistics(run.judge_records(task) or run.samples(task), filters[0] if filters else "none")
             for (metric, filter_name), entry in stats.items():
+                counts[(task, metric, filter_name)] = entry["n"]  # the items behind it
                 if f"{metric},{filter_name}" not in metrics:
                     cache[task][f"{metric},{filter_name}"] = entry["value"]
                 if entry["stderr"] is not None:
@@ -181,6 +216,35 @@ def _corpus_stderrs(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, f
     return out
 
 
+def _logged_values(run: Run, task: str, metric: str, filter_name: str) -> list[Any]:
+    """The per-item values of ``metric`` under ``filter_name`` in the task's logged samples (after ``medeval judge``,
+    its re-scored ones); [] without samples."""
+    cache = getattr(run, "_logged_values", None)
+    if cache is None:
+        cache = {}
+        run._logged_values = cache  # type: ignore[attr-defined]
+    if task not in cache:
+        from medeval_metrics.report.runs import scored_samples
+
+        cache[task] = scored_samples(run, task) if task in run.sample_paths or run.judge_records(task) else []
+    return [
+        sample[metric]
+        for sample in cache[task]
+        if str(sample.get("filter") or "none") == filter_name and sample.get(metric) is not None
+    ]
+
+
+def _judge_named_by(benchmark: str, metric: str) -> str | None:
+    """The judge a per-judge metric is about (what its spec's ``prefix*`` entry leaves), None for a panel metric."""
+    from medeval_metrics.report.metric_info import reporting_for
+
+    reporting = reporting_for(benchmark)
+    if metric in reporting.metrics:
+        return None
+    patterns = [key for key in reporting.metrics if key.endswith("*") and metric.startswith(key[:-1])]
+    return metric[len(max(patterns, key=len)) - 1 :] if patterns else None
+
+
 def _metric_position(task_metrics: tuple[str, ...], metric: str) -> int:
     return task_metrics.index(metric) if metric in task_metrics else len(task_metrics)
 
@@ -189,16 +253,39 @@ def _fmt(value: float | None) -> str:
     return "N/A" if value is None else f"{value:.4f}"
 
 
-def _samples_text(row: ScoreRow) -> str:
-    if row.samples is None:
-        return "?"
-    if row.samples_total is not None and row.samples_total != row.samples:
-        return f"{row.samples:,} of {row.samples_total:,}"
-    return f"{row.samples:,}"
+def samples_text(row: ScoreRow) -> str:
+    """Items scored, with the test set's size and "partial" where a --limit cut it: "10 of 3,721 items, partial"."""
+    count = "?" if row.samples is None else f"{row.samples:,}"
+    if row.partial:
+        of = f" of {row.samples_total:,}" if row.samples_total is not None else ""
+        return f"{count}{of} items, partial"
+    if row.samples is not None and row.samples_total is not None and row.samples_total != row.samples:
+        return f"{count} of {row.samples_total:,}"
+    return count
+
+
+_samples_text = samples_text  # the name this module used before
 
 
 # Per-item bookkeeping the tasks emit as metrics, not scores: said in a note below the table, not as a row.
 HELPER_METRICS = {"judge_computed": "share of items the judge panel was asked about"}
+
+INTERVAL_NOTE = (
+    "95% CI: Wilson score interval for proportions (means of per-item 0/1 values), normal approximation "
+    "(value ± 1.96 × stderr, clipped to the metric's range) for other means"
+)
+
+SCRIPTED = "scripted"
+SCRIPTED_NOTE = (
+    "(scripted): a judge panel's number from scripted judges (the demo's fake judge server answers from a script, "
+    "whatever the model wrote): it says nothing about the answers"
+)
+
+
+def metric_label(row: ScoreRow) -> str:
+    """The row's metric as a reader sees it: its spec's label, "(scripted)" after a scripted judge's number."""
+    label = metric_info(row.benchmark, row.metric).label
+    return f"{label} ({SCRIPTED})" if row.scripted else label
 
 
 def helper_notes(rows: list[ScoreRow]) -> list[str]:
@@ -209,43 +296,139 @@ def helper_notes(rows: list[ScoreRow]) -> list[str]:
     ]
 
 
+def interval_text(row: ScoreRow) -> str:
+    found = row.interval()
+    return "–" if found is None else found.text()
+
+
 def results_table(rows: list[ScoreRow]) -> str:
-    header = "| Task | Version | Filter | n-shot | Metric | Value | ± Stderr | Samples |"
-    lines = [header, "|---|---|---|---|---|---:|---:|---:|"]
+    header = "| Task | Version | Filter | n-shot | Metric | Value | ± Stderr | 95% CI | Samples |"
+    lines = [header, "|---|---|---|---|---|---:|---:|---:|---:|"]
     for row in rows:
         if row.metric in HELPER_METRICS:
             continue
-        info = metric_info(row.benchmark, row.metric)
         lines.append(
-            f"| `{row.task}` | {row.version} | {row.filter} | {row.n_shot} | {info.label} (`{row.metric}`) "
-            f"| {_fmt(row.value)} | {_fmt(row.stderr)} | {_samples_text(row)} |"
+            f"| `{row.task}` | {row.version} | {row.filter} | {row.n_shot} | {metric_label(row)} (`{row.metric}`) "
+            f"| {_fmt(row.value)} | {_fmt(row.stderr)} | {interval_text(row)} | {samples_text(row)} |"
         )
     return "\n".join(lines)
 
 
-def run_time_table(run: Run) -> str:
-    """Each task's wall time (and, for a judged task, the judges' requests and tokens) as ``medeval run``
-    recorded them in the results (``lm_eval_compat.run_record``); "" for a run without the record."""
-    recorded = (run.results.get("medeval_run") or {}).get("tasks") or {}
+def headline_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
+    """The rows of the report's first table and the card (the spec's ``MetricInfo.headline``); bookkeeping out."""
+    return [r for r in rows if r.metric not in HELPER_METRICS and metric_info(r.benchmark, r.metric).headline]
+
+
+def diagnostic_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
+    """The rows of the report's "Diagnostics" table: every other metric but the bookkeeping (a note)."""
+    return [r for r in rows if r.metric not in HELPER_METRICS and not metric_info(r.benchmark, r.metric).headline]
+
+
+# lm-eval sends the requests of every task of one request type to the model in one call
+_REQUEST_TYPE = {"multiple_choice": "loglikelihood"}
+
+
+def _request_type(run: Run, task: str) -> str:
+    from medeval_metrics import registry
+
+    output_type = (run.results.get("configs", {}).get(task) or {}).get("output_type")
+    if not isinstance(output_type, str):
+        try:
+            output_type = registry.task(task).output_type
+        except KeyError:  # a task outside the pack whose config is not in the results: its calls are unknown
+            output_type = "?"
+    return _REQUEST_TYPE.get(output_type, output_type)
+
+
+@dataclass(frozen=True)
+class TaskTime:
+    task: str
+    own_s: float  # building its prompts, its filters (a judged task's judges) and scoring: timed per task
+    judging_s: float
+    model_s: float | None  # its model calls' time where it had them alone; None where shared with other tasks
+    judge: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunTimes:
+    setup_s: float | None  # model built, data loaded: once for the run
+    tasks: list[TaskTime]
+    shared: list[tuple[tuple[str, ...], str, float]]  # (tasks, request type, their model calls' time)
+
+
+def run_times(run: Run) -> RunTimes | None:
+    """The run's times as ``medeval run`` recorded them (``lm_eval_compat.run_record``); None without the record.
+
+    Each task's own steps are timed per task. lm-eval sends the requests of all tasks of one request type to the
+    model together, and the record shares that call's time out by request count: a share is no measurement, so
+    where several tasks share their model calls, the calls' time is given once, for them together."""
+    record = run.results.get("medeval_run") or {}
+    recorded = record.get("tasks") or {}
     if not recorded:
+        return None
+    by_type: dict[str, list[str]] = {}
+    for task, entry in sorted(recorded.items()):
+        if "model_s" in entry:
+            by_type.setdefault(_request_type(run, task), []).append(task)
+    shared_tasks = {t for tasks in by_type.values() if len(tasks) > 1 for t in tasks}
+    times = []
+    for task, entry in sorted(recorded.items()):
+        parts = [entry.get(k) for k in ("prepare_s", "filters_s", "scoring_s") if k in entry]
+        # a record without the parts (only a wall time): that time, as it was recorded
+        own = float(sum(parts)) if parts or "model_s" in entry else float(entry.get("wall_s", 0.0))
+        model = None if task in shared_tasks or "model_s" not in entry else float(entry["model_s"])
+        times.append(TaskTime(task, own, float(entry.get("filters_s", 0.0)), model, entry.get("judge") or {}))
+    shared = [
+        (tuple(tasks), kind, float(sum(recorded[t]["model_s"] for t in tasks)))
+        for kind, tasks in sorted(by_type.items())
+        if len(tasks) > 1
+    ]
+    setup = record.get("setup_s")
+    return RunTimes(float(setup) if _is_number(setup) else None, times, shared)
+
+
+TIMES_NOTE = (
+    "Own steps: building the task's prompts, its filters (a judged task's judges) and scoring, timed per task. "
+    "Model: its model calls; lm-eval sends the requests of every task of one request type to the model together, "
+    "so where tasks share them their time is given once, for those tasks together"
+)
+
+
+def _judge_cells(judge: dict[str, Any]) -> tuple[str, str]:
+    if not judge:
+        return "–", "–"
+    tokens = (
+        f"{judge.get('prompt_tokens', 0):,} + {judge.get('completion_tokens', 0):,}"
+        if "prompt_tokens" in judge or "completion_tokens" in judge
+        else "–"
+    )
+    return str(judge.get("requests", "–")), tokens
+
+
+def run_time_table(run: Run) -> str:
+    """Each task's own time, the model's time per task or once for tasks that share their model calls, the set-up
+    once for the run, and a judged task's judge requests and tokens (``run_times``); "" without the record."""
+    times = run_times(run)
+    if times is None:
         return ""
-    lines = [
-        "| Task | Wall time (s) | of which model (s) | of which judging (s) | Judge requests | Judge tokens "
+    lines = []
+    if times.setup_s is not None:
+        lines += [f"Set-up, once for the run (model built, data loaded): {times.setup_s:.1f} s.", ""]
+    lines += [
+        "| Task | Own steps (s) | of which judging (s) | Model (s) | Judge requests | Judge tokens "
         "(prompt + completion) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for task, entry in sorted(recorded.items()):
-        judge = entry.get("judge") or {}
-        tokens = (
-            f"{judge.get('prompt_tokens', 0):,} + {judge.get('completion_tokens', 0):,}"
-            if "prompt_tokens" in judge or "completion_tokens" in judge
-            else "–"
-        )
+    for entry in times.tasks:
+        requests, tokens = _judge_cells(entry.judge)
+        model = "shared (below)" if entry.model_s is None else f"{entry.model_s:.1f}"
         lines.append(
-            f"| `{task}` | {entry.get('wall_s', 0):.1f} | {entry.get('model_s', 0):.1f} | "
-            f"{entry.get('filters_s', 0):.1f} | {judge.get('requests', '–') if judge else '–'} | "
-            f"{tokens if judge else '–'} |"
+            f"| `{entry.task}` | {entry.own_s:.1f} | {entry.judging_s:.1f} | {model} | {requests} | {tokens} |"
         )
+    for tasks, kind, seconds in times.shared:
+        names = ", ".join(f"`{t}`" for t in tasks)
+        lines.append(f"| model calls of {names} together ({kind}) | | | {seconds:.1f} | | |")
+    lines += ["", TIMES_NOTE + "."]
     return "\n".join(lines)
 
 
@@ -273,19 +456,53 @@ def outside_note(rows: list[ScoreRow]) -> str:
     )
 
 
+SYNTHETIC_NOTE = "the data is synthetic (the demo's: written for the pack, no patient or exam data)"
+SCRIPTED_MODEL_NOTE = "the model is scripted (the demo's: answers from a table): its scores say nothing about a model"
+
+
+def run_notes(run: Run, rows: list[ScoreRow]) -> list[str]:
+    """What a reader must know to read the run's numbers: partial, scripted, synthetic, the intervals."""
+    notes = []
+    partial = sorted({r.task for r in rows if r.partial})
+    if partial:
+        notes.append(
+            f"{', '.join(f'`{t}`' for t in partial)}: partial (--limit): scored on part of the test set, "
+            "not comparable with full runs"
+        )
+    if any(r.scripted for r in rows):
+        notes.append(SCRIPTED_NOTE)
+    synthetic = sorted({r.task for r in rows if run.synthetic(r.task)})
+    if synthetic:
+        notes.append(f"{', '.join(f'`{t}`' for t in synthetic)}: {SYNTHETIC_NOTE}")
+    if run.scripted_model:
+        notes.append(SCRIPTED_MODEL_NOTE)
+    if rows:
+        notes.append(INTERVAL_NOTE)
+    return notes
+
+
 def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = False) -> str:
-    """A run's results table and settings; ``card``: only the comparison metrics (``comparison_rows``)."""
+    """A run's results: its headline table, its diagnostics table, run times and settings; ``card``: the headline
+    table of the pack's tasks only (the diagnostics are in results.md)."""
     rows = score_rows(run)
     settings = {**run.settings(), "medeval-metrics version (report)": pack_version}
-    shown = comparison_rows(rows) if card else rows
-    parts = [f"{heading} {run.label}", "", results_table(shown) if shown else "_No medeval task in this run._", ""]
+    headline = headline_rows(rows)
+    shown = [r for r in headline if r.in_pack] if card else headline
+    diagnostics = [] if card else diagnostic_rows(rows)
+    parts = [f"{heading} {run.label}", ""]
+    if shown or not diagnostics:
+        parts += [results_table(shown) if shown else "_No medeval task in this run._", ""]
+    if diagnostics:
+        parts += ["Diagnostics:", "", results_table(diagnostics), ""]
     left = len({(r.task, r.metric) for r in rows}) - len({(r.task, r.metric) for r in shown})
-    notes = [] if card else helper_notes(rows) + [n for n in [outside_note(rows)] if n]
+    notes = run_notes(run, shown if card else rows)
+    if not card:
+        notes = helper_notes(rows) + [n for n in [outside_note(rows)] if n] + notes
     if card and left:
-        notes = [
-            f"{left} bookkeeping and diagnostic metrics (items judged, per-judge success, unparseable rates) "
-            "are in the report's results.md"
-        ]
+        notes.append(
+            f"{left} bookkeeping and diagnostic metrics (e.g. items judged, per-judge success, reference-overlap "
+            "scores) are in the report's results.md"
+        )
     if notes:
         parts += ["Notes: " + "; ".join(notes) + ".", ""]
     timing = "" if card else run_time_table(run)
@@ -341,7 +558,12 @@ def comparison_table(runs: list[Run]) -> str:
         cells = []
         for rows in per_run:
             row = rows.get(key)
-            cells.append("–" if row is None else f"{_fmt(row.value)} ± {_fmt(row.stderr)} (n={row.samples})")
+            if row is None:
+                cells.append("–")
+                continue
+            count = f"n={samples_text(row)}" if row.partial else f"n={row.samples}"
+            scripted = f", {SCRIPTED}" if row.scripted else ""
+            cells.append(f"{_fmt(row.value)} ± {_fmt(row.stderr)} ({count}{scripted})")
         lines.append(f"| `{key[0]}` | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
     notes = version_notes(runs)
     if notes:
@@ -353,8 +575,11 @@ def _judge_stderr(cell: dict[str, Any]) -> str:
     return "N/A" if cell.get("stderr") is None or cell.get("n", 0) < 2 else f"{cell['stderr']:.3f}"
 
 
-def judge_table(task: str, summary: dict[str, dict[str, dict[str, float]]]) -> str:
-    """Mean judge score per judge and dimension: ``summary[judge][dimension] = {value, stderr, n}``."""
+def judge_table(
+    task: str, summary: dict[str, dict[str, dict[str, float]]], scripted: Callable[[str], bool] | None = None
+) -> str:
+    """Mean judge score per judge and dimension: ``summary[judge][dimension] = {value, stderr, n}``; a judge for
+    which ``scripted(judge)`` holds is named "(scripted)"."""
     dimensions = sorted({d for per_judge in summary.values() for d in per_judge})
     lines = [
         f"**{task}**: judge scores (mean ± stderr, n)",
@@ -367,5 +592,6 @@ def judge_table(task: str, summary: dict[str, dict[str, dict[str, float]]]) -> s
         for dimension in dimensions:
             cell = summary[judge].get(dimension)
             cells.append("–" if cell is None else f"{cell['value']:.3f} ± {_judge_stderr(cell)} ({cell['n']})")
-        lines.append(f"| {judge} | " + " | ".join(cells) + " |")
+        name = f"{judge} ({SCRIPTED})" if scripted is not None and scripted(judge) else judge
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -86,3 +86,24 @@ def test_a_judge_score_nobody_gave_shows_a_zero_in_each_judge_s_colour(monkeypat
     )
     zero_marks = [line for line in fig.axes[0].lines if list(line.get_ydata()) == [0, 0]]
     assert len(zero_marks) == 3  # a gave no 1 and no "none", b no "none"
+
+
+def test_a_proportion_at_0_or_1_and_a_single_item_get_wilson_intervals_named_on_the_axis(monkeypatch):
+    """Issue 33: a normal interval collapses at 0 or 1 of n (stderr 0) and has none for one item; Wilson's does not."""
+    cats = {
+        "all right": {"value": 1.0, "stderr": 0.0, "n": 2},
+        "all wrong": {"value": 0.0, "stderr": 0.0, "n": 2},
+        "one item": {"value": 1.0, "stderr": None, "n": 1},
+    }
+    fig = drawn(monkeypatch, lambda: figures.category_scores_figure(None, "t", "acc", cats, proportion=True))
+    ax = fig.axes[0]
+    assert "95% Wilson score interval" in ax.get_xlabel()
+    assert not any("(no CI)" in t.get_text() for t in ax.texts)
+    segments = [s for c in ax.collections if c.__class__.__name__ == "LineCollection" for s in c.get_segments()]
+    spans = sorted((round(float(s[0][0]), 3), round(float(s[1][0]), 3)) for s in segments)
+    assert spans == [(0.0, 0.658), (0.207, 1.0), (0.342, 1.0)]  # test_stats: by hand
+
+
+def test_a_mean_that_is_no_proportion_keeps_the_normal_interval_and_says_so(monkeypatch):
+    fig = drawn(monkeypatch, lambda: figures.comparison_figure(None, "t", "F1", {"task": {"run": CELL}}))
+    assert "95% CI, normal approximation" in fig.axes[0].get_xlabel()

@@ -78,7 +78,10 @@ def test_a_suite_with_a_task_outside_the_pack_is_reported_with_its_text_hidden(t
     proc = _report(tmp_path, capsys, "--html", figures=True)
     assert proc.returncode == 0, proc.stderr
     results_md = (tmp_path / "r" / "results.md").read_text()
-    assert "| `mysuite_private_notes` | 1 | none | 0 | acc (`acc`) | 0.2500 | 0.0500 | 3 |" in results_md
+    assert (
+        "| `mysuite_private_notes` | 1 | none | 0 | acc (`acc`) | 0.2500 | 0.0500 | 0.152–0.348 (normal) | 3 |"
+        in results_md
+    )
     assert "`mysuite_private_notes`: not a task of the pack" in results_md
     index = yaml.safe_load((tmp_path / "r" / "model_index.yaml").read_text())["model-index"][0]
     assert [r["task"]["name"] for r in index["results"]] == ["emsqa_public_mc"]  # no dataset id known for it

@@ -117,8 +117,11 @@ def test_a_bad_stderr_is_refused_or_left_out(tmp_path, capsys, stderr, why):
     assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     proc = _report(tmp_path, capsys, "--skip-bad-numbers")
     assert proc.returncode == 0 and f"left out: {expected}" in proc.stderr
-    # the score stays, without the stderr: N/A
-    assert "| Exact set-match accuracy (`acc`) | 0.4100 | N/A | 100 |" in (tmp_path / "r" / "results.md").read_text()
+    # the score stays, without the stderr: N/A; a proportion's Wilson interval needs none (41 of 100)
+    assert (
+        "| Exact set-match accuracy (`acc`) | 0.4100 | N/A | 0.319–0.508 (Wilson) | 100 |"
+        in (tmp_path / "r" / "results.md").read_text()
+    )
 
 
 @pytest.mark.parametrize(

@@ -657,7 +657,8 @@ def test_helper_fields_are_a_note_not_a_metric_row():
     section = run_section(run, "0")
     assert "(`judge_computed`)" not in section and "Items judged" not in section
     assert "`medicationqa` judge_computed = 1.0000 (share of items the judge panel was asked about" in section
-    assert "ROUGE-L (`rougeL`) | 0.2000 | 0.0100 | 690 |" in section
+    assert "ROUGE-L (`rougeL`) | 0.2000 | 0.0100 | 0.180–0.220 (normal) | 690 |" in section
+    assert "No medeval task" not in section  # a run with diagnostics alone: its diagnostics table
 
 
 def test_the_report_says_when_reruns_were_collapsed(tmp_path, capsys):

@@ -120,10 +120,11 @@ def test_results_markdown_has_values_stderr_counts_and_settings(report_a):
     text = (out / "results.md").read_text()
     assert (
         f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
-        f"{ACC_STDERR_A:.4f} | 12 |"
+        f"{ACC_STDERR_A:.4f} | 0.254–0.746 (Wilson) | 12 |"  # 6 of 12, by hand: centre 0.5, half-width 0.246
     ) in text
     assert f"| Set F1 (per item, averaged) (`f1`) | {F1_A:.4f} |" in text
-    assert "| Unparseable answer rate (`unparseable`) | 0.0000 | 0.0000 | 12 |" in text
+    # 0 of 12: an interval, not a point at 0
+    assert "| Unparseable answer rate (`unparseable`) | 0.0000 | 0.0000 | 0.000–0.242 (Wilson) | 12 |" in text
     for setting in (
         "| chat template | not applied |",
         "| limit | none (full test sets) |",
@@ -330,13 +331,16 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data, capsys):
         f"| `emsqa_public` | {task_version('emsqa_public')} | extract_answer | 1 | Exact set-match accuracy (`acc`) | {acc:.4f} |"
         in section
     )
-    assert "| 6 of 3,721 |" in section
+    assert "| 6 of 3,721 items, partial |" in section
+    assert "Unparseable answer rate (`unparseable`)" in section  # a generative task's unparseable rate on the card
+    assert "| few-shot as multi-turn |" in section  # a 1-shot run: the setting applies
     assert "| chat template | applied (sha256 " in section
     assert "| system instruction | Answer as an EMS instructor. (sha256 " in section
     assert "| limit | 6 (partial run: not comparable with full runs) |" in section
     assert "max_gen_toks=8" in section and "trust_remote_code" not in section
     index = yaml.safe_load(card.read_text().split("---\n")[1])["model-index"][0]
     assert index["results"][0]["dataset"]["type"] == "Xueren/EMS-MCQA"
+    assert index["results"][0]["dataset"]["name"] == "EMSQA (emsqa_public) (6 of 3,721 items, partial)"
     assert index["results"][0]["dataset"]["args"] == {"num_few_shot": 1}
     assert index["results"][0]["metrics"][0]["value"] == pytest.approx(acc, abs=1e-6)
     assert card.read_text().endswith("<!-- medeval:results:end -->\n") and "\n# tiny\n" in card.read_text()
@@ -352,7 +356,7 @@ def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
     report = build_report([run], tmp_path / "r")
     assert sorted(report["written"]) == ["card_section.md", "model_index.yaml", "results.md"]
     assert (
-        f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 12 |"
+        f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 0.758–1.000 (Wilson) | 12 |"
         in (tmp_path / "r" / "results.md").read_text()
     )
     assert report["figures"] == [] and not (tmp_path / "r" / "breakdowns.json").exists()

@@ -105,8 +105,11 @@ def test_a_judged_benchmark_plugs_in(judged_run, tmp_path):
     }
     assert [(m["type"], m["value"]) for m in result["metrics"]] == [("rouge", 0.2), ("llm_judge_panel_score", 3.9)]
     text = (out / "results.md").read_text()
-    assert "| Judge agreement (Krippendorff's alpha) (`judge_agreement`) | 0.4100 | 0.1000 | 690 |" in text
-    assert "| ROUGE-L (`rougeL`) | 0.2000 | N/A | 690 |" in text  # a non-numeric stderr is shown as such
+    assert (
+        "| Judge agreement (Krippendorff's alpha) (`judge_agreement`) | 0.4100 | 0.1000 | 0.214–0.606 (normal) | 690 |"
+        in text
+    )
+    assert "| ROUGE-L (`rougeL`) | 0.2000 | N/A | – | 690 |" in text  # a non-numeric stderr is shown as such
     assert "sk-abcdefgh" not in text and "api_key" not in text
     judges = json.loads((out / "judges.json").read_text())["org/model"]["medicationqa"]
     assert judges["judge-a"]["accuracy"]["value"] == pytest.approx(11 / 3)
