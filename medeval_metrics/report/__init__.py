@@ -24,7 +24,7 @@ Modules: ``build`` (``build_report``, step by step), ``cli`` (``medeval report``
 lm-eval output folders), ``tables``, ``model_card``, ``judges``, ``figures``, ``metric_info``.
 
 A partial (``--limit``) run's numbers say "N of M items, partial" wherever they are shown, and a run ``medeval
-demo`` marked (``results["medeval_demo"]``, ``runs.DEMO_KEY``) has its scripted judges' numbers labelled
+demo`` marked (``medeval_demo.json`` beside its results, ``runs.demo_note``) has its scripted judges' numbers labelled
 "scripted" and its synthetic items shown.
 """
 

@@ -273,8 +273,8 @@ def _format_gen_kwargs(gen_kwargs: Any) -> str:
 
 
 JUDGED_SUFFIX = "_judged"
-# What `medeval demo` writes into its run's results: {"scripted_judges": true or [judge names], "synthetic_data": true}
-# (docs/report.md): the report labels those judges' numbers "scripted" and shows the synthetic items' text.
+# What `medeval demo` says about its run (``demo_note``, docs/report.md): the report labels the scripted judges'
+# numbers "scripted" and shows the synthetic items' text.
 DEMO_KEY = "medeval_demo"
 DEMO_FILE = "medeval_demo.json"  # what `medeval demo` writes beside each results file of its run
 
