@@ -1,4 +1,5 @@
-"""Issue 23.8: the card section lists the metrics a reader compares models by; bookkeeping stays in results.md."""
+"""The card section lists the headline metrics a reader compares models by (issues 23.8 and 33); the rest stays in
+results.md."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ SCORES = {
     "judge_accuracy": 3.5,
     "judge_completeness": 3.0,
     "judge_clarity": 3.25,
+}
+HEADLINE = {
+    "judge_panel_score",
+    "judge_accuracy",
+    "judge_completeness",
+    "judge_clarity",
+    "judge_unscored_rate",
+    "judge_agreement",
 }
 BOOKKEEPING = {
     "judge_computed": 1.0,
@@ -53,6 +62,7 @@ def test_the_card_shows_the_comparison_metrics_and_results_md_keeps_the_rest(tmp
     build_report([tmp_path / "run"], tmp_path / "report", figures=False)
     card = (tmp_path / "report" / "card_section.md").read_text()
     results = (tmp_path / "report" / "results.md").read_text()
-    assert table_metrics(card) == set(SCORES)
-    assert "6 bookkeeping and diagnostic metrics" in card and "results.md" in card
+    # the headline (issue 33): the panel score, its three dimensions, the unscored rate and the agreement
+    assert table_metrics(card) == HEADLINE
+    assert "7 bookkeeping and diagnostic metrics" in card and "results.md" in card
     assert set(SCORES) | {"judge_id_echo_rate", "judge_success_a", "judge_agreement"} <= table_metrics(results)
