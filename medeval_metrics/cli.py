@@ -393,7 +393,7 @@ def _pack_debug_logging(verbosity: str | None) -> Iterator[None]:
 
 
 def _headline(task: str, result: dict) -> list[str]:
-    """``metric value`` for the task's reported metrics (its spec's order; diagnostics after), as lm-eval scored
+    """``metric value`` for the task's reported metrics (its spec's order; the headline first), as lm-eval scored
     them under its first filter."""
     from medeval_metrics import registry
 
@@ -405,7 +405,7 @@ def _headline(task: str, result: dict) -> list[str]:
         reporting = {}
     primary = getattr(registry.benchmark_of(task), "reporting", None)
     primary = primary.primary_metric if primary else None
-    metrics.sort(key=lambda m: (m != primary, not (reporting[m].in_model_index if m in reporting else True)))
+    metrics.sort(key=lambda m: (m != primary, not (reporting[m].headline if m in reporting else True)))
     out = []
     for metric in metrics:
         key = next((k for k in result if k.split(",")[0] == metric), None)
@@ -430,7 +430,6 @@ def run_summary(settings, results: dict, started: float, show_breakdowns: bool =
             continue
         count = n_samples[task].get("effective")
         timing = ((results.get("medeval_run") or {}).get("tasks") or {}).get(task) or {}
-        spent = f", {timing['wall_s']:.1f} s" if "wall_s" in timing else ""
         judge = timing.get("judge") or {}
         used = (
             (
@@ -440,15 +439,14 @@ def run_summary(settings, results: dict, started: float, show_breakdowns: bool =
             if judge
             else ""
         )
-        items = (
-            f" ({count:,} items{spent}{used}{f', --limit {limit}: a test run, not comparable scores' if limit else ''})"
-        )
+        items = f" ({count:,} items{used}{f', --limit {limit}: a test run, not comparable scores' if limit else ''})"
         lines.append(
             f"medeval: {task}: " + (", ".join(_headline(task, result)) or "no scores") + (items if count else "")
         )
     setup_s = (results.get("medeval_run") or {}).get("setup_s")
-    if lines and isinstance(setup_s, (int, float)):  # said once: the model built and the data loaded
-        lines.append(f"medeval: model and data ready in {setup_s:.1f} s before the tasks ran.")
+    if lines:  # times said once for the run: lm-eval calls the model for all tasks of a request type together
+        ready = f"; model and data ready in {setup_s:.1f} s" if isinstance(setup_s, (int, float)) else ""
+        lines.append(f"medeval: the run took {time.time() - started:.1f} s{ready} (each task's steps: medeval report).")
     output_path = settings.output_path
     if not output_path or not settings.writes_samples:
         lines.append("medeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.")

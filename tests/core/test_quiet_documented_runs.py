@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
+import time
 
 import pytest
 from conftest import SHARED_DATA, run_cli
@@ -90,13 +92,22 @@ RESULTS = {
 
 
 def test_the_summary_is_one_line_per_task_with_its_headline_numbers():
-    text = cli.run_summary(read_command_line(["--tasks", "emsqa_public", "--limit", "20"]), RESULTS, 0.0)
-    assert text.splitlines() == [
-        (
-            "medeval: emsqa_public: acc 0.250, f1 0.500, unparseable 0.125, invalid_letter 0.000 (20 items, "
-            "--limit 20: a test run, not comparable scores)"
-        ),
-        "medeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`.",
+    # a task's recorded wall time includes the model calls it shared with the other tasks: the times are said
+    # once, for the run (each task's own steps are in medeval report's run-time table)
+    results = {**RESULTS, "medeval_run": {"setup_s": 2.0, "tasks": {"emsqa_public": {"wall_s": 567.4}}}}
+    settings = read_command_line(["--tasks", "emsqa_public", "--limit", "20"])
+    text = cli.run_summary(settings, results, time.time() - 12.0)
+    lines = text.splitlines()
+    assert lines[0] == (
+        "medeval: emsqa_public: acc 0.250, f1 0.500, unparseable 0.125, invalid_letter 0.000 (20 items, "
+        "--limit 20: a test run, not comparable scores)"
+    )
+    assert re.fullmatch(
+        r"medeval: the run took 1[23]\.\d s; model and data ready in 2\.0 s \(each task's steps: medeval report\)\.",
+        lines[1],
+    )
+    assert lines[2:] == [
+        "medeval: per-category breakdowns and model-card reports need `--output_path DIR --log_samples`."
     ]
 
 
