@@ -11,7 +11,7 @@ of the answer; named ``scripted-judge-*``, each verdict's reasons say so). One t
 benchmark runs: ``emsqa_private`` (the sample stands in for a user's own file), ``medicationqa`` with a
 two-judge panel, and ``emrqa_risk``. A second demo into the same folder reuses the emrQA preparation
 and replaces the first one's results. ``--real-model`` puts SmolLM2-135M-Instruct (``medeval_metrics.real_model``)
-in the scripted model's place, ``--real-judge`` on the panel. The run folder gets ``medeval_demo.json``
+in the scripted model's place, ``--real-judge`` on the panel. Each results file's folder gets ``medeval_demo.json``
 (``DEMO_NOTE``): which tasks read synthetic data, which judges and model are scripted, for the report to say so;
 the report shows the synthetic items' text (``html_show_private``: no user data is in them).
 """
@@ -125,9 +125,10 @@ def judge_script(metadata: dict[str, Any], repeats: int = 3) -> dict[tuple[str, 
     return script
 
 
-def write_demo_note(run_dir: Path, use_real_model: bool, real_judge: bool) -> Path:
-    """``run_dir/medeval_demo.json``: the run is the demo's, its data synthetic, its fake judges scripted (and the
-    model, unless ``--real-model``), for ``medeval report`` to label what it shows."""
+def write_demo_note(run_dir: Path, use_real_model: bool, real_judge: bool) -> list[Path]:
+    """``medeval_demo.json`` beside each results file of the run in ``run_dir`` (lm-eval's folder per model): the run
+    is the demo's, its data synthetic, its fake judges scripted (and the model, unless ``--real-model``), for
+    ``medeval report`` to label what it shows. Returns the files written."""
     note = {
         "demo": True,
         "synthetic_data": list(DEMO_TASKS),
@@ -138,10 +139,12 @@ def write_demo_note(run_dir: Path, use_real_model: bool, real_judge: bool) -> Pa
         + ("" if use_real_model else "; the model is scripted (answers from a table)")
         + ("; smollm2 is a real judge" if real_judge else ""),
     }
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / DEMO_NOTE
-    path.write_text(json.dumps(note, indent=1) + "\n", encoding="utf-8")
-    return path
+    written = []
+    for folder in sorted({path.parent for path in run_dir.rglob("results_*.json")}):
+        path = folder / DEMO_NOTE
+        path.write_text(json.dumps(note, indent=1) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
 
 
 def right(index: int) -> bool:
@@ -210,7 +213,6 @@ def run_demo(
         server.script = judge_script(metadata)  # read per request: set before the first one
         if remove_previous_run(run_dir):
             say(f"replacing the previous demo run in {run_dir}")
-        write_demo_note(run_dir, use_real_model, real_judge)
         which = "SmolLM2-135M-Instruct" if use_real_model else "a scripted model"
         say(
             f"running {', '.join(DEMO_TASKS)} on {which} (synthetic data, scripted judges at {server.url}"
@@ -249,6 +251,7 @@ def run_demo(
         code = run_lm_eval(argv)
     if code != 0:
         raise MedevalDataError(f"the demo run failed (exit {code}); the messages above say why.")
+    write_demo_note(run_dir, use_real_model, real_judge)
     try:
         import matplotlib  # noqa: F401
 

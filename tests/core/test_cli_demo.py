@@ -179,11 +179,18 @@ def test_the_demo_tells_the_report_its_data_is_synthetic_and_shows_the_items(tmp
 
     seen = {}
     monkeypatch.setattr(demo, "real_model", lambda cache: tmp_path / "smollm2")
-    monkeypatch.setattr(cli, "run_lm_eval", lambda argv: 0)
+
+    def fake_run(argv):  # the results file lm-eval writes into its folder per model
+        folder = tmp_path / "out" / "run" / "smollm2"
+        folder.mkdir(parents=True)
+        (folder / "results_2026-12-05T10-00-00.json").write_text("{}")
+        return 0
+
+    monkeypatch.setattr(cli, "run_lm_eval", fake_run)
     monkeypatch.setattr(report, "build_report", lambda *a, **k: seen.update(k) or {"notes": [], "figures": []})
     demo.run_demo(tmp_path / "out", cache=tmp_path / "cache", say=lambda _: None, use_real_model=True)
     assert seen["html"] is True and seen["html_show_private"] is True
-    note = json.loads((tmp_path / "out" / "run" / "medeval_demo.json").read_text())
+    note = json.loads((tmp_path / "out" / "run" / "smollm2" / "medeval_demo.json").read_text())
     assert note["synthetic_data"] == ["emsqa_private", "medicationqa", "emrqa_risk"]
     assert note["scripted_judges"] == ["scripted-judge-a", "scripted-judge-b"] and note["scripted_model"] is False
     assert "scripted" in note["note"] and "no user or patient data" in note["note"]
