@@ -7,8 +7,10 @@ and the fix, and every problem found is reported at once.
 
 Modules: ``argv`` (the command line, read once into ``RunSettings``: what every check and wrapper reads), ``catalogue`` (the pack's names, tags, sources and
 keys), ``keys`` (typos in metadata keys, variables, on/off values; keys given where lm-eval would copy them), ``selection`` (what ``--tasks`` selects),
-``model`` (the model resolves), ``options`` (lm-eval's own options), ``data_checks``, ``judges``,
-``problems`` (reporting them together) and ``checks`` (``run_checks``, all of them in one pass).
+``model`` (the model resolves, and has a chat template when one is asked for), ``options`` (lm-eval's own options),
+``data_checks``, ``judges``, ``problems`` (reporting them together), ``checks`` (``run_checks``, all of them in one
+pass), ``notices`` (what a run that passed will not compute, said before the model loads) and ``budget`` (after a
+run: the outputs that ran to the token budget).
 The names below are the ones other code imports from ``medeval_metrics.preflight``.
 """
 
