@@ -309,7 +309,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         "--real-model",
         action="store_true",
         help="evaluate SmolLM2-135M-Instruct (medeval make-real-model: 135M, Apache-2.0) instead of the "
-        "scripted model: real answers, minutes on a CPU (656 s measured on two busy cores, docs/real-model.md); "
+        "scripted model: real answers, 85 s measured on two CPU cores (docs/real-model.md); "
         "the data stay synthetic and the judges scripted",
     )
     p.add_argument(
