@@ -176,6 +176,7 @@ def _run(settings, selection) -> int:
     from medeval_metrics.data import MedevalDataError
     from medeval_metrics.judge import transport  # lazily, as the rest of `medeval run`: asyncio and the judge client
     from medeval_metrics.judge.cli import _cache_failure_exit_code, run_unscored_exit_code
+    from medeval_metrics.preflight.budget import budget_notice
     from medeval_metrics.redact import redact_text
 
     started = time.time()
@@ -213,6 +214,9 @@ def _run(settings, selection) -> int:
                 print(f"medeval: error: {problem}", file=sys.stderr)
             return 2
         print(run_summary(settings, results, started, settings.breakdown))
+        notice = budget_notice(results)  # read from the samples the results hold with --log_samples
+        if notice:
+            print(f"medeval: note: {notice}", file=sys.stderr)
     except KeyboardInterrupt:
         kept = f" in {settings.output_path}" if settings.output_path else ""
         again = f" `medeval breakdown {settings.output_path}` writes the breakdowns." if settings.output_path else ""

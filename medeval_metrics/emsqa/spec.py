@@ -80,7 +80,7 @@ def _rag_file_problems(metadata: Mapping[str, Any]) -> list[str]:
 SPEC = BenchmarkSpec(
     name="emsqa",
     paper=(
-        "Ge et al. 2025, Expert-Guided Prompting and Retrieval-Augmented Generation for Emergency Medical "
+        "Ge et al. 2026, Expert-Guided Prompting and Retrieval-Augmented Generation for Emergency Medical "
         "Service Question Answering (AAAI 2026), arXiv:2511.10900"
     ),
     licence="MIT (dataset card of Xueren/EMS-MCQA); private set: the user's own licence",

@@ -38,7 +38,8 @@ log = logging.getLogger("medeval.judge")
 NO_JUDGE_MESSAGE = (
     "medeval: no judge panel configured: judge scores were NOT computed; only the reference-overlap metrics are "
     'reported. Give a panel with --metadata \'{"medeval_judges": "judges.yaml"}\' (a judges file or inline '
-    "JSON) or the environment variable MEDEVAL_JUDGES"
+    "JSON) or the environment variable MEDEVAL_JUDGES; `medeval judge OUTPUT_PATH --judges judges.yaml` scores the "
+    "answers a run saved with --output_path and --log_samples"
 )
 
 

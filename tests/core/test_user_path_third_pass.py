@@ -332,3 +332,27 @@ def test_a_path_from_the_environment_is_answered_with_the_variable(monkeypatch):
     monkeypatch.setenv("MEDEVAL_EMSQA_PUBLIC_PATH", "/data/EMSQA/data/fnal")
     (problem,) = problems_of("--tasks", "emsqa_public")
     assert problem.endswith("Point the pack at an existing folder: export MEDEVAL_EMSQA_PUBLIC_PATH=/path/to/folder.")
+
+
+@pytest.mark.e2e
+def test_medeval_run_says_once_that_outputs_ran_to_the_budget(tmp_path, tiny_model):
+    """The tiny random model never stops by itself: with an 8-token budget every output is cut, and the run says so
+    in one line after its summary, naming the task, the share and the flag."""
+    from conftest import EMSQA_SYNTHETIC, run_cli
+
+    proc = run_cli(
+        [
+            "run", "--model", "hf", "--model_args", f"pretrained={tiny_model}", "--device", "cpu",
+            "--tasks", "emsqa_private", "--limit", "3", "--gen_kwargs", "max_gen_toks=8",
+            "--metadata", json.dumps({"emsqa_private_path": str(EMSQA_SYNTHETIC)}),
+            "--output_path", str(tmp_path / "out"), "--log_samples",
+        ],
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("medeval: note: outputs that ran")]
+    assert notes == [
+        "medeval: note: outputs that ran to the token budget, cut short (an answer after the cut is lost): "
+        "emsqa_private 3 of 3 (100%, max_gen_toks 8). `--gen_kwargs max_gen_toks=N` sets the budget "
+        "(docs/medeval-run.md, the token budget)."
+    ]
