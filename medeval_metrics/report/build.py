@@ -42,11 +42,12 @@ class _Output:
     folder: Path
     written: list[str] = field(default_factory=list)
 
-    def write(self, name: str, text: str) -> None:
+    def write(self, name: str, text: str, private: bool = False) -> None:
+        """``private``: the file shows private text (0600, whatever the umask)."""
         with _writing(self.folder):
             from medeval_metrics.safe_files import atomic_write_text
 
-            atomic_write_text(self.folder / name, text)
+            atomic_write_text(self.folder / name, text, private=private)
         self.written.append(name)
 
 
@@ -219,6 +220,7 @@ def build_report(
                 public_tasks=tuple(public_tasks),
                 left_out=[str(bad) for bad in left_out],
             ),
+            private=html_show_private,  # the page then shows private questions, notes and answers
         )
     card_sections = {run.label: tables.run_section(run, __version__, card=True) for run in runs}
     card_section = _card_section(card_sections, publishable[card_model] or models[card_model])

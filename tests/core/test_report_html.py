@@ -5,6 +5,8 @@ unless asked. Parsed here; rendered in headless Chromium in test_report_html_bro
 from __future__ import annotations
 
 import json
+import os
+import stat
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -215,9 +217,15 @@ def test_private_text_is_hidden_by_default_and_shown_when_asked(report, tmp_path
     assert "ZEBRA-NOTE-LINE" not in text and "ZEBRA-PRIVATE-QUESTION" not in text
     assert "The text of emrqa_risk, emsqa_private is hidden" in text
     assert text.count("[private data, hidden:") >= 4 * 4  # prompt, output, answer, gold of each private item
-    build_report([report.parent / "run"], tmp_path / "shown", figures=False, html=True, html_show_private=True)
-    shown = (tmp_path / "shown" / "report.html").read_text(encoding="utf-8")
+    previous = os.umask(0o022)  # the page with private text is the user's alone whatever the umask (issue 32)
+    try:
+        build_report([report.parent / "run"], tmp_path / "shown", figures=False, html=True, html_show_private=True)
+    finally:
+        os.umask(previous)
+    page = tmp_path / "shown" / "report.html"
+    shown = page.read_text(encoding="utf-8")
     assert "ZEBRA-NOTE-LINE" in shown and "ZEBRA-PRIVATE-QUESTION" in shown and "[private data, hidden:" not in shown
+    assert stat.S_IMODE(page.stat().st_mode) == 0o600
 
 
 def test_a_credential_in_an_output_is_redacted(tmp_path):
