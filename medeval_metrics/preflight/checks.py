@@ -28,6 +28,7 @@ from medeval_metrics.preflight.notices import Notify, pre_run_notices, print_not
 from medeval_metrics.preflight.options import run_option_problems
 from medeval_metrics.preflight.problems import collect, raise_problems
 from medeval_metrics.preflight.selection import Selection, lm_eval_task_names, select, user_task_yamls
+from medeval_metrics.settings import variable_value_problems
 from medeval_metrics.sources import clear_hub_unreachable, hub_unreachable, mark_hub_unreachable
 
 
@@ -109,6 +110,7 @@ def _run_checks(
     # own tasks or lm-eval's, but it works with the pack's tasks alone too); a near-miss of a pack key always is
     problems += metadata_key_problems(metadata, allow_unknown_metadata)
     problems += environment_problems(environ)
+    problems += variable_value_problems(environ)  # the variables read outside the settings reader, bounded too
     problems += flag_problems(metadata, environ)
     if selection is None:
         raise_problems(problems)

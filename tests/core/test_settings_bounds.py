@@ -147,3 +147,15 @@ def test_errors_quote_a_short_escaped_excerpt_of_a_long_bad_value(call, escape):
     message = str(info.value)
     assert "\x1b" not in message  # shown escaped, never acting on the terminal
     assert "z" * 100 not in message and f"{len(bad):,} characters" in message
+
+
+def test_medeval_run_checks_bound_the_variables_read_outside_the_setting_reader():
+    """MEDEVAL_MODEL_MAX_REPLY_MB and MEDEVAL_REAL_MODEL_SOURCE are read where they are used: the pre-run checks
+    bound them first, each in one line with an escaped excerpt."""
+    from test_run_checks_every_selection import problems_of
+
+    environ = {"MEDEVAL_MODEL_MAX_REPLY_MB": "9" * 5000, "MEDEVAL_REAL_MODEL_SOURCE": "/tmp/\x1b[31mx"}
+    problems = problems_of("--tasks", "emsqa_private", "--limit", "1", environ=environ)
+    assert any(p.startswith("MEDEVAL_MODEL_MAX_REPLY_MB is 5,000 characters long") for p in problems), problems
+    assert any(p.startswith("MEDEVAL_REAL_MODEL_SOURCE holds a control character") for p in problems), problems
+    assert not any("\x1b" in p or "9" * 100 in p for p in problems)
