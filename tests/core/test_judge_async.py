@@ -334,3 +334,24 @@ def test_the_first_request_leaves_before_the_answers_objects_are_looked_for(monk
     assert found_at[0] >= 1  # after the first request reached the judge
     assert len(found_at) == 10  # once per item, shared by its two judges
     assert all(row[f"judge_{m}"]["scores"] for row in out for m in ("j1", "j2"))
+
+
+def test_the_next_request_leaves_while_a_reply_is_being_read(monkeypatch):
+    # Reading a reply (the verdict rules) takes 0.1-0.2 ms of the loop; at concurrency 128 a worker that
+    # read its reply before sending its next request held that request back behind every reply read.
+    from medeval_metrics.judge.rubric import Rubric
+
+    seen: list[int] = []
+    parse = Rubric.parse
+
+    def slow_parse(self, *args, **kwargs):
+        time.sleep(0.1)  # the GIL released: the server's thread takes any request already sent
+        seen.append(server.count())
+        return parse(self, *args, **kwargs)
+
+    monkeypatch.setattr(Rubric, "parse", slow_parse)
+    with FakeJudgeServer() as server:
+        out = PanelRunner(panel_for({"j1": server.url}, concurrency=1), RUBRIC).judge(items(3), progress=False)
+        assert server.max_in_flight == 1  # still one request at a time
+    assert seen[0] == 2  # the second request reached the judge while the first reply was read
+    assert all(row["judge_j1"]["scores"] == default_scores("j1", f"question {i}") for i, row in enumerate(out))
