@@ -57,8 +57,12 @@ def cache_key(judge_identity: dict[str, Any], rubric: dict[str, Any] | str, mess
 
 class VerdictCache:
     def __init__(self, path: str | Path) -> None:
+        from medeval_metrics.safe_files import create_private_file
+
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # verdicts quote the judged answers: a new cache is 0600 (SQLite gives its -wal and -shm files the
+        # database's mode) in folders made 0700, whatever the umask; an existing one keeps its mode
+        create_private_file(self.path)
         self._local = threading.local()
         self._initialise()
 

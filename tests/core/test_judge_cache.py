@@ -85,3 +85,26 @@ def test_processes_creating_the_cache_at_once_never_fail(tmp_path):
             worker.join(60)
         assert [w.exitcode for w in workers] == [0, 0, 0, 0], f"trial {trial}"
         assert len(VerdictCache(path)) == 10
+
+
+def test_a_new_cache_is_private_to_the_user_whatever_the_umask(tmp_path):
+    # verdicts quote the judged answers (issue 32): outside `medeval run` (medeval judge, a library user's
+    # lm-eval run) the cache was created 0644 in 0755 folders under the usual umask 022
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        cache = VerdictCache(tmp_path / "new" / "deeper" / "cache.sqlite")
+        cache.put("k", {"scores": {"accuracy": 3}})
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "new" / "deeper").iterdir()}
+    assert modes == {"cache.sqlite": 0o600, "cache.sqlite-wal": 0o600, "cache.sqlite-shm": 0o600}
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "new" / "deeper").stat().st_mode) == 0o700
+    mine = tmp_path / "shared.sqlite"
+    mine.touch(mode=0o640)
+    os.chmod(mine, 0o640)
+    VerdictCache(mine).put("k", {"scores": {"accuracy": 3}})
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o640  # the user's own file keeps the mode they gave it
