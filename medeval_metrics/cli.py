@@ -116,7 +116,8 @@ def panel_outside_lm_eval_metadata(settings):
     for url in _strings(json.loads(panel)):
         if url_without_userinfo(url) != url:  # the password, wherever else it may turn up, is redacted by value
             with contextlib.suppress(ValueError):
-                register_secret(urlsplit(url).password)
+                parts = urlsplit(url)  # a token given as the user name alone is a credential too
+                register_secret(parts.password or parts.username)
     checked = {**settings.metadata, JUDGES_KEY: panel_as_recorded(value)}
     return dataclasses.replace(settings, metadata=checked, lm_eval_options=tuple(options)), panel, rest
 

@@ -11,12 +11,6 @@ from medeval_metrics.errors import MedevalDataError
 from medeval_metrics.settings import excerpt
 
 
-def flag_values(argv: Sequence[str], *flags: str) -> list[str] | None:
-    """The values after the last of ``flags`` (until the next ``-`` option), or None if absent."""
-    found = _occurrences(argv, *flags)
-    return found[-1] if found else None
-
-
 def _occurrences(argv: Sequence[str], *flags: str) -> list[list[str]]:
     """The values after each occurrence of any of ``flags`` (until the next ``-`` option), in order."""
     found = []

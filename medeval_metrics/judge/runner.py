@@ -448,6 +448,9 @@ class PanelRunner:
                         mine = self._not_stored_since(mine, take)
                     self._ask(mine, finish)
                     to_ask = []
+                if waiting and pending:  # what this run holds is stored before it waits: others may wait on it
+                    self._flush(writer, pending)
+                    last_flush[0] = time.monotonic()
                 if waiting:
                     to_ask, waiting = self._look_for(waiting, claims, take)
                     if waiting and not to_ask:

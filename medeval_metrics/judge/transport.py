@@ -30,7 +30,7 @@ from medeval_metrics.http_safety import JUDGE_REPLY_LIMIT, read_capped_async
 from medeval_metrics.judge.client import RETRYABLE_STATUS, JudgeClient, TransportFailure, _retry_after_seconds
 
 # What the judges' API replies say they used, per judge, for this process (requests answered, tokens from the
-# "usage" fields): ``medeval run`` records each task's share in its results (lm_eval_compat.task_timings).
+# "usage" fields): ``medeval run`` records each task's share in its results (lm_eval_compat.run_record).
 USAGE: dict[str, Counter] = defaultdict(Counter)
 
 

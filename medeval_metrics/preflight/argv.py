@@ -178,8 +178,18 @@ def read_command_line(argv: Sequence[str]) -> RunSettings:
             dicts[dest] = (
                 value if isinstance(value, dict) else merge_key_values(LM_EVAL_OPTIONS[dest][0][0], value or [])
             )
-        except MedevalDataError as exc:
-            problems.append(str(exc))
+        except (
+            MedevalDataError,
+            TypeError,
+            KeyError,
+            AttributeError,
+        ) as exc:  # a --config file's value of a wrong type
+            problems.append(
+                str(exc)
+                if isinstance(exc, MedevalDataError)
+                else f"{LM_EVAL_OPTIONS[dest][0][0]} in the --config file is {type(value).__name__}: give key=value "
+                "pairs or a mapping."
+            )
             dicts[dest] = {}
             metadata_read = metadata_read and dest != "metadata"
     limit = values.get("limit")

@@ -155,3 +155,13 @@ def test_verbosity_debug_shows_the_pack_s_debug_lines_for_the_run_only():
     assert [(logger.level, list(logger.handlers)) for logger in loggers] == before
     with cli._pack_debug_logging("INFO"):
         assert [(logger.level, list(logger.handlers)) for logger in loggers] == before
+
+
+@pytest.mark.parametrize("value", ["5", "[1, 2]", "[{a: 1}]"])
+def test_a_config_file_option_of_a_wrong_type_is_one_problem_not_a_traceback(tmp_path, value):
+    """A --config file whose model_args / metadata is a number or a list (found by a review: TypeError/KeyError)."""
+    config = tmp_path / "c.yaml"
+    config.write_text(f"model: hf\ntasks: emsqa_public\nmodel_args: {value}\nmetadata: {value}\n")
+    settings = read_command_line(["--config", str(config)])
+    assert any("--model_args in the --config file is" in p for p in settings.problems), settings.problems
+    assert any("--metadata in the --config file is" in p for p in settings.problems), settings.problems

@@ -169,3 +169,17 @@ def _run_and_judge_with_url_credentials(tmp_path: Path, how: str) -> None:
     assert PASSWORD not in consoles and USER not in consoles
     for path in [*tmp_path.glob("lm*"), *(p for p in tmp_path.rglob("*.sqlite*") if p.is_file())]:
         assert PASSWORD.encode() not in path.read_bytes(), path
+
+
+def test_a_token_given_as_the_url_user_name_alone_is_taken_out_and_redacted(monkeypatch):
+    """``https://TOKEN@host``: no password, the user name is the credential (found by a review: it was moved out of
+    --metadata but not registered, so a line quoting the URL showed it)."""
+    monkeypatch.delenv("MEDEVAL_JUDGES", raising=False)
+    token = "tok4b1c2d3e4f5a6b7c8d9e0"
+    url = f"http://{token}@127.0.0.1:8000/v1/chat/completions"
+    argv = ["--model", "hf", "--tasks", "medicationqa", "--judge-model", "jm", "--judge-base-url", url]
+    settings, panel, _ = panel_outside_lm_eval_metadata(with_judge_panel(read_command_line(argv)))
+    assert (
+        token in panel and token not in " ".join(settings.lm_eval_argv) and token not in json.dumps(settings.metadata)
+    )
+    assert token not in redact_text(f"cannot connect to {url}")
