@@ -223,7 +223,7 @@ def _run(settings, selection) -> int:
         again = f" `medeval breakdown {settings.output_path}` writes the breakdowns." if settings.output_path else ""
         print(f"\nmedeval: interrupted after lm-eval finished: what it wrote is kept{kept}.{again}", file=sys.stderr)
         return 130
-    code, reason = run_unscored_exit_code(results, settings.allow_unscored, list(settings.argv))
+    code, reason = run_unscored_exit_code(results, settings.allow_unscored, settings)
     if code:
         print(f"medeval: error: {reason}", file=sys.stderr)
         return code

@@ -25,7 +25,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from medeval_metrics.command_line import parse_metadata
 from medeval_metrics.data import MedevalDataError
 
 
@@ -331,64 +330,56 @@ def _dead_judges(results: dict[str, Any]) -> list[str]:
 
 
 def run_unscored_exit_code(
-    results: dict[str, Any], allow_unscored: bool = False, argv: list[str] | None = None
+    results: dict[str, Any], allow_unscored: bool = False, run: Any = None
 ) -> tuple[int, str | None]:
     """For ``medeval run`` after lm-eval returns: (3, reason) when a judge scored no item of a judged task
-    (``_dead_judges``), unless ``allow_unscored``; else (0, None). With the run's ``argv`` (as the user gave
-    it) the reason ends with how to re-judge without generating again."""
+    (``_dead_judges``), unless ``allow_unscored``; else (0, None). With the run's command line as read
+    (``run``, see ``rejudge_hint``) the reason ends with how to re-judge without generating again."""
     dead = _dead_judges(results)
     if not dead or allow_unscored:
         return 0, None
-    if argv is None:
+    if run is None:
         return 3, f"judge(s) scored nothing: {', '.join(dead)}. Fix them, or pass --allow-unscored."
     return (
         3,
-        f"judge(s) scored nothing: {', '.join(dead)}. Fix them, then {rejudge_hint(argv)} (or pass --allow-unscored).",
+        f"judge(s) scored nothing: {', '.join(dead)}. Fix them, then {rejudge_hint(run)} (or pass --allow-unscored).",
     )
 
 
 _PANEL_FLAGS = ("--judges", "--judge-model", "--judge-base-url", "--judge-api-key-env")
 
 
-def rejudge_hint(argv: list[str]) -> str:
+def rejudge_hint(run: Any) -> str:
     """How to judge a finished ``medeval run``'s answers again without generating them: ``medeval judge
-    OUT`` with the run's own panel flags, or, where the run kept no samples, what to add next time."""
+    OUT`` with the run's own panel flags, or, where the run kept no samples, what to add next time. ``run``: the
+    run's command line as read once (``preflight.read_command_line``: its output path, samples, judge flags and
+    metadata)."""
     import shlex
 
-    def values(flag: str) -> list[str]:
-        found = []
-        for index, token in enumerate(argv):
-            if token == flag and index + 1 < len(argv):
-                found.append(argv[index + 1])
-            elif token.startswith(flag + "="):
-                found.append(token.split("=", 1)[1])
-        return found
-
-    out = (values("--output_path") or values("-o") or [None])[-1]
-    if out is None or not ({"--log_samples", "-s"} & set(argv)):
+    if run.output_path is None or not run.writes_samples:
         return (
             "run again with --output_path DIR --log_samples, so that `medeval judge DIR` can re-judge the "
             "answers without generating them"
         )
     from medeval_metrics.judge.config import url_without_userinfo
 
+    given = {
+        "--judges": [run.judges] if run.judges else [],
+        "--judge-model": run.judge_model,
+        "--judge-base-url": [url_without_userinfo(url) or "" for url in run.judge_base_url],
+        "--judge-api-key-env": run.judge_api_key_env,
+    }
     # printed: a URL's user:password@ is left out (put back by hand, or better, use a key variable)
-    flags = [
-        f"{flag} {shlex.quote((url_without_userinfo(value) or '') if flag == '--judge-base-url' else value)}"
-        for flag in _PANEL_FLAGS
-        for value in values(flag)
-    ]
-    if not flags:
-        try:
-            panel = parse_metadata(argv).get("medeval_judges")
-        except MedevalDataError:
-            panel = None
-        if panel is not None:  # names of key variables only: a panel holds no key
-            flags = [f"--judges {shlex.quote(_shown_panel(panel))}"]
+    flags = [f"{flag} {shlex.quote(value)}" for flag in _PANEL_FLAGS for value in given[flag]]
+    panel = (run.metadata or {}).get("medeval_judges")
+    if not flags and panel is not None:  # names of key variables only: a panel holds no key
+        flags = [f"--judges {shlex.quote(_shown_panel(panel))}"]
     from medeval_metrics.redact import redact_text
 
     # a base URL can carry a token in its query: the line is printed, so it is redacted like all output
-    return redact_text("re-judge without generating again: " + " ".join(["medeval judge", shlex.quote(out), *flags]))
+    return redact_text(
+        "re-judge without generating again: " + " ".join(["medeval judge", shlex.quote(run.output_path), *flags])
+    )
 
 
 def _shown_panel(panel: Any) -> str:

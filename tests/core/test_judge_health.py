@@ -11,6 +11,7 @@ from medeval_metrics.cli import main
 from medeval_metrics.judge.cli import rejudge_hint, run_unscored_exit_code
 from medeval_metrics.judge.config import panel_from_obj
 from medeval_metrics.judge.health import panel_problems
+from medeval_metrics.preflight import read_command_line
 from medeval_metrics.testing.fake_judge import FakeJudgeServer
 
 
@@ -123,7 +124,7 @@ def test_a_run_whose_judges_failed_says_how_to_re_judge_without_generating():
         "--judge-base-url",
         "http://h:8000/v1",
     ]
-    code, reason = run_unscored_exit_code(results, argv=argv)
+    code, reason = run_unscored_exit_code(results, run=read_command_line(argv))
     assert code == 3 and reason == (
         "judge(s) scored nothing: b (medicationqa). Fix them, then re-judge without "
         "generating again: medeval judge 'out dir' --judge-model b --judge-base-url "
@@ -131,10 +132,15 @@ def test_a_run_whose_judges_failed_says_how_to_re_judge_without_generating():
     )
     # a panel given in --metadata is given to medeval judge as --judges
     panel = {"judges": [{"backend": "local-chat-completions", "model": "m", "base_url": "http://h/v1"}]}
-    hint = rejudge_hint(["-o", "o", "-s", "--metadata", json.dumps({"medeval_judges": panel})])
+    hint = rejudge_hint(read_command_line(["-o", "o", "-s", "--metadata", json.dumps({"medeval_judges": panel})]))
     assert hint == "re-judge without generating again: medeval judge o --judges '" + json.dumps(panel) + "'"
+    # the line as lm-eval reads it (found by a review: --output, an abbreviation lm-eval accepts, was missed)
+    hint = rejudge_hint(read_command_line(["--output", "o", "--log_samples", "--judge-model", "b"]))
+    assert hint == "re-judge without generating again: medeval judge o --judge-model b"
     # without logged samples there is nothing to re-judge: say what to add next time
-    assert "--output_path DIR --log_samples" in rejudge_hint(["--output_path", "o", "--judge-model", "b"])
+    assert "--output_path DIR --log_samples" in rejudge_hint(
+        read_command_line(["--output_path", "o", "--judge-model", "b"])
+    )
 
 
 def medicationqa_and_a_model_that_cannot_load(tmp_path):
