@@ -25,27 +25,28 @@ def test_the_snapshot_sees_a_replaced_method_a_hook_and_a_logger_filter():
 
     before = snapshot()
     original = ConfigurableTask.process_results
-    hook, show = sys.excepthook, warnings.showwarning
+    hook, thread_hook, show = sys.excepthook, threading.excepthook, warnings.showwarning
     drop = logging.Filter("nothing")
     logger = logging.getLogger("lm_eval.api.task")
     try:
         ConfigurableTask.process_results = lambda self, doc, results: {}  # type: ignore[method-assign]
         sys.excepthook = lambda *a: None
+        threading.excepthook = lambda *a: None
         warnings.showwarning = lambda *a, **k: None
         logger.addFilter(drop)
         found = replaced(before, snapshot())
     finally:
         ConfigurableTask.process_results = original  # type: ignore[method-assign]
-        sys.excepthook, warnings.showwarning = hook, show
+        sys.excepthook, threading.excepthook, warnings.showwarning = hook, thread_hook, show
         logger.removeFilter(drop)
     assert found == [
         "lm_eval.api.task:ConfigurableTask.process_results",
         "logger lm_eval.api.task filters",
         "sys.excepthook",
+        "threading.excepthook",
         "warnings.showwarning",
     ]
     assert replaced(before, snapshot()) == []
-    assert threading.excepthook is not None
 
 
 @pytest.mark.e2e
