@@ -7,9 +7,7 @@ import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-Aggregation = TypeVar("Aggregation", bound=Callable[..., Any])
+from typing import Any
 
 
 def mean_and_stderr(values: Iterable[float], order_free: bool = False) -> tuple[float, float]:
@@ -127,37 +125,3 @@ def all_zero_or_one(values: Iterable[Any]) -> bool:
             return False
         seen = True
     return seen
-
-
-def with_stderr(stderr: Callable[[list[Any]], float]) -> Callable[[Aggregation], Aggregation]:
-    """Attach a standard-error function to a corpus-level aggregation, as ``medeval_stderr``.
-
-    lm-eval does not read it: it reports "N/A" as the stderr of every aggregation it does not know (a
-    corpus-level macro-F1, an agreement statistic), and the pack leaves lm-eval's stderr rule as it is.
-    The attached function is what a reader of the logged samples (the pack's report) computes it with.
-    """
-
-    def attach(aggregation: Aggregation) -> Aggregation:
-        aggregation.medeval_stderr = stderr  # type: ignore[attr-defined]
-        return aggregation
-
-    return attach
-
-
-def _order_free_stderr(items: list[float]) -> float:
-    """lm-eval's closed-form stderr of the mean, with exactly rounded sums (``mean_and_stderr``)."""
-    return mean_and_stderr(items, order_free=True)[1] if len(items) > 1 else 0.0
-
-
-_order_free_stderr.closed_form = True  # type: ignore[attr-defined]  # cheap: reported even with --bootstrap_iters 0
-
-
-@with_stderr(_order_free_stderr)
-def order_free_mean(items: list[float]) -> float:
-    """lm-eval aggregation: the mean with an exactly rounded sum (math.fsum).
-
-    A data-parallel run gathers per-item values rank by rank, so lm-eval's ``mean`` (a plain float
-    sum) can differ from the single-process run in the last bit; this one is the same in any order.
-    lm-eval gives it no stderr of its own ("N/A"); its closed-form one is attached (``with_stderr``).
-    """
-    return mean_and_stderr(items, order_free=True)[0]

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from medeval_metrics.stats import mean_and_stderr, normal_ci, with_stderr
+from medeval_metrics.stats import mean_and_stderr, normal_ci
 
 
 @pytest.mark.parametrize(
@@ -36,29 +36,6 @@ def test_mean_of_nothing_is_an_error():
 def test_normal_ci():
     low, high = normal_ci(0.5, 0.1)
     assert low == pytest.approx(0.5 - 0.196, abs=1e-4) and high == pytest.approx(0.5 + 0.196, abs=1e-4)
-
-
-def test_an_attached_stderr_is_the_aggregations_own_and_lm_eval_is_left_alone():
-    """``with_stderr`` only attaches a function: lm-eval's ``stderr_for_metric`` is not replaced, and reports
-    "N/A" (None) for such an aggregation as for any it does not know; the attached one is for the samples'
-    readers."""
-    from lm_eval import evaluator_utils
-    from lm_eval.api import metrics as lm_metrics
-
-    before = evaluator_utils.stderr_for_metric
-    original = lm_metrics.stderr_for_metric  # lm-eval's rule (evaluator_utils imports it by name)
-
-    def spread(items):
-        return max(items) - min(items)
-
-    @with_stderr(spread)
-    def corpus_max(items):
-        return max(items)
-
-    assert corpus_max([1, 4, 2]) == 4 and corpus_max.medeval_stderr([1, 4, 2]) == 3
-    assert evaluator_utils.stderr_for_metric is before
-    assert original(metric=corpus_max, bootstrap_iters=100) is None
-    assert original(metric=lm_metrics.mean, bootstrap_iters=100)([0.0, 1.0]) == pytest.approx(0.5)
 
 
 def test_stats_imports_nothing_that_patches_lm_eval():
