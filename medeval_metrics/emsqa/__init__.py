@@ -23,7 +23,8 @@ from medeval_metrics.emsqa.data import (
     load_public,
     normalise_record,
 )
-from medeval_metrics.emsqa.extract import ExtractAnswerFilter, extract_answer, strip_reasoning
+from medeval_metrics.emsqa.extract import extract_answer, strip_reasoning
+from medeval_metrics.emsqa.filters import ExtractAnswerFilter
 from medeval_metrics.emsqa.prompts import (
     doc_to_choice_mc,
     doc_to_target,
