@@ -19,7 +19,9 @@ sets ``rag_mode``:
 - ``rag_save_retrievals``: write the task's retrievals into this file (a section per task, so the
   tasks of a run share it); ``rag_retrievals``: read them from such a file (or a run's
   samples_*.jsonl) instead of retrieving, refused when made with another mode, k, areas, retriever,
-  knowledge or chunking;
+  knowledge or chunking; or from a file of another retriever (an external section: its header names the
+  retriever and the knowledge digest and chunking, which ``python -m medeval_metrics.emsqa.rag --name NAME``
+  prints), whose documents are shown as given;
 - ``rag_cache_dir``: where built indexes are kept (default ~/.cache/medeval/retrieval).
 """
 
@@ -51,10 +53,14 @@ from medeval_metrics.emsqa.retrieval import (
     open_index,
 )
 from medeval_metrics.emsqa.retrieval.precomputed import (
+    EXTERNAL_FIELDS,
+    FORMAT,
+    Section,
     check_save_target,
-    header_difference,
+    external_name,
     read_sections,
     save_task_retrievals,
+    section_difference,
 )
 from medeval_metrics.emsqa.scoring import process_results
 from medeval_metrics.files import unwritable_reason
@@ -263,7 +269,8 @@ def _documents(doc: Mapping[str, Any]) -> str | None:
     if doc.get("rag_missing"):
         raise MedevalDataError(
             f"EMSQA item {doc['id']!r} has no entry in the precomputed-retrievals file ({doc['rag_missing']}). "
-            "Use the file of a run over the same items, or retrieve again without rag_retrievals."
+            "Give every item the run reaches a line (an empty chunk list shows none): use the file of a run over the "
+            "same items, or retrieve again without rag_retrievals."
         )
     return doc.get("rag_context")
 
@@ -664,11 +671,22 @@ class TaskRetrieval:
             task, settings, files, index, areas_setting, [areas[i] for i in ids] if filtered else None
         )
         self.precomputed_path = precomputed_path
-        self.precomputed = (
-            None
-            if precomputed_path is None
-            else precomputed_retrievals(Path(precomputed_path), self.header, ids, index)
+        section = (
+            None if precomputed_path is None else precomputed_section(Path(precomputed_path), self.header, ids, index)
         )
+        self.precomputed = None if section is None else section.items
+        # the header the documents shown were made under: an external retriever's (its samples and a file saved
+        # again say so, and give it back as external), else how this run retrieves
+        self.external = external_name(section.header) if section is not None else None
+        self.made_under = self.header
+        if self.external is not None and section is not None and section.header is not None:
+            self.made_under = {k: v for k, v in section.header.items() if k in EXTERNAL_FIELDS} | {"task": task}
+            log.info(
+                "medeval: %s: the documents come from the external retriever %r (%s), shown in its order",
+                task or "EMSQA RAG",
+                self.external,
+                precomputed_path,
+            )
         self.save_path = setting(metadata, "rag_save_retrievals")
         if self.save_path:
             check_save_target(Path(self.save_path))  # a file that is not ours is refused now, not at the end
@@ -684,9 +702,10 @@ class TaskRetrieval:
         self.record = {
             "chunks_version": index.version,
             "corpus_version": self.header["knowledge"],
-            "settings": settings.record(),
+            "settings": settings.record() | ({"retriever": "external"} if self.external is not None else {}),
             "areas": areas_setting,
-            "retrievals": {k: v for k, v in self.header.items() if k != "chunks_version"},
+            "retrievals": {k: v for k, v in self.made_under.items() if k != "chunks_version"},
+            "external_retriever": self.external,  # the name an external file's header gives, else None
             "shown": {},
             "knowledge": origin,
             "files": {f.source: f.sha256 for f in files},
@@ -735,7 +754,7 @@ class TaskRetrieval:
             doc["rag_own_sources"] = sorted({AREA_FILES[a] for a in doc["category"] if a in AREA_FILES})
             doc["rag_sources"] = sorted(set(item_sources)) if filtered else []
             doc["rag_chunks_version"] = index.version
-            doc["rag_header"] = self.header  # a sample log given back as rag_retrievals is checked against it
+            doc["rag_header"] = self.made_under  # a sample log given back as rag_retrievals is checked against it
             doc["rag_prompt"] = self.style
             doc["rag_counter"] = self.counter.key  # the task's name: its counter holds the settings, not the doc
             doc["prompt_tokens"] = doc["context_limit"] = doc["fits_context"] = None  # set when scored
@@ -747,8 +766,12 @@ class TaskRetrieval:
             doc["rag_missing"] = ""
             at = positions.get(item_id) or [index.position_of[c["id"]] for c in chunks]
             stored = [index.chunks[p] for p in at]
-            doc["rag_chunks"] = [
-                {"id": c["id"], "source": c.get("source", chunk.source), "score": float(c["score"])}
+            doc["rag_chunks"] = [  # an external retriever's score is optional: None when it gave none
+                {
+                    "id": c["id"],
+                    "source": c.get("source", chunk.source),
+                    "score": None if c.get("score") is None else float(c["score"]),
+                }
                 for c, chunk in zip(chunks, stored)
             ]
             doc["rag_context"] = documents_block([{"title": c.title, "text": c.text} for c in stored], self.style)
@@ -763,6 +786,7 @@ class TaskRetrieval:
         items, none = sum(counts.values()), counts[0]
         self.record["shown"].update(
             {
+                "retriever": settings.retriever if self.external is None else f"external: {self.external}",
                 "mode": settings.mode,
                 "k": settings.k,
                 "prompt": self.style,
@@ -802,7 +826,7 @@ class TaskRetrieval:
     def finish(self) -> None:
         """Save the retrievals made so far and log how many items got no document (each once per count)."""
         if self.save_path and len(self.saved) != self._written and not self._save_failed:
-            written = save_task_retrievals(Path(self.save_path), self.header, self.saved.items())
+            written = save_task_retrievals(Path(self.save_path), self.made_under, self.saved.items())
             self._written = len(self.saved)
             log.info(
                 "medeval: wrote the retrievals of %d items of %s to %s (reuse with rag_retrievals)",
@@ -856,41 +880,155 @@ def retrieval_header(
     }
 
 
-def precomputed_retrievals(
-    path: Path, header: Mapping[str, Any], ids: Sequence[str], index: Any
-) -> dict[str, list[dict[str, Any]]]:
+def precomputed_section(path: Path, header: Mapping[str, Any], ids: Sequence[str], index: Any) -> Section:
     """The task's retrievals from a file of a previous run: its own section, else one made the same way;
-    refused with the first difference when none was (another mode, k, areas, retriever, knowledge, chunking)."""
+    refused with the first difference when none was (another mode, k, areas, retriever, knowledge, chunking).
+    An external retriever's section is taken when made on this run's knowledge base and chunking."""
     sections = read_sections(path)
     task = header["task"]
     own = [s for s in sections if s.task == task]
     candidates = own or sections
-    chosen = next((s for s in candidates if header_difference(s.header, header) is None), None)
+    chosen = next((s for s in candidates if section_difference(s.header, header) is None), None)
     if chosen is None:
         first = candidates[0]
         holds = "" if own else f" (the file holds {', '.join(sorted({str(s.task) for s in sections}))})"
+        if external_name(first.header) is not None:
+            raise MedevalDataError(
+                f"{path}: refused for {task or 'this task'}: the external retriever {external_name(first.header)!r} "
+                f"searched another knowledge base or chunking than this run's, "
+                f"{section_difference(first.header, header)}{holds}. Search this run's chunks (`python -m "
+                "medeval_metrics.emsqa.rag --name NAME --chunks chunks.jsonl` prints its header and writes them), "
+                "or give the emsqa_knowledge_path and rag_chunk_* settings the file was made with."
+            )
         raise MedevalDataError(
             f"{path}: refused for {task or 'this task'}: its retrievals were made another way, "
-            f"{header_difference(first.header, header)}{holds}. Give the file a run with these settings saved, or "
+            f"{section_difference(first.header, header)}{holds}. Give the file a run with these settings saved, or "
             "retrieve again without rag_retrievals."
         )
+    external = external_name(chosen.header) is not None
     known_ids = set(ids)
     unknown = [i for i in chosen.items if i not in known_ids]
     if unknown:
         raise MedevalDataError(
             f"{path}: item id {unknown[0]!r} is not in the evaluated set ({len(unknown)} such ids): "
-            "the file comes from another data set. Use the file of a run over the same items."
+            "the file comes from another data set. "
+            + (
+                f"Ids are the items' 'id' field, or their position from 0 when the set has none (e.g. "
+                f"{sorted(known_ids)[:3]})."
+                if external
+                else "Use the file of a run over the same items."
+            )
         )
     for item_id, chunks in chosen.items.items():
         if len(chunks) > header["k"]:
             raise MedevalDataError(
-                f"{path}: item {item_id!r} has {len(chunks)} chunks, more than k {header['k']}: the "
-                "file was changed after it was written. Save it again (rag_save_retrievals)."
+                f"{path}: item {item_id!r} has {len(chunks)} chunks, more than k {header['k']}: "
+                + (
+                    f"give at most rag_k documents per item, or set rag_k to {len(chunks)} or more."
+                    if external
+                    else "the file was changed after it was written. Save it again (rag_save_retrievals)."
+                )
             )
-        for chunk in chunks:
-            if chunk["id"] not in index.position_of:
+        for number, chunk in enumerate(chunks):
+            position = index.position_of.get(chunk["id"])
+            if position is None:
                 raise MedevalDataError(
                     f"{path}: item {item_id!r}: chunk {chunk['id']!r} is not in {_WHAT} as chunked now. "
-                    "Use the same knowledge files and rag_chunk_* settings as the run that wrote the file."
+                    + (
+                        "Give the ids of the chunks the pack cut (`python -m medeval_metrics.emsqa.rag --name NAME "
+                        "--chunks chunks.jsonl` writes them)."
+                        if external
+                        else "Use the same knowledge files and rag_chunk_* settings as the run that wrote the file."
+                    )
                 )
-    return chosen.items
+            # the text the file says it shows must be the text the prompt will show (the source from the ids'
+            # list: a saved file gives every chunk's, and reading each chunk's text costs a full run seconds)
+            source = index.chunk_sources[position]
+            wrong = "source" if chunk.get("source", source) != source else None
+            if wrong is None and ("title" in chunk or "text" in chunk):
+                stored = index.chunks[position]
+                wrong = next((n for n in ("title", "text") if n in chunk and chunk[n] != getattr(stored, n)), None)
+            if wrong is not None:
+                raise MedevalDataError(
+                    f"{path}: item {item_id!r}, chunk {number} ({chunk['id']!r}): its {wrong} is not that "
+                    f"chunk's in {_WHAT} as chunked now, so the file was made on other chunks. Give each "
+                    "chunk's id with the text the pack cut, or leave title and text out."
+                )
+    return chosen
+
+
+# --- what another retriever's file is made on: `python -m medeval_metrics.emsqa.rag --name NAME` ------------
+
+
+def external_header(metadata: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The first line of a retrievals file made by another retriever (``name``) on the knowledge base and
+    chunking these settings give: what ``rag_retrievals`` checks such a file against."""
+    settings = retrieval_settings(metadata)
+    files, _ = knowledge_files(metadata)
+    return {
+        "medeval_retrievals": FORMAT,
+        "retriever": {"external": name},
+        "knowledge": corpus_version(files),
+        "chunking": settings.chunking(),
+    }
+
+
+def write_chunks(metadata: Mapping[str, Any], path: Path) -> int:
+    """The chunks as the pack cuts them, one JSON line each (``id``, ``source``, ``title``, ``text``), for
+    another retriever to search; returns how many."""
+    from medeval_metrics.safe_files import atomic_open
+
+    settings = retrieval_settings(metadata)
+    files, _ = knowledge_files(metadata)
+    index = open_index(files, settings, check_writable_settings(metadata), _WHAT, _FIX, with_retriever=False)
+    path = Path(path).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(path) as handle:
+        for chunk in index.chunks:
+            record = {"id": chunk.id, "source": chunk.source, "title": chunk.title, "text": chunk.text}
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return len(index.chunks)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the header line of a retrievals file made by another retriever; ``--chunks`` also writes the chunks
+    it must search. Settings as a run reads them: ``--metadata`` JSON, else ``MEDEVAL_<KEY>``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(
+        prog="python -m medeval_metrics.emsqa.rag",
+        description="Print the first line of a retrievals file made by your own retriever (rag_retrievals): "
+        "its name, and the knowledge base's digest and chunking of these settings.",
+    )
+    parser.add_argument("--name", required=True, help="your retriever, as the results will name it")
+    parser.add_argument(
+        "--metadata",
+        default="{}",
+        help="the run's --metadata JSON (emsqa_knowledge_path, rag_chunk_tokens, rag_chunk_overlap, rag_retriever, "
+        "rag_cache_dir); MEDEVAL_<KEY> variables count too",
+    )
+    parser.add_argument("--chunks", help="also write the chunks (id, source, title, text) to this JSON Lines file")
+    args = parser.parse_args(argv)
+    try:
+        try:
+            metadata = json.loads(args.metadata)
+        except json.JSONDecodeError as exc:
+            raise MedevalDataError(f"--metadata is not valid JSON ({exc.msg}); e.g. '{{\"rag_chunk_tokens\": 512}}'.")
+        if not isinstance(metadata, dict):
+            raise MedevalDataError("--metadata must be a JSON object; e.g. '{\"rag_chunk_tokens\": 512}'.")
+        if not args.name.strip():
+            raise MedevalDataError("--name must name your retriever; the results show it.")
+        header = external_header(metadata, args.name.strip())
+        if args.chunks:
+            count = write_chunks(metadata, Path(args.chunks))
+            print(f"medeval: wrote the {count:,} chunks to {args.chunks}", file=sys.stderr)
+    except (MedevalDataError, OSError) as exc:
+        print(f"medeval: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(header, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

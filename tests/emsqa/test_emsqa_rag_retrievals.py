@@ -177,7 +177,8 @@ def test_a_file_with_more_chunks_than_k_is_refused(metadata, tmp_path):
     task, mode, prompt = PUBLIC_RAG[0]
     run_task(task, mode, prompt, metadata, rag_save_retrievals=str(saved))
     lines = [json.loads(line) for line in saved.read_text().splitlines()]
-    lines[1]["chunks"] = lines[1]["chunks"] * 2
+    others = {c["id"]: c for line in lines[2:] for c in line["chunks"]}  # other items' chunks: 3 more, distinct
+    lines[1]["chunks"] += [c for i, c in others.items() if i not in {x["id"] for x in lines[1]["chunks"]}][:3]
     saved.write_text("\n".join(json.dumps(line) for line in lines))
     with pytest.raises(MedevalDataError, match=r"has 6 chunks, more than k 3"):
         run_task(task, mode, prompt, metadata, rag_retrievals=str(saved))
@@ -317,7 +318,7 @@ def test_the_report_shows_the_share_of_items_without_documents():
     from medeval_metrics.report.tables import ScoreRow, results_table
 
     row = ScoreRow(
-        "emsqa_public_expertrag_ftr", "emsqa", 2, "extract_answer", "no_documents", 712 / 3721, 0.0064, 0, 3721, 3721
+        "emsqa_public_expertrag_ftr", "emsqa", 2, "flexible-extract", "no_documents", 712 / 3721, 0.0064, 0, 3721, 3721
     )
     assert "| Items shown no retrieved document (`no_documents`) | 0.1913 |" in results_table([row])
 

@@ -10,12 +10,19 @@ carries the chunks and the same header (``rag_header``).
 
 A section is used only when its header says it was made the way the task retrieves now
 (:data:`HEADER_FIELDS`); otherwise :func:`header_difference` names the first field that differs.
+
+A file made by another retriever (an *external* section) has the header ``{"medeval_retrievals": 2,
+"retriever": {"external": "<name>", ...}, "knowledge": ..., "chunking": ...}`` (:data:`EXTERNAL_FIELDS`;
+``task`` optional): its chunk ids are checked against the knowledge base and chunking it names, which must
+be the run's (:func:`section_difference`); scores are optional, and a chunk's ``title``, ``text`` and
+``source``, when given, must be the chunk's. Its documents are shown in the order given.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +35,15 @@ FORMAT = 2
 # What decides the documents a prompt shows, in the order a refusal names them.
 HEADER_FIELDS = ("mode", "k", "areas", "retriever", "knowledge", "chunking")
 _FIX = "Give the file a previous run wrote (rag_save_retrievals) or its samples_*.jsonl (run with --log_samples)."
+# An external section's header: what a user writes (tasks/emsqa/README.md, "Your own retriever").
+EXTERNAL_FIELDS = ("medeval_retrievals", "retriever", "knowledge", "chunking", "task")
+EXTERNAL_COMPARED = ("knowledge", "chunking")  # what the run must share with the file (mode, k, areas: the user's)
+_EXTERNAL_FIX = (
+    'A file of another retriever starts with {"medeval_retrievals": 2, "retriever": {"external": "<name>"}, '
+    '"knowledge": ..., "chunking": ...} (the header the pack prints; tasks/emsqa/README.md, "Your own retriever"), '
+    'then one line per item: {"id": "<item id>", "chunks": [{"id": "<chunk id>"}, ...]}.'
+)
+_CHUNK_TEXT_FIELDS = ("title", "text", "source")  # optional in a chunk entry; when given, the chunk's own
 
 
 @dataclass
@@ -76,7 +92,7 @@ def save_task_retrievals(
     with exclusive_lock(path.with_name(f".{path.name}.lock")):
         sections = check_save_target(path)
         kept = [s for s in sections if s.task is not None and s.task != task]
-        earlier = next((s for s in sections if s.task == task and header_difference(s.header, header) is None), None)
+        earlier = next((s for s in sections if s.task == task and section_difference(s.header, header) is None), None)
         merged = dict(earlier.items) if earlier is not None else {}
         merged.update({i: list(c) for i, c in items})
         _write(path, [*kept, Section(task, dict(header), merged)])
@@ -134,6 +150,74 @@ def _is_score(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def external_name(header: Mapping[str, Any] | None) -> str | None:
+    """The retriever an external section's header names (``"retriever": {"external": name}``), else None."""
+    retriever = (header or {}).get("retriever")
+    if isinstance(retriever, dict) and isinstance(retriever.get("external"), str):
+        return retriever["external"]
+    return None
+
+
+def _is_external(header: Mapping[str, Any] | None) -> bool:
+    retriever = (header or {}).get("retriever")
+    return isinstance(retriever, dict) and "external" in retriever
+
+
+def check_external_header(record: Mapping[str, Any], path: Path, line_number: int) -> None:
+    """An external section's header line as documented, else one error naming the file, the line and the fix."""
+    where = f"{path}: line {line_number} (an external retriever's header)"
+    problem = None
+    name = record["retriever"].get("external")
+    unknown = sorted(str(k) for k in record if k not in EXTERNAL_FIELDS)
+    if record.get("medeval_retrievals") != FORMAT:
+        problem = f"'medeval_retrievals' is {_shown(record.get('medeval_retrievals'))}; this version reads {FORMAT}"
+    elif unknown:
+        problem = (
+            f"it has the field(s) {', '.join(unknown)}, which an external file does not take (its fields: "
+            f"{', '.join(EXTERNAL_FIELDS[1:])}); details of your retriever go inside 'retriever'"
+        )
+    elif not isinstance(name, str) or not name.strip():
+        problem = f'\'retriever\' must name your retriever as text, {{"external": "<name>"}}, not {_shown(name)}'
+    elif not isinstance(record.get("knowledge"), str) or not re.fullmatch(r"[0-9a-f]{64}", record["knowledge"]):
+        problem = "'knowledge' must be the knowledge base's digest the pack prints (64 hex digits)"
+    elif not isinstance(record.get("chunking"), dict):
+        problem = "'chunking' must be the object the pack prints (tokens, overlap, tokenizer, text)"
+    elif "task" in record and not isinstance(record["task"], str):
+        problem = "'task', when given, must be the name of the task the section is for"
+    if problem:
+        raise MedevalDataError(f"{where}: {problem}. {_EXTERNAL_FIX}")
+
+
+def _check_chunks(chunks: list[Any], external: bool, path: Path, line_number: int, item_id: Any) -> None:
+    fix = _EXTERNAL_FIX if external else _FIX
+    seen: set[str] = set()
+    for number, chunk in enumerate(chunks):
+        where = f"{path}: line {line_number}, chunk {number}"
+        if external:  # a score is the retriever's own and optional: the documents are shown in the order given
+            if not isinstance(chunk, dict) or not _is_id(chunk.get("id")):
+                raise MedevalDataError(f"{where}: each chunk is an object with the chunk's 'id' (text). {fix}")
+            score = chunk.get("score")
+            if score is not None and not _is_score(score):
+                raise MedevalDataError(f"{where}: 'score', when given, must be a number (got {_shown(score)}). {fix}")
+            for name in _CHUNK_TEXT_FIELDS:
+                if name in chunk and not isinstance(chunk[name], str):
+                    raise MedevalDataError(f"{where}: '{name}', when given, must be text. {fix}")
+        else:
+            if not isinstance(chunk, dict) or "id" not in chunk or "score" not in chunk:
+                raise MedevalDataError(f"{path}: line {line_number}: each chunk needs 'id' and 'score'. {fix}")
+            if not _is_id(chunk["id"]) or not _is_score(chunk["score"]):
+                raise MedevalDataError(
+                    f"{where}: 'id' must be a string and 'score' a number "
+                    f"(got {type(chunk['id']).__name__} and {type(chunk['score']).__name__}). {fix}"
+                )
+        if str(chunk["id"]) in seen:  # a retriever returns a chunk once: a repeat is a merge gone wrong
+            raise MedevalDataError(
+                f"{where}: chunk {str(chunk['id'])!r} is listed twice for item {str(item_id)!r}. "
+                "List each chunk once per item."
+            )
+        seen.add(str(chunk["id"]))
+
+
 def read_sections(path: Path) -> list[Section]:
     """The sections of a retrievals file or an lm-eval sample log; errors name the file and line."""
     path = Path(path).expanduser()
@@ -141,18 +225,23 @@ def read_sections(path: Path) -> list[Section]:
         raise MedevalDataError(f"rag_retrievals points at {path}, which is not a file. {_FIX}")
     sections: dict[Any, Section] = {}
     current: Section | None = None
+    first_line: dict[tuple[int, str], int] = {}  # (section, item id) -> the line that gave it
     description = "the rag_retrievals file"
     # one line per record: every error names the line
     for line_number, line in enumerate(checked_text(path, description).splitlines(), start=1):
         if not line.strip():
             continue
+        # the layout to follow: an external retriever's when the line follows such a header
+        fix = _EXTERNAL_FIX if current is not None and _is_external(current.header) else _FIX
         try:
             record = checked_loads(line, path, description, f" (line {line_number})")
         except json.JSONDecodeError as exc:
-            raise MedevalDataError(f"{path}: line {line_number} is not valid JSON ({exc.msg}). {_FIX}") from exc
+            raise MedevalDataError(f"{path}: line {line_number} is not valid JSON ({exc.msg}). {fix}") from exc
         if not isinstance(record, dict):
-            raise MedevalDataError(f"{path}: line {line_number} is not a JSON object. {_FIX}")
+            raise MedevalDataError(f"{path}: line {line_number} is not a JSON object. {fix}")
         if "medeval_retrievals" in record:
+            if _is_external(record):
+                check_external_header(record, path, line_number)
             header = {k: v for k, v in record.items() if k != "medeval_retrievals"}
             task = header.get("task")
             current = sections.setdefault(("file", task), Section(task, header))
@@ -161,27 +250,19 @@ def read_sections(path: Path) -> list[Section]:
         entry = record.get("doc", record)
         if not isinstance(entry, dict):
             raise MedevalDataError(
-                f"{path}: line {line_number}: its 'doc' is a {type(entry).__name__}, not an object. {_FIX}"
+                f"{path}: line {line_number}: its 'doc' is a {type(entry).__name__}, not an object. {fix}"
             )
         item_id, chunks = entry.get("id"), entry.get("rag_chunks", entry.get("chunks"))
         if item_id is not None and not _is_id(item_id):
             raise MedevalDataError(
                 f"{path}: line {line_number}: the item id is a {type(item_id).__name__}; "
-                f"expected a string or a number. {_FIX}"
+                f"expected a string or a number. {fix}"
             )
         if item_id is None or not isinstance(chunks, list):
             raise MedevalDataError(
                 f"{path}: line {line_number} has no item id and chunk list (fields 'id' and 'chunks', or a "
-                f"sample's doc with 'id' and 'rag_chunks'). {_FIX}"
+                f"sample's doc with 'id' and 'rag_chunks'). {fix}"
             )
-        for number, chunk in enumerate(chunks):
-            if not isinstance(chunk, dict) or "id" not in chunk or "score" not in chunk:
-                raise MedevalDataError(f"{path}: line {line_number}: each chunk needs 'id' and 'score'. {_FIX}")
-            if not _is_id(chunk["id"]) or not _is_score(chunk["score"]):
-                raise MedevalDataError(
-                    f"{path}: line {line_number}, chunk {number}: 'id' must be a string and 'score' a number "
-                    f"(got {type(chunk['id']).__name__} and {type(chunk['score']).__name__}). {_FIX}"
-                )
         if "doc" in record:  # a sample: its doc carries the header it was retrieved under
             header = entry.get("rag_header") if isinstance(entry.get("rag_header"), dict) else None
             key = ("sample", json.dumps(header, sort_keys=True))
@@ -190,10 +271,21 @@ def read_sections(path: Path) -> list[Section]:
             section = sections.setdefault(("file", record["task"]), Section(record["task"], None))
         else:
             section = current if current is not None else sections.setdefault(("file", None), Section(None, None))
+        _check_chunks(chunks, _is_external(section.header), path, line_number, item_id)
+        # a sample log holds an item once per filter; a file written for the pack, once
+        if "doc" not in record:
+            earlier = first_line.setdefault((id(section), str(item_id)), line_number)
+            if earlier != line_number:
+                raise MedevalDataError(
+                    f"{path}: line {line_number}: item {str(item_id)!r} was given already (line {earlier}). "
+                    "Give each item's documents on one line."
+                )
         section.items[str(item_id)] = chunks
     found = [s for s in sections.values() if s.items or s.header]
     if not any(s.items for s in found):
-        raise MedevalDataError(f"{path}: no retrievals in this file. {_FIX}")
+        raise MedevalDataError(
+            f"{path}: no retrievals in this file. {_EXTERNAL_FIX if any(_is_external(s.header) for s in found) else _FIX}"
+        )
     return found
 
 
@@ -203,21 +295,45 @@ def _shown(value: Any) -> str:
     return json.dumps(value) if isinstance(value, str) else str(value)
 
 
+def _field_difference(name: str, theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str | None:
+    if theirs[name] == ours[name]:
+        return None
+    if isinstance(theirs[name], dict) and isinstance(ours[name], dict):
+        keys = sorted(k for k in {*theirs[name], *ours[name]} if theirs[name].get(k) != ours[name].get(k))
+        theirs_shown = _shown({k: theirs[name].get(k) for k in keys})
+        ours_shown = _shown({k: ours[name].get(k) for k in keys})
+    else:
+        theirs_shown, ours_shown = _shown(theirs[name]), _shown(ours[name])
+    return f"{name}: the file's is {theirs_shown}, this run's is {ours_shown}"
+
+
 def header_difference(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any]) -> str | None:
     """The first field of :data:`HEADER_FIELDS` that differs, as "<field>: the file's ..., this run's ...";
     None when the section was made the way the task retrieves now."""
     if not theirs or any(name not in theirs for name in HEADER_FIELDS):
         return "the file does not record how its retrievals were made (written by an older version)"
     for name in HEADER_FIELDS:
-        if theirs[name] == ours[name]:
-            continue
-        if isinstance(theirs[name], dict) and isinstance(ours[name], dict):
-            keys = sorted(k for k in {*theirs[name], *ours[name]} if theirs[name].get(k) != ours[name].get(k))
-            theirs_shown = _shown({k: theirs[name].get(k) for k in keys})
-            ours_shown = _shown({k: ours[name].get(k) for k in keys})
-        else:
-            theirs_shown, ours_shown = _shown(theirs[name]), _shown(ours[name])
-        return f"{name}: the file's is {theirs_shown}, this run's is {ours_shown}"
+        difference = _field_difference(name, theirs, ours)
+        if difference:
+            return difference
+    return None
+
+
+def section_difference(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any]) -> str | None:
+    """:func:`header_difference`, except for an external section: only its knowledge base and chunking
+    (:data:`EXTERNAL_COMPARED`) must be this run's, since its ids name the chunks of both; when ``ours`` is
+    external too, the retriever as well."""
+    if not _is_external(theirs):
+        if _is_external(ours):  # saving an external run's retrievals where the pack's own were
+            return f"retriever: the file's is {_shown((theirs or {}).get('retriever'))}, this run's is {_shown(ours['retriever'])}"
+        return header_difference(theirs, ours)
+    assert theirs is not None
+    if _is_external(ours) and theirs["retriever"] != ours["retriever"]:
+        return _field_difference("retriever", theirs, ours)
+    for name in EXTERNAL_COMPARED:
+        difference = _field_difference(name, theirs, ours)
+        if difference:
+            return difference
     return None
 
 
