@@ -133,11 +133,28 @@ class MetricInfo:
     proportion: bool = False
     # A judge panel's number: labelled "scripted" where the run's judges were scripted (the demo's)
     from_judges: bool = False
+    # The same value under every reading of a task (``Reading``; e.g. the share of outputs in the requested format):
+    # shown once, beside the readings, and published once (under the headline reading)
+    across_readings: bool = False
 
     @property
     def checked_range(self) -> tuple[float, float]:
         """The range a published value must lie in: ``bounds``, else ``scale``."""
         return self.bounds if self.bounds is not None else self.scale
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of a task's outputs: one lm-eval filter of its YAML's ``filter_list`` (lm-eval's convention for
+    generative tasks, e.g. gsm8k's ``strict-match`` and ``flexible-extract``). A run holding several readings of a
+    task is reported with them side by side, the ``headline`` one first."""
+
+    filter: str  # the filter's name in the task YAML
+    label: str  # a few words naming it for a reader, e.g. "the pack's reader"
+    about: str  # one sentence: what it reads as an answer (the report's note under the readings)
+    headline: bool = False  # the reading the task's headline numbers are
+    # the filter's names in earlier task versions: a run written by one still reports, named as it was
+    former_filters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,6 +171,18 @@ class Reporting:
     task_type: str  # model-index task type (a Hub task id)
     primary_metric: str  # plotted per category and compared across runs; a task without it uses its first metric
     metrics: dict[str, MetricInfo] = field(default_factory=dict)
+    # the readings of the benchmark's tasks, in the order the report shows them (``Reading``); () where each task
+    # has one filter
+    readings: tuple[Reading, ...] = ()
+    # the metrics the readings table shows under each reading, side by side; (): the primary metric alone
+    reading_metrics: tuple[str, ...] = ()
+
+    def reading(self, filter_name: str) -> Reading | None:
+        """The ``Reading`` a filter is (by its name, or a name earlier task versions gave it); None if unlisted."""
+        for reading in self.readings:
+            if filter_name == reading.filter or filter_name in reading.former_filters:
+                return reading
+        return None
 
     def info(self, metric: str) -> MetricInfo | None:
         """The listed ``MetricInfo`` of ``metric`` (an exact key, else the longest ``prefix*`` key it matches, its

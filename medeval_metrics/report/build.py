@@ -357,13 +357,28 @@ def run_breakdowns(run) -> dict[str, Any]:
     return out
 
 
+def headline_samples(run, task: str) -> list[dict[str, Any]]:
+    """The task's logged samples under its headline reading: lm-eval logs each doc once per filter, and a doc's
+    judges, read once per filter, would count once per filter."""
+    from medeval_metrics import registry
+    from medeval_metrics.report.metric_info import headline_filter
+
+    samples = run.samples(task)
+    filters = {str(s.get("filter") or "none") for s in samples}
+    if len(filters) < 2:
+        return samples
+    spec = registry.benchmark_of(task)
+    headline = headline_filter(spec.name if spec else "", filters)
+    return [s for s in samples if str(s.get("filter") or "none") == headline]
+
+
 def _judge_scores(run) -> dict[str, Any]:
     """``{task: {judge: {dimension: [scores]}}}`` from the run's samples or ``medeval judge``'s records."""
     from medeval_metrics.report import judges
 
     out = {}
     for task in sorted(set(run.sample_paths) | set(run.results.get("medeval_judge", {}))):
-        collected = judges.collect_judge_scores(run.judge_records(task) or run.samples(task))
+        collected = judges.collect_judge_scores(run.judge_records(task) or headline_samples(run, task))
         if collected:
             out[task] = collected
     return out
@@ -414,8 +429,12 @@ def _figure_dimensions(breakdown: dict[str, Any]) -> list[tuple[str, str, dict[s
     return [(f, d, cats) for f, dims in breakdown.items() for d, cats in dims.items() if cats]
 
 
-def _only_filter(breakdown: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(breakdown) if len(breakdown) == 1 else ()
+def _unsuffixed_filter(benchmark: str, breakdown: dict[str, Any]) -> str:
+    """The filter whose figures keep the plain name: the task's only or headline one (a figure's name then stays
+    the same from a task version with one reading to one with several)."""
+    from medeval_metrics.report.metric_info import headline_filter
+
+    return headline_filter(benchmark, list(breakdown))
 
 
 def _write_figures(
@@ -438,13 +457,18 @@ def _write_figures(
                 benchmark, primary, [s[primary] for s in scored_samples(run, task) if primary in s]
             )
             label = f"{info.label} (scripted)" if info.from_judges and run.judges_scripted() else info.label
+            plain = _unsuffixed_filter(benchmark, breakdown)
             for filter_name, dimension, cats in _figure_dimensions(breakdown):
                 values, note = _figure_categories({c: m[primary] for c, m in cats.items() if primary in m})
                 if not values:
                     continue
-                suffix = "" if filter_name in ("none", *_only_filter(breakdown)) else f"__{_slug(filter_name)}"
+                suffix = "" if filter_name in ("none", plain) else f"__{_slug(filter_name)}"
                 name = folder / f"{task}__{_slug(dimension)}{suffix}.png"
-                title = f"{label} by {fig.human(dimension)}{note}: {task}, {run.label}"
+                # a task read several ways: the title names the reading (the headline one says so)
+                reading = (
+                    "" if len(breakdown) < 2 else f" ({filter_name}{', headline' if filter_name == plain else ''})"
+                )
+                title = f"{label}{reading} by {fig.human(dimension)}{note}: {task}, {run.label}"
                 fig.category_scores_figure(
                     out.folder / name, title, label, values, info.scale, dimension=dimension, proportion=proportion
                 )
@@ -470,8 +494,12 @@ def _comparison_figures(runs, output: Path, fig) -> list[str]:
     proportions: dict[tuple[str, str], bool] = {}
     scripted: dict[tuple[str, str], bool] = {}
     for run in runs:
-        for row in tables.score_rows(run):
+        rows = tables.score_rows(run)
+        filters = tables.task_filters(rows)
+        for row in rows:
             if not row.in_pack or row.metric != tables.task_primary_metric(row.task)[1]:
+                continue
+            if row.filter != tables._headline_filter(row, filters):  # a task read several ways: its headline
                 continue
             key = (row.benchmark, row.metric)
             per_figure.setdefault(key, {}).setdefault(row.task, {})[run.label] = {

@@ -57,6 +57,7 @@ _SCRIPT = """
     document.querySelectorAll('.item').forEach(function(item){
       var ok = (!want.task || item.dataset.task === want.task)
         && (!want.status || item.dataset.status === want.status)
+        && (!want.readings || item.dataset.readings === want.readings)
         && (!want.category || item.dataset.categories.split('\\u001f').indexOf(want.category) >= 0);
       item.style.display = ok ? '' : 'none';
       if (ok) { shown++; }
@@ -196,10 +197,25 @@ def _categories(task: str, doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _doc_groups(samples: list[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
+    """The samples of one task as items: lm-eval logs each doc once per filter, so the samples of one doc (its
+    n-th record under each filter) are one item, {filter: sample}, in the order the docs first appear."""
+    groups: dict[tuple, dict[str, dict[str, Any]]] = {}
+    seen: dict[tuple, int] = {}
+    for index, sample in enumerate(samples):
+        filter_name = str(sample.get("filter") or "none")
+        doc_id = sample.get("doc_id")
+        doc = ("doc", doc_id) if isinstance(doc_id, int) else ("record", index)
+        nth = seen[(doc, filter_name)] = seen.get((doc, filter_name), -1) + 1
+        groups.setdefault((doc, nth), {})[filter_name] = sample
+    return list(groups.values())
+
+
 def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """One record per logged item of ``task`` in ``run``, with its text hidden for private data."""
+    """One record per logged item of ``task`` in ``run``, with its text hidden for private data. A task read several
+    ways (lm-eval filters) has one record per doc, scored by its headline reading, with what each reading read."""
     from medeval_metrics.redact import redact_text
-    from medeval_metrics.report.metric_info import metric_info
+    from medeval_metrics.report.metric_info import headline_filter, metric_info, ordered_filters
     from medeval_metrics.report.tables import task_primary_metric
 
     # a task outside the pack: its first metric in the results stands for its headline
@@ -209,8 +225,13 @@ def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str]
     # a task the demo marked synthetic (``Run.synthetic``): nothing of it is private
     hide = not show_private and not run.synthetic(task) and task in private_tasks([task], public_tasks)
     scripted = info.from_judges and run.judges_scripted()  # the item's score is a scripted panel's
+    samples = run.samples(task)
+    order = ordered_filters(benchmark, [str(s.get("filter") or "none") for s in samples])
+    headline = headline_filter(benchmark, order)
     records = []
-    for sample in run.samples(task):
+    for group in _doc_groups(samples):
+        filters = [f for f in order if f in group]
+        sample = group.get(headline) or group[filters[0]]
         doc = _parse(sample.get("doc"))
         extracted, verdicts = _extracted(sample)
         judges = []
@@ -231,6 +252,17 @@ def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str]
             "extracted": extracted,
             "gold": _text(sample.get("target")),
         }
+        readings = [
+            {
+                "filter": name,
+                "headline": name == headline,
+                "extracted": HIDDEN if hide else redact_text(_extracted(group[name])[0]),
+                "score": _number(group[name].get(metric)),
+                "status": _status(group[name], metric, info.scale),
+            }
+            for name in filters
+        ]
+        differ = len({(r["extracted"], r["status"]) for r in readings}) > 1
         records.append(
             {
                 "task": task,
@@ -244,6 +276,8 @@ def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str]
                 "hidden": hide,
                 **{k: (HIDDEN if hide else redact_text(v)) for k, v in texts.items()},
                 "judges": judges,
+                "readings": readings,
+                "agreement": "one reading" if len(readings) < 2 else ("differ" if differ else "agree"),
             }
         )
     return records
@@ -261,12 +295,31 @@ def _figure_tag(folder: Path, name: str) -> str:
     )
 
 
-def _scores_rows_html(rows) -> str:
-    from medeval_metrics.report.tables import interval_text, metric_label, samples_text
+def _readings_html(rows) -> str:
+    """The readings side by side (``tables.readings_tables``), "" where no task is read several ways."""
+    from medeval_metrics.report.tables import _cell, readings_about, readings_tables, samples_text
 
+    parts = []
+    for table in readings_tables(rows):
+        head = "".join(f"<th>{_e(c)}</th>" for c in ["Task", "n-shot", *table.columns, "Items"])
+        body = "".join(
+            f"<tr><td><code>{_e(first.task)}</code></td><td class=num>{_e(first.n_shot)}</td>"
+            + "".join(f"<td class=num>{_e(_cell(r))}</td>" for r in found)
+            + f"<td class=num>{_e(samples_text(first))}</td></tr>"
+            for first, found in table.rows
+        )
+        parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    about = "".join(f'<p class="note">{_e(line)}</p>' for line in readings_about(rows))
+    return "<h3>Readings side by side</h3>" + "".join(parts) + about if parts else ""
+
+
+def _scores_rows_html(rows) -> str:
+    from medeval_metrics.report.tables import filter_text, interval_text, metric_label, samples_text, task_filters
+
+    filters = task_filters(rows)
     body = "".join(
         f"<tr><td><code>{_e(r.task)}</code></td><td>{_e(metric_label(r))} "
-        f"(<code>{_e(r.metric)}</code>)</td><td>{_e(r.filter)}</td><td class=num>{r.value:.4f}</td>"
+        f"(<code>{_e(r.metric)}</code>)</td><td>{_e(filter_text(r, filters))}</td><td class=num>{r.value:.4f}</td>"
         f"<td class=num>{'N/A' if r.stderr is None else f'{r.stderr:.4f}'}</td>"
         f"<td class=num>{_e(interval_text(r))}</td><td class=num>{_e(samples_text(r))}</td></tr>"
         for r in rows
@@ -285,7 +338,8 @@ def _scores_table(run) -> str:
     headline, diagnostics = tables.headline_rows(rows), tables.diagnostic_rows(rows)
     if not headline and not diagnostics:
         return '<p class="note">No medeval task in this run.</p>'
-    parts = [_scores_rows_html(headline)] if headline else []
+    parts = [_readings_html(rows)]
+    parts += [_scores_rows_html(headline)] if headline else []
     if diagnostics:
         parts += ["<h3>Diagnostics</h3>", _scores_rows_html(diagnostics)]
     notes = tables.run_notes(run, rows)
@@ -327,6 +381,15 @@ def _run_time_table(run) -> str:
     )
 
 
+def _answer_text(reading: dict[str, Any]) -> str:
+    return reading["extracted"] or ("no answer" if reading["status"] == "unparseable" else "(empty)")
+
+
+def _reading_result(reading: dict[str, Any], record: dict[str, Any]) -> str:
+    score = reading["score"]
+    return reading["status"] + ("" if score is None else f" ({record['metric_label']} {score:.3g})")
+
+
 def _item_html(record: dict[str, Any], index: int) -> str:
     status, score = record["status"], record["score"]
     scripted = record.get("scripted", False)
@@ -342,6 +405,9 @@ def _item_html(record: dict[str, Any], index: int) -> str:
     head = (
         f"<summary>{badge}<code>{_e(record['task'])}</code> "
         f"item {_e(record['doc_id'])} · {_e(score_text)}"
+        + "".join(  # the other readings' results beside the headline one's
+            f" · {_e(r['filter'])}: {_e(r['status'])}" for r in record.get("readings") or [] if not r["headline"]
+        )
         + (f" · {_e('; '.join(record['categories']))}" if record["categories"] else "")
         + "</summary>"
     )
@@ -351,12 +417,22 @@ def _item_html(record: dict[str, Any], index: int) -> str:
         cls = ' class="hidden-text"' if record["hidden"] else ""
         return f'<div class="field">{label}</div><pre{cls}>{_e(value)}</pre>'
 
-    parts = [
-        field("Prompt", "prompt"),
-        field("Output", "output"),
-        field("Extracted answer", "extracted"),
-        field("Gold", "gold"),
-    ]
+    parts = [field("Prompt", "prompt"), field("Output", "output")]
+    readings = record.get("readings") or []
+    if len(readings) > 1:  # what each reading (lm-eval filter) read from the output, the headline one first
+        rows = "".join(
+            f"<tr><td>{_e(r['filter'])}{' (headline)' if r['headline'] else ''}</td>"
+            f"<td><code{' class=hidden-text' if record['hidden'] else ''}>{_e(_answer_text(r))}</code></td>"
+            f"<td>{_e(_reading_result(r, record))}</td></tr>"
+            for r in readings
+        )
+        parts.append(
+            '<div class="field">Answer read by each reading</div><table><thead><tr><th>Reading (filter)</th>'
+            f"<th>Answer read</th><th>Result</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    else:
+        parts.append(field("Extracted answer", "extracted"))
+    parts.append(field("Gold", "gold"))
     if record["judges"]:
         rows = ""
         for judge in record["judges"]:
@@ -375,7 +451,8 @@ def _item_html(record: dict[str, Any], index: int) -> str:
     kind = "scripted" if scripted else status
     return (
         f'<details class="item {kind}" id="item-{index}" data-task="{_e(record["task"])}" '
-        f'data-status="{status}" data-scripted="{str(scripted).lower()}" data-categories="{_e(categories)}">'
+        f'data-status="{status}" data-scripted="{str(scripted).lower()}" data-categories="{_e(categories)}" '
+        f'data-readings="{_e(record.get("agreement", "one reading"))}">'
         f"{head}{''.join(parts)}</details>"
     )
 
@@ -425,6 +502,11 @@ def render(
         + _select("task", "Task", sorted({r["task"] for r in records}))
         + _select("category", "Category", sorted({c for r in records for c in r["categories"]}))
         + _select("status", "Result", STATUSES)
+        + (
+            _select("readings", "Readings", ("agree", "differ"))
+            if any(len(r.get("readings") or []) > 1 for r in records)
+            else ""
+        )
         + f' <span class="note"><span id="shown">{len(records)}</span> of {len(records)} items shown</span></div>'
     )
     items = "".join(_item_html(r, i) for i, r in enumerate(records))
@@ -432,6 +514,12 @@ def render(
         '<p class="note">Correct: the headline metric at its best for a 0/1 metric, at least the middle of its '
         "scale for a graded one; unparseable: no answer could be read from the output.</p>"
     )
+    if any(len(r.get("readings") or []) > 1 for r in records):
+        legend += (
+            '<p class="note">A task read several ways (lm-eval filters) shows each item once, with its headline '
+            "reading's result; the answer each reading read is inside the item, and the Readings filter picks the "
+            "items whose readings agree or differ.</p>"
+        )
     if any(r.get("scripted") for r in records):
         legend += (
             "<p class=\"note\">Scripted (grey): the item's score comes from scripted judges (the demo's fake judge "

@@ -33,10 +33,13 @@ __all__ = [
     "BadNumber",
     "BenchmarkReporting",
     "MetricInfo",
+    "headline_filter",
     "is_proportion",
     "metric_info",
     "metric_range",
+    "ordered_filters",
     "primary_metric",
+    "reading_of",
     "reporting_for",
     "stderr_problem",
     "task_primary_metric",
@@ -92,6 +95,39 @@ def task_primary_metric(task: str, metrics: Sequence[str] = ()) -> tuple[str, st
     if benchmark is None:
         return "", (metrics[0] if metrics else "")
     return benchmark.name, primary_metric(benchmark.name, registry.task(task).metrics)
+
+
+# --------------------------------------------------------------------------- readings: a task's filters
+
+
+def reading_of(benchmark: str, filter_name: str):
+    """The spec's ``Reading`` a filter of the benchmark's tasks is (by name or former name); None if unlisted."""
+    listed = _listed(benchmark) if benchmark else None
+    return listed.reading(filter_name) if listed else None
+
+
+def ordered_filters(benchmark: str, filters) -> list[str]:
+    """One task's filters in the order the report shows them: its spec's readings first, in the spec's order (the
+    headline reading first), then any other filter by name."""
+    listed = _listed(benchmark) if benchmark else None
+    readings = [r.filter for r in listed.readings] if listed else []
+
+    def position(filter_name: str) -> tuple[int, str]:
+        reading = listed.reading(filter_name) if listed else None
+        return (readings.index(reading.filter) if reading else len(readings), filter_name)
+
+    return sorted(dict.fromkeys(filters), key=position)
+
+
+def headline_filter(benchmark: str, filters) -> str:
+    """The filter a task's headline numbers come from: its spec's headline reading where the task has it, else the
+    first of ``ordered_filters``; "" without filters."""
+    ordered = ordered_filters(benchmark, filters)
+    for filter_name in ordered:
+        reading = reading_of(benchmark, filter_name)
+        if reading is not None and reading.headline:
+            return filter_name
+    return ordered[0] if ordered else ""
 
 
 # --------------------------------------------------------------------------- the numbers a report publishes

@@ -18,7 +18,14 @@ from typing import Any
 
 from medeval_metrics.report.metric_info import metric_info, reporting_for
 from medeval_metrics.report.runs import Run
-from medeval_metrics.report.tables import ScoreRow, metric_label, samples_text, score_rows
+from medeval_metrics.report.tables import (
+    ScoreRow,
+    metric_label,
+    once_across_readings,
+    samples_text,
+    score_rows,
+    task_filters,
+)
 
 DEFAULT_SOURCE_NAME = "lm-evaluation-harness with medeval-metrics"
 DEFAULT_SOURCE_URL = "https://github.com/EleutherAI/lm-evaluation-harness"
@@ -43,10 +50,14 @@ def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, s
     from huggingface_hub import EvalResult
 
     out = []
-    for row in rows:
+    filters = task_filters(rows)
+    for row in once_across_readings(rows):  # a metric the same under every reading: once, under the headline one
         info = metric_info(row.benchmark, row.metric)
         if not row.in_pack or not info.in_model_index:  # a user's own task: no dataset id or range the pack knows
             continue
+        name = metric_label(row)  # "(scripted)" after a scripted judge's number
+        if len(filters[row.task]) > 1 and not info.across_readings:  # the Hub shows names: the reading in it
+            name = f"{name} ({row.filter})"
         dataset_type, dataset_name, split = _dataset_of(row.task)
         if row.partial:  # a --limit run: said in the name the Hub shows (free text in its schema; not in the key)
             dataset_name = f"{dataset_name} ({samples_text(row)})"
@@ -60,7 +71,7 @@ def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, s
                 # the Hub's convention for few-shot counts (as on the Open LLM Leaderboard cards)
                 dataset_args={"num_few_shot": row.n_shot} if isinstance(row.n_shot, int) else None,
                 metric_type=info.hub_type,
-                metric_name=metric_label(row),  # "(scripted)" after a scripted judge's number
+                metric_name=name,
                 metric_config=None if row.filter == "none" else row.filter,
                 metric_value=round(row.value, 6),
                 source_name=source_name,
@@ -82,10 +93,31 @@ def _eval_result_key(result) -> tuple:
     )
 
 
+def former_configs(task: Any, metric_config: Any) -> tuple[str, ...]:
+    """The filter names an earlier version of the pack's ``task`` gave the reading ``metric_config`` (its spec's
+    ``Reading.former_filters``): an entry of the task under one of them is the same reading of an older run, and a
+    newer entry under the reading's name replaces it."""
+    from medeval_metrics import registry
+    from medeval_metrics.report.metric_info import reading_of
+
+    spec = registry.benchmark_of(task) if isinstance(task, str) else None
+    reading = reading_of(spec.name, metric_config) if spec and isinstance(metric_config, str) else None
+    return reading.former_filters if reading is not None and reading.filter == metric_config else ()
+
+
+def _superseded(existing: list, new: list, task_of, type_of, config_of) -> set[int]:
+    """Positions in ``existing`` of entries that an entry of ``new`` supersedes under a former filter name: same
+    task and metric type, config a former name of the new entry's reading."""
+    renamed = {(task_of(r), type_of(r), old) for r in new for old in former_configs(task_of(r), config_of(r))}
+    return {i for i, r in enumerate(existing) if (task_of(r), type_of(r), config_of(r)) in renamed}
+
+
 def merge_eval_results(existing: list, new: list) -> list:
     """``existing`` with every entry that ``new`` restates (same task, dataset, split, metric) replaced in place,
-    then the rest of ``new``."""
-    merged = list(existing)
+    then the rest of ``new``; an entry under a filter's former name (``former_configs``) goes where ``new`` has the
+    task's metric under the reading's name."""
+    gone = _superseded(existing, new, lambda r: r.task_name, lambda r: r.metric_type, lambda r: r.metric_config)
+    merged = [r for i, r in enumerate(existing) if i not in gone]
     positions = {_eval_result_key(r): i for i, r in enumerate(merged)}
     for result in new:
         key = _eval_result_key(result)
@@ -170,10 +202,14 @@ def _merge_metrics(existing: list[dict[str, Any]], new: list[dict[str, Any]]) ->
 
 
 def _merge_result(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """The pack's new result over its earlier one: new metrics replace theirs, earlier-only metrics stay once."""
+    """The pack's new result over its earlier one: new metrics replace theirs, earlier-only metrics stay once (but
+    for those under a filter's former name where the new result has the reading: ``former_configs``)."""
     metrics: list[dict[str, Any]] = []
     seen = set()
-    for metric in old.get("metrics") or []:
+    task = (new.get("task") or {}).get("name")
+    olds = [m for m in old.get("metrics") or [] if isinstance(m, dict)]
+    gone = _superseded(olds, new["metrics"], lambda _: task, lambda m: m.get("type"), lambda m: m.get("config"))
+    for metric in [m for i, m in enumerate(olds) if i not in gone]:
         if isinstance(metric, dict) and metric_key(metric) not in seen:  # copies left by older pack versions go
             seen.add(metric_key(metric))
             metrics.append(metric)

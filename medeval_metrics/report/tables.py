@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 # primary_metric, task_primary_metric: in metric_info (its number checks read them), still named here
@@ -159,8 +159,65 @@ def _scored(run: Run) -> tuple[list[ScoreRow], list]:
                 )
             )
     order = {task: registry.task(task).metrics for task in {r.task for r in rows if r.in_pack}}
-    rows.sort(key=lambda r: (not r.in_pack, r.task, _metric_position(order.get(r.task, ()), r.metric), r.filter))
+    filters = task_filters(rows)  # a task's readings: the headline one first
+    rows.sort(
+        key=lambda r: (
+            not r.in_pack,
+            r.task,
+            _metric_position(order.get(r.task, ()), r.metric),
+            filters[r.task].index(r.filter),
+        )
+    )
     return rows, bad
+
+
+def task_filters(rows: list[ScoreRow]) -> dict[str, list[str]]:
+    """Each task's filters among ``rows``, in the order the report shows its readings (``ordered_filters``: the
+    spec's headline reading first)."""
+    from medeval_metrics.report.metric_info import ordered_filters
+
+    found: dict[str, tuple[str, list[str]]] = {}
+    for row in rows:
+        found.setdefault(row.task, (row.benchmark, []))[1].append(row.filter)
+    return {task: ordered_filters(benchmark, names) for task, (benchmark, names) in found.items()}
+
+
+def _headline_filter(row: ScoreRow, filters: dict[str, list[str]]) -> str:
+    from medeval_metrics.report.metric_info import headline_filter
+
+    return headline_filter(row.benchmark, filters.get(row.task, [row.filter]))
+
+
+def once_across_readings(rows: list[ScoreRow]) -> list[ScoreRow]:
+    """``rows`` with a metric that is the same under every reading (``MetricInfo.across_readings``) kept once, under
+    the task's headline reading; where its values differ between readings (they should not), every row stays."""
+    filters = task_filters(rows)
+    values: dict[tuple[str, str], set[float]] = {}
+    for row in rows:
+        values.setdefault((row.task, row.metric), set()).add(round(row.value, 12))
+    return [
+        row
+        for row in rows
+        if not (
+            len(filters[row.task]) > 1
+            and metric_info(row.benchmark, row.metric).across_readings
+            and len(values[(row.task, row.metric)]) == 1
+            and row.filter != _headline_filter(row, filters)
+        )
+    ]
+
+
+EACH_READING = "each reading"  # the filter cell of a metric shown once for every reading
+
+
+def filter_text(row: ScoreRow, filters: dict[str, list[str]]) -> str:
+    """The row's filter as a table shows it: for a task read several ways, the headline reading marked, and a metric
+    the same under every reading (``once_across_readings``) as "each reading"; else the filter's name alone."""
+    if len(filters.get(row.task, ())) < 2:
+        return row.filter
+    if metric_info(row.benchmark, row.metric).across_readings:
+        return EACH_READING
+    return f"{row.filter} (headline)" if row.filter == _headline_filter(row, filters) else row.filter
 
 
 def _from_samples(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -304,24 +361,147 @@ def interval_text(row: ScoreRow) -> str:
 def results_table(rows: list[ScoreRow]) -> str:
     header = "| Task | Version | Filter | n-shot | Metric | Value | ± Stderr | 95% CI | Samples |"
     lines = [header, "|---|---|---|---|---|---:|---:|---:|---:|"]
+    filters = task_filters(rows)
     for row in rows:
         if row.metric in HELPER_METRICS:
             continue
         lines.append(
-            f"| `{row.task}` | {row.version} | {row.filter} | {row.n_shot} | {metric_label(row)} (`{row.metric}`) "
-            f"| {_fmt(row.value)} | {_fmt(row.stderr)} | {interval_text(row)} | {samples_text(row)} |"
+            f"| `{row.task}` | {row.version} | {filter_text(row, filters)} | {row.n_shot} | {metric_label(row)} "
+            f"(`{row.metric}`) | {_fmt(row.value)} | {_fmt(row.stderr)} | {interval_text(row)} | {samples_text(row)} |"
         )
     return "\n".join(lines)
 
 
 def headline_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
-    """The rows of the report's first table and the card (the spec's ``MetricInfo.headline``); bookkeeping out."""
-    return [r for r in rows if r.metric not in HELPER_METRICS and metric_info(r.benchmark, r.metric).headline]
+    """The rows of the report's first table and the card (the spec's ``MetricInfo.headline``); bookkeeping out, a
+    metric the same under every reading once."""
+    return [
+        r
+        for r in once_across_readings(rows)
+        if r.metric not in HELPER_METRICS and metric_info(r.benchmark, r.metric).headline
+    ]
 
 
 def diagnostic_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
     """The rows of the report's "Diagnostics" table: every other metric but the bookkeeping (a note)."""
-    return [r for r in rows if r.metric not in HELPER_METRICS and not metric_info(r.benchmark, r.metric).headline]
+    return [
+        r
+        for r in once_across_readings(rows)
+        if r.metric not in HELPER_METRICS and not metric_info(r.benchmark, r.metric).headline
+    ]
+
+
+# --------------------------------------------------------------------------- readings side by side
+
+
+@dataclass(frozen=True)
+class ReadingsTable:
+    """Tasks read several ways (lm-eval filters, the spec's ``Reading``s), one row each: the spec's reading metrics
+    under each reading side by side (the headline reading first), then the metrics the same under every reading."""
+
+    columns: list[str]  # after Task, Version, n-shot; before Samples
+    rows: list[tuple[ScoreRow, list[ScoreRow | None]]]  # (the task's headline row, a row or None per column)
+
+
+def readings_tables(rows: list[ScoreRow]) -> list[ReadingsTable]:
+    """One table per layout of columns (tasks with the same readings and metrics share one); [] where no task of
+    ``rows`` has several filters."""
+    from medeval_metrics.report.metric_info import reporting_for
+
+    filters = task_filters(rows)
+    by_key = {row.key: row for row in rows}
+    tables: dict[tuple, ReadingsTable] = {}
+    for task, names in filters.items():
+        if len(names) < 2:
+            continue
+        task_rows = [r for r in rows if r.task == task]
+        benchmark = task_rows[0].benchmark
+        primary = primary_metric(benchmark, [r.metric for r in task_rows]) if benchmark else task_rows[0].metric
+        listed = [m for m in reporting_for(benchmark).reading_metrics if any(r.metric == m for r in task_rows)]
+        per_reading = [
+            m
+            for m in (listed or [primary])
+            if not metric_info(benchmark, m).across_readings and any(r.metric == m for r in task_rows)
+        ]
+        across = [
+            r.metric
+            for r in once_across_readings(task_rows)
+            if metric_info(benchmark, r.metric).across_readings and r.metric not in HELPER_METRICS
+        ]
+        headline = _headline_filter(task_rows[0], filters)
+        cells = [(m, f) for m in per_reading for f in names] + [(m, headline) for m in dict.fromkeys(across)]
+        columns = [
+            f"{metric_info(benchmark, m).label}, {f}{' (headline)' if f == headline else ''}"
+            for m, f in cells[: len(per_reading) * len(names)]
+        ] + [f"{metric_info(benchmark, m).label}, {EACH_READING}" for m in dict.fromkeys(across)]
+        found = [by_key.get((task, m, f)) for m, f in cells]
+        first = next((r for r in found if r is not None), task_rows[0])
+        table = tables.setdefault(tuple(columns), ReadingsTable(columns, []))
+        table.rows.append((first, found))
+    return list(tables.values())
+
+
+def _cell(row: ScoreRow | None) -> str:
+    if row is None:
+        return "–"
+    stderr = "" if row.stderr is None else f" ± {row.stderr:.4f}"
+    return f"{row.value:.4f}{stderr}"
+
+
+def readings_markdown(rows: list[ScoreRow]) -> str:
+    """The readings tables (``readings_tables``) in Markdown; "" where no task is read several ways."""
+    parts = []
+    for table in readings_tables(rows):
+        lines = [
+            "| Task | Version | n-shot | " + " | ".join(table.columns) + " | Samples |",
+            "|---|---|---|" + "---:|" * (len(table.columns) + 1),
+        ]
+        for first, found in table.rows:
+            cells = " | ".join(_cell(r) for r in found)
+            lines.append(f"| `{first.task}` | {first.version} | {first.n_shot} | {cells} | {samples_text(first)} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def readings_about(rows: list[ScoreRow]) -> list[str]:
+    """One line per set of tasks read the same several ways: what each reading reads (the spec's words), the
+    headline one named; said under the readings table."""
+    from medeval_metrics.report.metric_info import reading_of
+
+    filters = task_filters(rows)
+    several: dict[tuple[str, ...], list[str]] = {}
+    for task, names in filters.items():
+        if len(names) > 1:
+            several.setdefault(tuple(names), []).append(task)
+    lines = []
+    for names, tasks in several.items():
+        first = next(r for r in rows if r.task == tasks[0])
+        headline = _headline_filter(first, filters)
+        described = []
+        for name in names:
+            reading = reading_of(first.benchmark, name)
+            what = f", {reading.label}: {reading.about.rstrip('.')}" if reading else ""
+            described.append(f"`{name}`{' (headline)' if name == headline else ''}{what}.")
+        lines.append(f"{', '.join(f'`{t}`' for t in tasks)}: " + " ".join(described))
+    return lines
+
+
+def readings_notes(rows: list[ScoreRow]) -> list[str]:
+    """For a task read one way under a filter's former name (a run of an earlier task version): which reading that
+    was."""
+    from medeval_metrics.report.metric_info import reading_of
+
+    former: dict[tuple[str, str], list[str]] = {}
+    benchmark = {row.task: row.benchmark for row in rows}
+    for task, names in task_filters(rows).items():
+        reading = reading_of(benchmark[task], names[0]) if len(names) == 1 else None
+        if reading is not None and names[0] != reading.filter:
+            former.setdefault((names[0], reading.filter), []).append(task)
+    return [
+        f"{', '.join(f'`{t}`' for t in tasks)}: read one way, `{old}`: the name an earlier version of the task gave "
+        f"its `{now}` reading (later versions report more readings beside it)"
+        for (old, now), tasks in former.items()
+    ]
 
 
 # lm-eval sends the requests of every task of one request type to the model in one call
@@ -442,7 +622,11 @@ def comparison_rows(rows: list[ScoreRow]) -> list[ScoreRow]:
     """The rows a reader compares models by: the metrics the benchmark publishes in the model-index (none of a
     task outside the pack). Bookkeeping (items judged, per-judge success, id echoes), diagnostics and a user's
     own tasks stay in the report's results.md."""
-    return [row for row in rows if row.in_pack and metric_info(row.benchmark, row.metric).in_model_index]
+    return [
+        row
+        for row in once_across_readings(rows)
+        if row.in_pack and metric_info(row.benchmark, row.metric).in_model_index
+    ]
 
 
 def outside_note(rows: list[ScoreRow]) -> str:
@@ -476,6 +660,7 @@ def run_notes(run: Run, rows: list[ScoreRow]) -> list[str]:
         notes.append(f"{', '.join(f'`{t}`' for t in synthetic)}: {SYNTHETIC_NOTE}")
     if run.scripted_model:
         notes.append(SCRIPTED_MODEL_NOTE)
+    notes += readings_notes(rows)
     if rows:
         notes.append(INTERVAL_NOTE)
     return notes
@@ -490,6 +675,11 @@ def run_section(run: Run, pack_version: str, heading: str = "###", card: bool = 
     shown = [r for r in headline if r.in_pack] if card else headline
     diagnostics = [] if card else diagnostic_rows(rows)
     parts = [f"{heading} {run.label}", ""]
+    readings = readings_markdown([r for r in rows if r.in_pack] if card else rows)
+    if readings:
+        about = readings_about([r for r in rows if r.in_pack] if card else rows)
+        parts += ["Readings side by side (each output read by each of the task's filters):", "", readings, ""]
+        parts += [line for text in about for line in (text, "")]
     if shown or not diagnostics:
         parts += [results_table(shown) if shown else "_No medeval task in this run._", ""]
     if diagnostics:
@@ -548,13 +738,29 @@ def version_notes(runs: list[Run]) -> list[str]:
 def comparison_table(runs: list[Run]) -> str:
     """One row per (task, metric, filter), one column per run: value ± stderr (n); below it, a note for each task
     run at different task versions."""
-    per_run = [{row.key: row for row in score_rows(run)} for run in runs]
-    keys = sorted({key for rows in per_run for key in rows if key[1] not in HELPER_METRICS})
-    if not keys:
+    from medeval_metrics import registry
+    from medeval_metrics.report.metric_info import reading_of
+
+    def reading_name(row: ScoreRow) -> str:  # a filter under its former name shares its reading's line
+        reading = reading_of(row.benchmark, row.filter)
+        return reading.filter if reading else row.filter
+
+    all_rows = [once_across_readings(score_rows(run)) for run in runs]
+    per_run = [{(r.task, r.metric, reading_name(r)): r for r in rows} for rows in all_rows]
+    found = {key: row for rows in reversed(per_run) for key, row in rows.items() if key[1] not in HELPER_METRICS}
+    if not found:
         return "_No medeval task in these runs._"
+    several = {task for rows in all_rows for task, names in task_filters(rows).items() if len(names) > 1}
+    filters = task_filters([replace(row, filter=key[2]) for key, row in found.items()])
+
+    def order(key: tuple[str, str, str]) -> tuple:
+        row = found[key]
+        metrics = registry.task(key[0]).metrics if row.in_pack else ()
+        return (not row.in_pack, key[0], _metric_position(metrics, key[1]), filters[key[0]].index(key[2]), key)
+
     header = "| Task | Metric | Filter | " + " | ".join(run.label.replace("|", "/") for run in runs) + " |"
     lines = [header, "|---|---|---|" + "---:|" * len(runs)]
-    for key in keys:
+    for key in sorted(found, key=order):
         cells = []
         for rows in per_run:
             row = rows.get(key)
@@ -563,8 +769,12 @@ def comparison_table(runs: list[Run]) -> str:
                 continue
             count = f"n={samples_text(row)}" if row.partial else f"n={row.samples}"
             scripted = f", {SCRIPTED}" if row.scripted else ""
-            cells.append(f"{_fmt(row.value)} ± {_fmt(row.stderr)} ({count}{scripted})")
-        lines.append(f"| `{key[0]}` | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+            named = f", as {row.filter}" if row.filter != key[2] else ""
+            cells.append(f"{_fmt(row.value)} ± {_fmt(row.stderr)} ({count}{scripted}{named})")
+        shown_filter = key[2]
+        if key[0] in several:
+            shown_filter = filter_text(replace(found[key], filter=key[2]), {key[0]: filters[key[0]] or [key[2]]})
+        lines.append(f"| `{key[0]}` | {key[1]} | {shown_filter} | " + " | ".join(cells) + " |")
     notes = version_notes(runs)
     if notes:
         lines += ["", "Notes: " + "; ".join(notes) + "."]

@@ -23,6 +23,23 @@ def task_version(task):
     return next(t["version"] for t in build_manifest()["tasks"] if t["task"] == task)
 
 
+def published():
+    """The (metric type, filter) pairs the model-index holds for an EMSQA generative task, as its spec says: each
+    published metric under each reading, one the same under every reading once (under the headline reading)."""
+    from medeval_metrics import registry
+    from medeval_metrics.report.metric_info import headline_filter
+
+    reporting = registry.benchmark("emsqa").reporting
+    filters = ["flexible-extract", "strict-match"]
+    headline = headline_filter("emsqa", filters)
+    pairs = set()
+    for metric in registry.task("emsqa_private").metrics:
+        info = reporting.info(metric)
+        if info is not None and info.in_model_index:
+            pairs |= {(info.hub_type, f) for f in ([headline] if info.across_readings else filters)}
+    return pairs
+
+
 def write_run(out, model_name, answers, extra_model_args=""):
     """Run emsqa_private in-process through lm-eval with the scripted backend and save the
     results and samples as lm-eval's CLI does (EvaluationTracker)."""
@@ -80,8 +97,8 @@ ACC_STDERR_A = ((12 * 0.25 / 11) ** 0.5) / 12**0.5  # six 1s and six 0s
 @pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_run_a_is_what_the_golden_values_assume(runs):
     results = json.loads(next(runs[0].rglob("results_*.json")).read_text())["results"]["emsqa_private"]
-    assert results["acc,extract_answer"] == pytest.approx(ACC_A)
-    assert results["f1,extract_answer"] == pytest.approx(F1_A)
+    assert results["acc,flexible-extract"] == pytest.approx(ACC_A)
+    assert results["f1,flexible-extract"] == pytest.approx(F1_A)
 
 
 @pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
@@ -96,32 +113,39 @@ def test_model_index_parses_with_huggingface_hub(report_a, tmp_path):
     readme.write_text(f"---\n{text}---\n\n# card\n")
     name, results = model_index_to_eval_results(metadata_load(readme)["model-index"])
     assert name == "scripted-a"
-    by_metric = {r.metric_type: r for r in results}
-    assert set(by_metric) == {"accuracy", "f1"}  # the unparseable rate is a diagnostic, not a card metric
-    assert by_metric["accuracy"].metric_value == pytest.approx(ACC_A)
-    assert by_metric["f1"].metric_value == pytest.approx(F1_A, abs=1e-6)
-    acc = by_metric["accuracy"]
-    assert (acc.task_type, acc.task_name, acc.dataset_type, acc.dataset_split, acc.metric_config) == (
+    by_metric = {(r.metric_type, r.metric_config): r for r in results}
+    # both readings' accuracy and F1 (every reply is the requested JSON list: the two read alike)
+    assert {("accuracy", "flexible-extract"), ("accuracy", "strict-match"), ("f1", "strict-match")} <= set(by_metric)
+    assert set(by_metric) == published()
+    for reading in ("flexible-extract", "strict-match"):
+        assert by_metric[("accuracy", reading)].metric_value == pytest.approx(ACC_A)
+        assert by_metric[("f1", reading)].metric_value == pytest.approx(F1_A, abs=1e-6)
+    acc = by_metric[("accuracy", "flexible-extract")]
+    assert (acc.task_type, acc.task_name, acc.dataset_type, acc.dataset_split) == (
         "multiple-choice",
         "emsqa_private",
         "medeval/emsqa_private",
         "test",
-        "extract_answer",
     )
+    assert acc.metric_name == "Exact set-match accuracy (flexible-extract)"  # the Hub shows names: the reading in it
     assert acc.source_url.startswith("https://")
     assert acc.dataset_args == {"num_few_shot": 0}
     card = ModelCard.load(readme)
-    assert len(card.data.eval_results) == 2
+    assert len(card.data.eval_results) == len(published())
 
 
 @pytest.mark.e2e  # the runs fixture starts lm-eval (scripted, in this process)
 def test_results_markdown_has_values_stderr_counts_and_settings(report_a):
     out, _ = report_a
     text = (out / "results.md").read_text()
-    assert (
-        f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
-        f"{ACC_STDERR_A:.4f} | 0.254–0.746 (Wilson) | 12 |"  # 6 of 12, by hand: centre 0.5, half-width 0.246
-    ) in text
+    version = task_version("emsqa_private")
+    for reading in ("flexible-extract (headline)", "strict-match"):
+        assert (
+            f"| `emsqa_private` | {version} | {reading} | 0 | Exact set-match accuracy (`acc`) | 0.5000 | "
+            f"{ACC_STDERR_A:.4f} | 0.254–0.746 (Wilson) | 12 |"  # 6 of 12, by hand: centre 0.5, half-width 0.246
+        ) in text
+    # the readings side by side: accuracy under flexible-extract (the headline), then strict-match
+    assert f"| `emsqa_private` | {version} | 0 | 0.5000 ± {ACC_STDERR_A:.4f} | 0.5000 ± {ACC_STDERR_A:.4f} |" in text
     assert f"| Set F1 (per item, averaged) (`f1`) | {F1_A:.4f} |" in text
     # 0 of 12: an interval, not a point at 0
     assert "| Unparseable answer rate (`unparseable`) | 0.0000 | 0.0000 | 0.000–0.242 (Wilson) | 12 |" in text
@@ -156,7 +180,7 @@ def test_breakdowns_are_the_pack_breakdowns_of_the_logged_samples(report_a, runs
     from medeval_metrics.breakdown import compute_breakdown, read_samples, spec_for_task
 
     out, report = report_a
-    breakdowns = json.loads((out / "breakdowns.json").read_text())["scripted-a"]["emsqa_private"]["extract_answer"]
+    breakdowns = json.loads((out / "breakdowns.json").read_text())["scripted-a"]["emsqa_private"]["flexible-extract"]
     # EMR items are 0, 4, 7, 9, 10: answered right 0, 7, 9 -> 3 of 5.
     assert breakdowns["level"]["emr"]["acc"] == {
         "value": pytest.approx(0.6),
@@ -166,7 +190,7 @@ def test_breakdowns_are_the_pack_breakdowns_of_the_logged_samples(report_a, runs
     samples = read_samples(next(runs[0].rglob("samples_emsqa_private_*.jsonl")))
     assert (
         breakdowns
-        == json.loads(json.dumps(compute_breakdown(samples, spec_for_task("emsqa_private"))))["extract_answer"]
+        == json.loads(json.dumps(compute_breakdown(samples, spec_for_task("emsqa_private"))))["flexible-extract"]
     )
     assert "| emr | 5 | 0.6000 ±" in (out / "breakdowns.md").read_text()
 
@@ -184,8 +208,11 @@ def test_figures_are_pngs_of_the_expected_size(report_a):
         with Image.open(path) as image:
             assert image.format == "PNG"
             assert image.size == figure_size(categories)
+    # the headline reading's figures keep the plain name; the other reading's name it
     assert sorted(report["figures"]) == sorted(
-        f"figures/scripted-a/emsqa_private__{d}.png" for d in ("level", "subject_area", "level_x_subject_area")
+        f"figures/scripted-a/emsqa_private__{d}{suffix}.png"
+        for d in ("level", "subject_area", "level_x_subject_area")
+        for suffix in ("", "__strict-match")
     )
 
 
@@ -200,16 +227,18 @@ def test_comparison_of_two_models(runs, tmp_path):
     comparison = (tmp_path / "comparison.md").read_text()
     assert "| Task | Metric | Filter | scripted-a | scripted-b |" in comparison
     assert (
-        f"| `emsqa_private` | acc | extract_answer | 0.5000 ± {ACC_STDERR_A:.4f} (n=12) | 1.0000 ± 0.0000 (n=12) |"
-        in comparison
+        f"| `emsqa_private` | acc | flexible-extract (headline) | 0.5000 ± {ACC_STDERR_A:.4f} (n=12) | 1.0000 ± 0.0000 "
+        "(n=12) |" in comparison
     )
+    assert f"| `emsqa_private` | acc | strict-match | 0.5000 ± {ACC_STDERR_A:.4f} (n=12) |" in comparison
     # one model-index per model
     assert report["model_index_files"] == {
         "scripted-a": "model_index_scripted-a.yaml",
         "scripted-b": "model_index_scripted-b.yaml",
     }
     index_b = yaml.safe_load((tmp_path / "model_index_scripted-b.yaml").read_text())["model-index"]
-    assert [m["value"] for m in index_b[0]["results"][0]["metrics"]] == [1.0, 1.0]
+    scores = [m["value"] for m in index_b[0]["results"][0]["metrics"] if m["type"] in ("accuracy", "f1")]
+    assert scores == [1.0, 1.0, 1.0, 1.0]  # accuracy and F1 under each reading
     with Image.open(tmp_path / "comparison__emsqa.png") as image:
         assert image.format == "PNG" and image.size == figure_size(2, legend_rows=2)
 
@@ -226,7 +255,8 @@ def test_judge_scores_in_samples_give_a_table_and_a_distribution_figure(runs, tm
     shutil.copytree(runs[0], run)
     samples_path = next(run.rglob("samples_*.jsonl"))
     records = [json.loads(line) for line in samples_path.read_text().splitlines()]
-    for i, record in enumerate(records):
+    for record in records:  # each doc's scores, under each reading (lm-eval logs a doc once per filter)
+        i = record["doc_id"]
         scores = {
             "judge-x": {"accuracy": 5 if i < 6 else 3, "clarity": 4},
             "judge-y": {"accuracy": None if i == 0 else 2, "clarity": 4},
@@ -324,13 +354,16 @@ def test_tiny_model_run_to_card(tmp_path, tiny_model, shared_data, capsys):
     )
     assert report.returncode == 0, report.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())
-    acc = results["results"]["emsqa_public"]["acc,extract_answer"]
+    acc = results["results"]["emsqa_public"]["acc,flexible-extract"]
     section = (tmp_path / "r" / "card_section.md").read_text()
     assert "#### tiny-lm" in section
     assert (
-        f"| `emsqa_public` | {task_version('emsqa_public')} | extract_answer | 1 | Exact set-match accuracy (`acc`) | {acc:.4f} |"
-        in section
+        f"| `emsqa_public` | {task_version('emsqa_public')} | flexible-extract (headline) | 1 | Exact set-match "
+        f"accuracy (`acc`) | {acc:.4f} |" in section
     )
+    strict = results["results"]["emsqa_public"]["acc,strict-match"]
+    assert f"| `emsqa_public` | {task_version('emsqa_public')} | 1 | {acc:.4f} ± " in section  # readings side by side
+    assert f"| strict-match | 1 | Exact set-match accuracy (`acc`) | {strict:.4f} |" in section
     assert "| 6 of 3,721 items, partial |" in section
     assert "Unparseable answer rate (`unparseable`)" in section  # a generative task's unparseable rate on the card
     assert "| few-shot as multi-turn |" in section  # a 1-shot run: the setting applies
@@ -356,7 +389,8 @@ def test_a_run_without_logged_samples_still_reports(runs, tmp_path):
     report = build_report([run], tmp_path / "r")
     assert sorted(report["written"]) == ["card_section.md", "model_index.yaml", "results.md"]
     assert (
-        f"| `emsqa_private` | {task_version('emsqa_private')} | extract_answer | 0 | Exact set-match accuracy (`acc`) | 1.0000 | 0.0000 | 0.758–1.000 (Wilson) | 12 |"
+        f"| `emsqa_private` | {task_version('emsqa_private')} | flexible-extract (headline) | 0 | Exact set-match "
+        "accuracy (`acc`) | 1.0000 | 0.0000 | 0.758–1.000 (Wilson) | 12 |"
         in (tmp_path / "r" / "results.md").read_text()
     )
     assert report["figures"] == [] and not (tmp_path / "r" / "breakdowns.json").exists()
