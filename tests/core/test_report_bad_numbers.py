@@ -48,14 +48,14 @@ def _report(tmp_path: Path, capsys, *extra: str):
 
 BAD_VALUES = [
     # (task, metric key, value, why): each outside what the benchmark's spec says the metric can be
-    ("emsqa_public_cot", "acc,extract_answer", float("nan"), "nan is not a finite number"),
-    ("emsqa_public_cot", "acc,extract_answer", float("inf"), "inf is not a finite number"),
-    ("emsqa_public_cot", "acc,extract_answer", float("-inf"), "-inf is not a finite number"),
-    ("emsqa_public_cot", "acc,extract_answer", 1.7, "1.7 is outside the metric's range 0 to 1"),
-    ("emsqa_public_cot", "acc,extract_answer", -0.3, "-0.3 is outside the metric's range 0 to 1"),
-    ("emsqa_public_cot", "acc,extract_answer", "0.41", "'0.41' is text, not a number"),
-    ("emsqa_public_cot", "acc,extract_answer", True, "True is true/false (true), not a number"),
-    ("emsqa_public_cot", "acc,extract_answer", None, "None is null, not a number"),
+    ("emsqa_public_cot", "acc,flexible-extract", float("nan"), "nan is not a finite number"),
+    ("emsqa_public_cot", "acc,flexible-extract", float("inf"), "inf is not a finite number"),
+    ("emsqa_public_cot", "acc,flexible-extract", float("-inf"), "-inf is not a finite number"),
+    ("emsqa_public_cot", "acc,flexible-extract", 1.7, "1.7 is outside the metric's range 0 to 1"),
+    ("emsqa_public_cot", "acc,flexible-extract", -0.3, "-0.3 is outside the metric's range 0 to 1"),
+    ("emsqa_public_cot", "acc,flexible-extract", "0.41", "'0.41' is text, not a number"),
+    ("emsqa_public_cot", "acc,flexible-extract", True, "True is true/false (true), not a number"),
+    ("emsqa_public_cot", "acc,flexible-extract", None, "None is null, not a number"),
     ("medicationqa", "judge_panel_score,scored", 0.5, "0.5 is outside the metric's range 1 to 5"),
     ("medicationqa", "judge_panel_score,scored", 5.5, "5.5 is outside the metric's range 1 to 5"),
     ("medicationqa", "bleu,scored", 100.5, "100.5 is outside the metric's range 0 to 100"),
@@ -110,10 +110,10 @@ def test_skip_bad_numbers_leaves_it_out_and_lists_it(tmp_path, capsys, task, key
     ],
 )
 def test_a_bad_stderr_is_refused_or_left_out(tmp_path, capsys, stderr, why):
-    path = _results(tmp_path / "run", "emsqa_public_cot", "acc,extract_answer", 0.41, stderr=stderr)
+    path = _results(tmp_path / "run", "emsqa_public_cot", "acc,flexible-extract", 0.41, stderr=stderr)
     proc = _report(tmp_path, capsys)
     assert proc.returncode == 2
-    expected = f"{path}: task emsqa_public_cot, metric acc_stderr (filter extract_answer): {why}"
+    expected = f"{path}: task emsqa_public_cot, metric acc_stderr (filter flexible-extract): {why}"
     assert expected in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     proc = _report(tmp_path, capsys, "--skip-bad-numbers")
     assert proc.returncode == 0 and f"left out: {expected}" in proc.stderr
@@ -127,14 +127,14 @@ def test_a_bad_stderr_is_refused_or_left_out(tmp_path, capsys, stderr, why):
 @pytest.mark.parametrize(
     "task, key, value",
     [
-        ("emsqa_public_cot", "acc,extract_answer", 0.0),
-        ("emsqa_public_cot", "acc,extract_answer", 1),  # an int, at the top of the range
+        ("emsqa_public_cot", "acc,flexible-extract", 0.0),
+        ("emsqa_public_cot", "acc,flexible-extract", 1),  # an int, at the top of the range
         ("medicationqa", "judge_panel_score,scored", 1.0),
         ("medicationqa", "judge_panel_score,scored", 5.0),
         ("medicationqa", "bleu,scored", 57.3),
         ("medicationqa", "judge_agreement,scored", -0.2),
         ("medicationqa", "bertscore_f1,scored", -0.05),  # not listed in the spec: no range known
-        ("emsqa_public_cot", "acc,extract_answer", 1 + 1e-12),  # a mean's rounding at the bound
+        ("emsqa_public_cot", "acc,flexible-extract", 1 + 1e-12),  # a mean's rounding at the bound
     ],
 )
 def test_a_score_in_its_range_is_published(tmp_path, capsys, task, key, value):
@@ -169,7 +169,7 @@ def _emsqa_samples(folder: Path, values: list, date=DATE_1) -> Path:
     "value, why", [(float("nan"), "nan is not a finite number"), (2.0, "2 is outside the metric's range 0 to 1")]
 )
 def test_a_bad_item_value_in_the_samples_is_refused_or_left_out_of_the_breakdown(tmp_path, capsys, value, why):
-    _results(tmp_path / "run", "emsqa_public_cot", "acc,extract_answer", 0.41)
+    _results(tmp_path / "run", "emsqa_public_cot", "acc,flexible-extract", 0.41)
     samples = _emsqa_samples(tmp_path / "run", [1.0, value, 0.0])
     proc = _report(tmp_path, capsys)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
@@ -188,8 +188,8 @@ def test_a_bad_item_value_in_the_samples_is_refused_or_left_out_of_the_breakdown
 
 
 def test_a_comparison_of_different_task_versions_says_so(tmp_path, capsys):
-    _results(tmp_path / "a", "emsqa_public_cot", "acc,extract_answer", 0.41, version=1, model="org/m1")
-    _results(tmp_path / "b", "emsqa_public_cot", "acc,extract_answer", 0.45, version=2, model="org/m2", date=DATE_2)
+    _results(tmp_path / "a", "emsqa_public_cot", "acc,flexible-extract", 0.41, version=1, model="org/m1")
+    _results(tmp_path / "b", "emsqa_public_cot", "acc,flexible-extract", 0.45, version=2, model="org/m2", date=DATE_2)
     proc = run_medeval(
         ["report", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "r"), "--no-figures"],
         capsys,
@@ -207,8 +207,8 @@ def test_a_comparison_of_different_task_versions_says_so(tmp_path, capsys):
 
 
 def test_a_comparison_of_one_task_version_has_no_note(tmp_path, capsys):
-    _results(tmp_path / "a", "emsqa_public_cot", "acc,extract_answer", 0.41, model="org/m1")
-    _results(tmp_path / "b", "emsqa_public_cot", "acc,extract_answer", 0.45, model="org/m2", date=DATE_2)
+    _results(tmp_path / "a", "emsqa_public_cot", "acc,flexible-extract", 0.41, model="org/m1")
+    _results(tmp_path / "b", "emsqa_public_cot", "acc,flexible-extract", 0.45, model="org/m2", date=DATE_2)
     proc = run_medeval(
         ["report", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "r"), "--no-figures"],
         capsys,

@@ -48,7 +48,7 @@ def emsqa_result(value, metric_type="accuracy"):
         dataset_split="test",
         metric_type=metric_type,
         metric_value=value,
-        metric_config="extract_answer",
+        metric_config="flexible-extract",
         source_name="lm-evaluation-harness with medeval-metrics",
         source_url="https://github.com/EleutherAI/lm-evaluation-harness",
     )
@@ -305,14 +305,14 @@ def test_versions_shown_are_the_task_versions_and_the_report_pack_version(tmp_pa
     from medeval_metrics.report.tables import run_section
 
     results = {
-        "results": {"emsqa_public": {"acc,extract_answer": 0.5, "acc_stderr,extract_answer": 0.1}},
+        "results": {"emsqa_public": {"acc,flexible-extract": 0.5, "acc_stderr,flexible-extract": 0.1}},
         "versions": {"emsqa_public": 2},
         "n-shot": {"emsqa_public": 0},
         "configs": {"emsqa_public": {"metadata": {"version": 2, "pack_version": "0.1.0"}}},
         "config": {},
     }
     text = run_section(Run(tmp_path / "results_2026-01-01T00-00-00.json", results, label="m"), "0.2.0")
-    assert "| `emsqa_public` | 2 | extract_answer | 0 | Exact set-match accuracy (`acc`) | 0.5000 | 0.1000 |" in text
+    assert "| `emsqa_public` | 2 | flexible-extract | 0 | Exact set-match accuracy (`acc`) | 0.5000 | 0.1000 |" in text
     assert "| medeval-metrics version (report) | 0.2.0 |" in text
     assert "version (run)" not in text and "0.1.0" not in text
 
@@ -320,7 +320,7 @@ def test_versions_shown_are_the_task_versions_and_the_report_pack_version(tmp_pa
 # --------------------------------------------------------------------------- round trips (issues 12.6, 13.1)
 
 
-def variant_result(task, value, metric_type="accuracy", name="Exact set-match accuracy", config="extract_answer"):
+def variant_result(task, value, metric_type="accuracy", name="Exact set-match accuracy", config="flexible-extract"):
     from huggingface_hub import EvalResult
 
     return EvalResult(
@@ -429,7 +429,7 @@ def test_variants_merged_by_an_older_version_are_split_again(tmp_path):
     """Before, three variants were written as one result named after the first, with three unlabelled copies."""
     card = tmp_path / "README.md"
     merged = "".join(
-        f"    - type: accuracy\n      value: 0.{i}\n      name: Exact set-match accuracy\n      config: extract_answer\n"
+        f"    - type: accuracy\n      value: 0.{i}\n      name: Exact set-match accuracy\n      config: flexible-extract\n"
         for i in (3, 4, 5)
     )
     card.write_text(
@@ -500,7 +500,9 @@ def _results_json(folder, date, model_args, values, limit=None, use_cache=None):
     import json
 
     folder.mkdir(parents=True, exist_ok=True)
-    results = {t: {"alias": t, "acc,extract_answer": v, "acc_stderr,extract_answer": 0.01} for t, v in values.items()}
+    results = {
+        t: {"alias": t, "acc,flexible-extract": v, "acc_stderr,flexible-extract": 0.01} for t, v in values.items()
+    }
     (folder / f"results_{date}.json").write_text(
         json.dumps(
             {
@@ -556,7 +558,7 @@ def test_reruns_with_the_same_settings_in_one_folder_collapse_to_the_newest(tmp_
     _results_json(tmp_path / "p", "2026-01-05T10-00-00.000001", args, {"emsqa_public_cot": 0.5})  # other folder
     notes: list[str] = []
     runs = load_runs([tmp_path], notes)
-    assert [r.results["results"][next(iter(r.results["results"]))]["acc,extract_answer"] for r in runs] == [
+    assert [r.results["results"][next(iter(r.results["results"]))]["acc,flexible-extract"] for r in runs] == [
         0.2,
         0.3,
         0.4,

@@ -36,7 +36,7 @@ def emsqa_sample(doc_id, question, reply, letters, gold, acc, unparseable=0.0):
         "arguments": {"gen_args_0": {"arg_0": f"Question: {question}\nA. one\nB. two\nAnswer:", "arg_1": {}}},
         "resps": [[reply]],
         "filtered_resps": [letters],
-        "filter": "extract_answer",
+        "filter": "flexible-extract",
         "acc": acc,
         "f1": acc,
         "unparseable": unparseable,
@@ -125,7 +125,7 @@ def write_run(folder: Path) -> Path:
     }
     for task, samples in SAMPLES.items():
         metric = {
-            "emsqa_private": "acc,extract_answer",
+            "emsqa_private": "acc,flexible-extract",
             "medicationqa": "judge_panel_score,scored",
             "emrqa_risk": "relaxed_em,none",
         }[task]

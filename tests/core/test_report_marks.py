@@ -31,18 +31,18 @@ def emsqa_results(
     date: str = DATE,
     **fields,
 ) -> Path:
-    """An EMSQA run's results: acc 0.5 and an unparseable rate of 0.25 under extract_answer."""
+    """An EMSQA run's results: acc 0.5 and an unparseable rate of 0.25 under flexible-extract."""
     folder.mkdir(parents=True, exist_ok=True)
     results = {
         "results": {
             task: {
                 "alias": task,
-                "acc,extract_answer": 0.5,
-                "acc_stderr,extract_answer": 0.1,
-                "f1,extract_answer": 0.6,
-                "f1_stderr,extract_answer": 0.1,
-                "unparseable,extract_answer": 0.25,
-                "unparseable_stderr,extract_answer": 0.1,
+                "acc,flexible-extract": 0.5,
+                "acc_stderr,flexible-extract": 0.1,
+                "f1,flexible-extract": 0.6,
+                "f1_stderr,flexible-extract": 0.1,
+                "unparseable,flexible-extract": 0.25,
+                "unparseable_stderr,flexible-extract": 0.1,
             }
         },
         "versions": {task: 6},
@@ -163,7 +163,7 @@ def emsqa_private_sample(doc_id: int) -> dict:
         "arguments": {"gen_args_0": {"arg_0": f"Question: {PRIVATE_Q}\nAnswer:"}},
         "resps": [["The answer is B."]],
         "filtered_resps": [["b"]],
-        "filter": "extract_answer",
+        "filter": "flexible-extract",
         "acc": 1.0,
         "unparseable": 0.0,
     }
@@ -182,7 +182,11 @@ def demo_run(folder: Path, marker, embedded: bool = False) -> Path:
                 "rougeL,scored": 0.2,
                 "rougeL_stderr,scored": 0.01,
             },
-            "emsqa_private": {"alias": "emsqa_private", "acc,extract_answer": 1.0, "acc_stderr,extract_answer": 0.0},
+            "emsqa_private": {
+                "alias": "emsqa_private",
+                "acc,flexible-extract": 1.0,
+                "acc_stderr,flexible-extract": 0.0,
+            },
         },
         "versions": {"medicationqa": 5, "emsqa_private": 6},
         "n-shot": {"medicationqa": 0, "emsqa_private": 0},

@@ -164,7 +164,7 @@ def test_a_rag_run_with_rag_k_above_32_is_reported(tmp_path):
     folder.mkdir(parents=True)
     task = "emsqa_public_rag"
     results = {
-        "results": {task: {"acc,extract_answer": 0.5, "retrieved_documents,extract_answer": 40.0}},
+        "results": {task: {"acc,flexible-extract": 0.5, "retrieved_documents,flexible-extract": 40.0}},
         "n-samples": {task: {"original": 3721, "effective": 3721}},
         "config": {"model": "hf", "model_args": "pretrained=org/model", "limit": None},
     }
@@ -241,7 +241,7 @@ def emsqa_private_run(folder: Path, accs: list[float]) -> None:
     folder.mkdir(parents=True)
     mean = sum(accs) / len(accs)
     results = {
-        "results": {"emsqa_private": {"acc,extract_answer": mean, "acc_stderr,extract_answer": 0.0}},
+        "results": {"emsqa_private": {"acc,flexible-extract": mean, "acc_stderr,flexible-extract": 0.0}},
         "n-samples": {"emsqa_private": {"original": len(accs), "effective": len(accs)}},
         "config": {"model": "hf", "model_args": "pretrained=org/model", "limit": None},
     }
@@ -250,7 +250,7 @@ def emsqa_private_run(folder: Path, accs: list[float]) -> None:
         {
             "doc_id": i,
             "doc": {"id": str(i), "question": "q", "level": ["emt"], "category": ["trauma" if i < 2 else "airway"]},
-            "filter": "extract_answer",
+            "filter": "flexible-extract",
             "acc": acc,
             "unparseable": 0.0,
         }

@@ -19,7 +19,7 @@ def test_the_generated_table_lists_every_manifest_task():
     lines = table.splitlines()
     assert lines[0] == "| task | type | split | samples | metrics | data source |"
     assert len(lines) == 2 + len(build_manifest()["tasks"])
-    metrics = "acc, f1, unparseable, invalid_letter, extracted_by_model"
+    metrics = "acc, f1, unparseable, requested_format, invalid_letter, extracted_by_model"
     assert f"| `emsqa_public` | generate_until | test | 3,721 | {metrics} |" in table
 
 

@@ -38,7 +38,7 @@ def _results(
         json.dumps(
             {
                 "results": {
-                    t: {"alias": t, "acc,extract_answer": v, "acc_stderr,extract_answer": 0.01}
+                    t: {"alias": t, "acc,flexible-extract": v, "acc_stderr,flexible-extract": 0.01}
                     for t, v in values.items()
                 },
                 "versions": {t: 1 for t in values},
