@@ -681,7 +681,7 @@ class TaskRetrieval:
         self.made_under = self.header
         if self.external is not None and section is not None and section.header is not None:
             self.made_under = {k: v for k, v in section.header.items() if k in EXTERNAL_FIELDS} | {"task": task}
-            log.info(
+            log.warning(  # on the console: these scores are not the pack's retrieval's
                 "medeval: %s: the documents come from the external retriever %r (%s), shown in its order",
                 task or "EMSQA RAG",
                 self.external,

@@ -5,6 +5,7 @@ exactly as given (order, text); refused in one line naming the file, the record 
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from test_emsqa_rag import SYNTHETIC, make_kb
@@ -109,6 +110,18 @@ def test_an_external_file_is_shown_exactly_as_given(task, mode, prompt, metadata
 def test_the_pack_s_own_runs_say_which_retriever_they_used(metadata):
     record = add_retrieval(fresh(), {**metadata, "rag_mode": "global"}, task="emsqa_public_rag")
     assert record["external_retriever"] is None and record["shown"]["retriever"] == "bm25"
+
+
+def test_the_retriever_s_own_details_are_kept_and_the_console_names_it(metadata, chunks, tmp_path, caplog):
+    own = {"external": NAME, "version": "7", "index": "flat, 128 dims"}
+    path = external_file(tmp_path / "theirs.jsonl", metadata, chunks, retriever=own)
+    with caplog.at_level(logging.WARNING, logger="medeval_metrics.emsqa"):
+        record = add_retrieval(fresh(), {**metadata, "rag_retrievals": str(path)}, task="emsqa_public_rag")
+    assert record["retrievals"]["retriever"] == own and record["external_retriever"] == NAME
+    assert [r.getMessage() for r in caplog.records if "external" in r.getMessage()] == [
+        f"medeval: emsqa_public_rag: the documents come from the external retriever {NAME!r} ({path}), "
+        "shown in its order"
+    ]
 
 
 def test_the_authors_prompt_shows_them_as_given_too(metadata, chunks, tmp_path):
@@ -239,6 +252,7 @@ FIX = '"retriever": {"external": "<name>"}'  # the fix of a malformed header or 
         (header_line(retriever={"external": 7}), 1, "'retriever' must name your retriever as text"),
         (header_line(knowledge="abc"), 1, "'knowledge' must be the knowledge base's digest the pack prints"),
         (header_line(chunking=None), 1, "'chunking' must be the object the pack prints"),
+        (header_line(task=5), 1, "'task', when given, must be the name of the task"),
         (chunk_of(2, 0, score="high"), 3, "chunk 0: 'score', when given, must be a number (got \"high\")"),
         (chunk_of(2, 1, id=None), 3, "chunk 1: each chunk is an object with the chunk's 'id'"),
         (chunk_of(2, 2, text=["list"]), 3, "chunk 2: 'text', when given, must be text"),
@@ -256,6 +270,7 @@ FIX = '"retriever": {"external": "<name>"}'  # the fix of a malformed header or 
         "name-not-text",
         "knowledge-not-digest",
         "no-chunking",
+        "task-not-text",
         "score-text",
         "chunk-without-id",
         "text-not-text",
