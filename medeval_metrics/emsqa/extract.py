@@ -153,6 +153,8 @@ _LABEL_BEFORE_OPTION = re.compile(
     r"answers?(?:[ \t]+(?P<verb>is|are))?(?P<colon>[ \t*]*:)?[ \t*]*"
 )
 _MAY_BE_LABELLED = re.compile(r"(?i)[ \t*#>]{0,6}(?:\w+[ \t]+){0,2}answer")
+# an option line the token budget cut short: "B", "C.", "C. resp" (its text a prefix of the option's own)
+_CUT_OPTION_LINE = re.compile(r"[ \t>]{0,6}\(?([a-hA-H])(?:[.):][ \t]*([^\n]{0,300}))?")
 _NUMBERED_LINE = re.compile(r"^[ \t>]{0,6}(?:\*\*)?([1-8])[.)](?:\*\*)?[ \t]+")
 # The line before a partial option list that makes it the answer: "The correct answers are:", "Answer:"
 _FRAMES_A_LIST = re.compile(r"(?i)(?:answers?|correct|choose|choice|pick|select\w*)\b[^\n]{0,40}:[ \t*]*$")
@@ -595,11 +597,22 @@ def _key(text: str) -> str:
 def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) -> list[tuple[str, str, str] | None]:
     """Per line: (letter, what follows the option's own text) where the line is an option line ("B. aspirin",
     "B – True", "2. aspirin" numbering the options, "aspirin" alone), else None. The text after the label is
-    kept whole when it does not restate the option ("B. flat nose and face" on another option's text)."""
+    kept whole when it does not restate the option ("B. flat nose and face" on another option's text).
+    The reply's last line, cut by the token budget inside an option line ("B", "C. resp"), restates that option."""
     order = sorted(valid)
     by_text = {text: letter for letter, text in reversed(list(keys.items())) if text}
     found: list[tuple[str, str, str] | None] = []
-    for line in lines:
+    last = max((number for number, line in enumerate(lines) if line.strip()), default=-1)
+    for number, line in enumerate(lines):
+        if number == last:
+            cut = _CUT_OPTION_LINE.fullmatch(line)
+            if (
+                cut
+                and cut.group(1).lower() in valid
+                and keys.get(cut.group(1).lower(), "").startswith(_key(cut.group(2) or ""))
+            ):
+                found.append((cut.group(1).lower(), "\x00", ""))
+                continue
         match = _OPTION_LINE.match(line)
         labelled = ""
         if match is None and _MAY_BE_LABELLED.match(line):
@@ -643,8 +656,17 @@ def _option_lines(lines: list[str], valid: set[str], keys: Mapping[str, str]) ->
     return found
 
 
+_BARE_LABELS = re.compile(r"[ \t>*-]{0,6}(?:\(?[A-Ha-h][.:)][ \t]*){2,8}")
+
+
 def _restated_on_one_line(line: str, order: list[str], keys: Mapping[str, str]) -> bool:
-    """ "A. red B. green C. black D. yellow": two or more options, from the first on, each with its own text."""
+    """ "A. red B. green C. black D. yellow": two or more options, from the first on, each with its own text;
+    or the labels alone ("A: B: C:", a base model writing the form it was shown; "A. B. C. D." all of them)."""
+    bare = _BARE_LABELS.fullmatch(line)
+    if bare:
+        found = [letter.lower() for letter in re.findall(r"[A-Ha-h]", line)]
+        if found == order[: len(found)] and (len(found) == len(order) or ":" in line):
+            return True
     labels = list(re.finditer(r"(?<![A-Za-z0-9])\(?([A-Ha-h])[.)][ \t]+", line))
     if len(labels) < 2 or line[: labels[0].start()].strip(" \t*>-"):
         return False
@@ -704,9 +726,80 @@ def _mask_option_lists(
                 for number in run:
                     lines[number] = " " * len(lines[number])
     for number, line in enumerate(lines):
-        if keys and _restated_on_one_line(line, order, keys):
+        if _restated_on_one_line(line, order, keys):
             lines[number] = " " * len(line)
     return "\n".join(lines), marked
+
+
+# The prompt's own tail, echoed by a base model: its instruction line (every generative EMSQA prompt's
+# begins so) and the bare "Answer:" cue the zero-shot prompt ends with.
+_INSTRUCTION_ECHO = "one or more options may be correct"
+_ANSWER_CUE = re.compile(r"(?i)[ \t>*#_]{0,6}answer[ \t*_]{0,4}:[ \t*_]{0,4}")
+
+
+def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> str:
+    """Blank out a restated prompt block: a base model repeating the options, the instruction line and
+    "Answer:", then starting the block again until its token budget cuts it ("...\nAnswer:\nA. pulse\nB").
+
+    Once the reply has echoed the prompt's tail (the instruction line, or the whole option list followed
+    by "Answer:" or the instruction), an option list restarted from the first option (each line its own
+    text or the bare label) is echo where it is the whole list, runs to the end of the reply, or runs into
+    another echo; an "Answer:" cue over nothing but echo is the prompt's, not the model's. What is left
+    (a letter the model wrote after a cue, "Answer:\nB") is read as usual."""
+    if "\n" not in body or not valid:
+        return body
+    lines = body.split("\n")
+    if len(lines) >= 20_000:
+        return body
+    order = sorted(valid)
+    parsed = _option_lines(lines, valid, keys)
+    last = max((number for number, line in enumerate(lines) if line.strip()), default=-1)
+    kinds: list[str] = []
+    for number, line in enumerate(lines):
+        said = _normal(line)
+        entry = parsed[number]
+        if not said:
+            kinds.append("blank" if not line.strip() else "other")
+        elif said.startswith(_INSTRUCTION_ECHO):
+            kinds.append("instruction")
+        elif number == last and len(said) >= 3 and _INSTRUCTION_ECHO.startswith(said):
+            kinds.append("cut")  # the instruction line cut short: echo, but no evidence of echoing by itself
+        elif _ANSWER_CUE.fullmatch(line):
+            kinds.append("cue")
+        elif entry and not entry[2] and not entry[1].lstrip("\x00").strip(" \t*_"):
+            kinds.append("option " + entry[0])
+        else:
+            kinds.append("other")
+
+    def next_kind(number: int) -> str:
+        return next((kind for kind in kinds[number:] if kind != "blank"), "end")
+
+    runs: list[tuple[int, int, bool]] = []  # option lists from the first option, in prompt order
+    number = 0
+    while number < len(lines):
+        if kinds[number] != "option " + order[0]:
+            number += 1
+            continue
+        end, count = number, 0
+        while end < len(lines) and count < len(order) and kinds[end] == "option " + order[count]:
+            end, count = end + 1, count + 1
+        runs.append((number, end, count == len(order)))
+        number = end
+    echoing = "instruction" in kinds or any(
+        whole and next_kind(end) in ("cue", "instruction") for _, end, whole in runs
+    )
+    if not echoing:
+        return body
+    masked = {number for number, kind in enumerate(kinds) if kind in ("instruction", "cut")}
+    for start, end, whole in runs:
+        if whole or next_kind(end) in ("end", "cue", "instruction", "cut", "option " + order[0]):
+            masked.update(range(start, end))
+    for number in range(len(lines) - 1, -1, -1):  # a cue over echo, another cue or the end answers nothing
+        if kinds[number] == "cue":
+            following = next((n for n in range(number + 1, len(lines)) if kinds[n] != "blank"), None)
+            if following is None or following in masked or kinds[following] == "cue":
+                masked.add(number)
+    return "\n".join(" " * len(line) if number in masked else line for number, line in enumerate(lines))
 
 
 def _sentence_before(text: str, pos: int) -> str:
@@ -770,6 +863,7 @@ def _free_text(
     first_line = opening.split("\n", 1)[0].strip()
     if len(body) > _FREE_TEXT_WINDOW:  # a reply's closing answer is near its end; bounded work on 1 MB
         body = body[-_FREE_TEXT_WINDOW:]
+    numbering = _own_numbering(body, valid, keys)
     body, marked_correct = _mask_option_lists(body, valid, keys)
     tiers: dict[int, tuple[int, list[str]]] = {}
 
@@ -783,7 +877,7 @@ def _free_text(
         line_start = body.rfind("\n", 0, match.start()) + 1
         if _negation_reaches(body[line_start : match.start()]):
             continue
-        letters = span.read(body, match.end())
+        letters = span.read(body, match.end()) or _numbered_pick(body, match.end(), numbering)
         offer(4, match.start(), letters)
     for match in _last(_PHRASE.finditer(body)):
         phrase = match.group(0)
@@ -801,6 +895,7 @@ def _free_text(
             r"(?i)[ \t*]*(?:not\b|n't)", body[match.end() : match.end() + 8]
         ):
             continue
+        letters = letters or _numbered_pick(body, match.end(), numbering)
         offer(3 if not re.search(r"(?i)could|might", phrase) else 1, match.start(), letters)
     for match in _last(_LETTER_FIRST.finditer(body)):
         # walk back over "Options B and C" / "C" / "**B**" to the start of the letter list
@@ -887,6 +982,9 @@ def _free_text(
     ]
     if len({letter for _, letter in mentions}) == 1:
         offer(1, mentions[-1][0], [mentions[-1][1]])
+    asserted = _asserted_option_text(body, keys)
+    if asserted:
+        offer(1, *asserted)
     if len(first_line) <= 300:
         offer(0, 0, span._by_option_text(first_line))
     if len(first_line) <= 300:
@@ -909,6 +1007,86 @@ def _free_text(
     if span.conflicted & set(answer):
         return None  # the same letter was also written with another option's text: unsure
     return answer
+
+
+def _own_numbering(body: str, valid: set[str], keys: Mapping[str, str]) -> dict[str, str]:
+    """Number -> letter where the reply lists the item's options itself as 1, 2, 3, ... (every option, in
+    order, each with its own text), so that "The answer is 2" names the second; empty otherwise."""
+    order = sorted(valid)
+    if not keys or len(keys) != len(order) or not re.search(r"(?m)^[ \t>*]{0,6}1[.)]", body):
+        return {}
+    numbered: dict[str, str] = {}
+    for line in body.split("\n"):
+        found = _NUMBERED_LINE.match(line)
+        if not found:
+            continue
+        number = int(found.group(1))
+        if number == 1:
+            numbered = {}  # a list starts again: only a complete one counts
+        if (
+            number == len(numbered) + 1
+            and number <= len(order)
+            and _key(line[found.end() :]) == keys[order[number - 1]]
+        ):
+            numbered[found.group(1)] = order[number - 1]
+            if len(numbered) == len(order):
+                return numbered
+    return {}
+
+
+# "The answer is 2", "Answer: option 3.": a number standing alone where a letter would
+_NUMBER_PICK = re.compile(
+    r"[ \t*_\"'(]{0,4}(?i:(?:option|choice|number|no\.?|#)[ \t]*)?([1-8])[ \t*_\"')]{0,4}(?:[.!]?[ \t]*(?:\n|$)|[.!,;][ \t])"
+)
+
+
+def _numbered_pick(body: str, pos: int, numbering: Mapping[str, str]) -> list[str] | None:
+    found = _NUMBER_PICK.match(body, pos) if numbering else None
+    return [numbering[found.group(1)]] if found and found.group(1) in numbering else None
+
+
+# Where an option's text is asserted as the answer: "The risk ... is elevated blood pressure." Only with
+# "is/are/was/were" right before the text and the sentence ending after it; a hedge or negation before it
+# in its sentence ("may be", "is not", "if"), or a question, makes it no answer.
+_ASSERTING_VERB = re.compile(r"(?i)\b(?:is|are|was|were)[ \t]+(?:(?:an?|the)[ \t]+)?[*_\"']{0,2}$")
+_ENDS_THE_SENTENCE = re.compile(
+    r"[*_\"')]{0,3}[ \t]*(?:[.!][ \t]*(?:\n|$|[A-Z\[{])|\n|$|,[ \t]+(?:which|because|as|since|so)\b)"
+)
+_HEDGE = re.compile(
+    r"(?i)\b(?:may|might|could|would|should|possibly|perhaps|probably|maybe|unlikely|if|whether|unless|either"
+    r"|not|n't|never|no|nor|neither|instead|rather|except|or|than)\b|n't\b|\?"
+)
+
+
+def _asserted_option_text(body: str, keys: Mapping[str, str]) -> tuple[int, list[str]] | None:
+    """A sentence asserting exactly one option's text ("... is myocarditis."), where no other option's
+    text appears anywhere in the reply and the text is whole words (option "pain" is not in "painful")."""
+    lowered = body.lower()
+    found: list[tuple[int, int, str]] = []
+    for letter, text in keys.items():
+        words = text.split()
+        if not words or words[0] not in lowered:
+            continue  # cheap test first
+        pattern = re.compile(
+            r"(?<![A-Za-z0-9])"
+            + r"[^A-Za-z0-9\n]{1,3}".join(re.escape(word) for word in words[:16])
+            + r"(?![A-Za-z0-9])",
+            re.IGNORECASE,
+        )
+        found.extend((m.start(), m.end(), letter) for m in _last(pattern.finditer(body)))
+    # a text inside a longer option's text ("systolic" in "systolic and diastolic") is that longer option
+    whole = [
+        (start, end, letter)
+        for start, end, letter in found
+        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in found)
+    ]
+    if len({letter for _, _, letter in whole}) != 1:
+        return None
+    for start, end, letter in reversed(whole):
+        before = _sentence_before(body, start)
+        if _ASSERTING_VERB.search(before) and not _HEDGE.search(before) and _ENDS_THE_SENTENCE.match(body, end):
+            return start, [letter]
+    return None
 
 
 def _closing_letters(body: str) -> tuple[int, list[str]] | None:
@@ -1042,21 +1220,60 @@ def _before_alphabet_run(body: str, valid: set[str]) -> str:
 @functools.lru_cache(maxsize=16)
 def _alphabet_run(length: int) -> re.Pattern[str]:
     letters = "abcdefghijklmnopqrstuvwxyz"[: max(3, min(length, 26))]
-    gap = r"[\s\[\]\"',]{1,8}"
+    gap = r"[\s\[\]\"',.:)(]{1,8}"  # also bare labels through the alphabet: "A: B: C: ...", "A.\nB.\n..."
     return re.compile(gap.join(f"(?<![A-Za-z0-9])[{c}{c.upper()}](?![A-Za-z0-9])" for c in letters))
 
 
 def _read(
-    body: str, valid: set[str], options: Mapping[str, str] | None, closing_letters: bool = True
+    body: str, valid: set[str], options: Mapping[str, str] | None, closing_letters: bool = True, alone: bool = False
 ) -> list[str] | None:
     keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
+    body = _mask_prompt_echo(body, valid, keys)
     try:
         structured = _structured(body, valid, keys)
     except _NoAnswer:
         return None
-    if structured is not None:
-        return sorted(set(structured))
-    return _free_text(body, valid, options, closing_letters)
+    answer = sorted(set(structured)) if structured is not None else _free_text(body, valid, options, closing_letters)
+    if answer is not None and not alone and _cycles(body, valid, options):
+        return None
+    return answer
+
+
+# A statement's form with its letters taken out: 'The answer is "b".' and 'The answer is "a".' share one.
+_STATEMENT_LETTER = re.compile(r"(?<![A-Za-z0-9'’])[A-Ha-h](?![A-Za-z0-9'’])")
+_STATEMENT_END = re.compile(r"\n|(?<=[.!?])[ \t]+")
+_STATEMENT_WORDS = re.compile(r"[A-Za-z]{3}|[\[{]")
+
+
+def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bool:
+    """Whether the reply's last answer is one of a statement repeated with different letters ('The answer
+    is "b".\nThe answer is "a".\nThe answer is "c".', a model looping to its budget): it names different
+    answers in turn and commits to none. The same answer repeated is one answer; a revision ("Wait, that is
+    wrong. ["b"]") or an answer stated another way after the loop ("So the final answer is B") is read as usual."""
+    keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
+    text = _mask_option_lists(body[-_FREE_TEXT_WINDOW:], valid, keys)[0]
+    statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
+    forms = [_STATEMENT_LETTER.sub("\x01", statement) for statement in statements]
+    if len(set(forms)) == len(forms):
+        return False  # no statement repeated: the common case, decided without reading
+    for last in range(len(statements) - 1, max(-1, len(statements) - 51), -1):  # the last statement that answers
+        form = forms[last]
+        if "\x01" not in form or not _STATEMENT_WORDS.search(form):
+            continue
+        if _read(statements[last], valid, options, alone=True) is None:
+            continue
+        said = {tuple(_STATEMENT_LETTER.findall(statements[last].lower()))}
+        gap = 0
+        for number in range(last - 1, -1, -1):  # back through the loop: the same form, a few statements apart
+            if forms[number] == form:
+                said.add(tuple(_STATEMENT_LETTER.findall(statements[number].lower())))
+                gap = 0
+            elif _REVISION.search(statements[number]) or _NEGATION_WORD.search(statements[number]) or gap == 3:
+                break
+            else:
+                gap += 1
+        return len(said) > 1
+    return False
 
 
 def is_invalid_letter_answer(predicted: Sequence[str] | None, valid_letters: Iterable[str]) -> bool:

@@ -1,0 +1,272 @@
+"""The flexible EMSQA reader on what base and looping models write (issue 31): real-looking output in, the
+letters a careful grader takes (or None) out, every expected value worked out by hand.
+
+- A restated prompt block (the options, the instruction line, ``Answer:``) started again until the token
+  budget cuts it commits to nothing, however often it restarts and wherever the cut falls; an answer the
+  model wrote between the echoes is still read.
+- A reply that names different answers in turn commits to nothing; the same answer repeated is one answer,
+  and a single revision ("Wait, that is wrong") is read as before.
+- Exactly one option's text asserted as the answer in a sentence is that option; never when another
+  option's text appears too, when the text is part of a longer word, or when the sentence hedges or negates.
+- A number is an option only where the reply numbered the item's own options 1-4 itself.
+
+When unsure, no answer beats a guess: a silent change of answer (a labelled row read as another answer) is
+the worst failure, counted over every labelled corpus in tests/emsqa/data (run with ``-s`` to see the count).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from medeval_metrics.emsqa import doc_to_text, doc_to_text_cot, extract_answer, normalise_record
+
+FOUR = ["a", "b", "c", "d"]
+VITALS = ["pulse", "blood pressure", "pupil size", "skin temperature"]
+QUESTION = "which vital sign is checked first in an unresponsive adult?"
+# the lines the zero-shot and CoT prompts end with (checked against prompts.py below)
+INSTRUCTION = (
+    "One or more options may be correct. Reply with a JSON list of the lowercase letters of all correct options,"
+    ' e.g. ["b"] or ["a", "c"].'
+)
+COT_INSTRUCTION = (
+    "One or more options may be correct. Think step by step, then finish with the final answer as a JSON object"
+    ' on its own line, e.g. {"answer": ["b"]} or {"answer": ["a", "c"]}.'
+)
+OPTIONS_BLOCK = "A. pulse\nB. blood pressure\nC. pupil size\nD. skin temperature"
+BLOCK = f"{OPTIONS_BLOCK}\n{INSTRUCTION}\nAnswer:"  # what a base model repeats after the prompt's "Answer:"
+BARE = "A.\nB.\nC.\nD.\nAnswer:"  # the block with the option texts left out
+
+
+def read(output: str, options: list[str] = VITALS, question: str = QUESTION) -> list[str] | None:
+    return extract_answer(output, FOUR, options, question)
+
+
+def test_the_echoed_lines_are_the_prompts_own():
+    doc = normalise_record(
+        {"question": QUESTION, "choices": [f"{x}. {t}" for x, t in zip("abcd", VITALS)], "answer": "a"}, 1, "t"
+    )
+    assert doc_to_text(doc).endswith(f"{OPTIONS_BLOCK}\n{INSTRUCTION}\nAnswer:")
+    assert doc_to_text_cot(doc).endswith(f"{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\n")
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        # the issue's case: the block, then its restart cut after the first option
+        f" {BLOCK}\nA. pulse\nB",
+        # cut anywhere in the restart: at the label, inside a text, between lines, inside the instruction
+        f" {BLOCK}\nA",
+        f" {BLOCK}\nA.",
+        f" {BLOCK}\nA. pu",
+        f" {BLOCK}\nA. pulse",
+        f" {BLOCK}\nA. pulse\nB. blood pressure\nC. pupil",
+        f" {BLOCK}\n{OPTIONS_BLOCK}\nOne or more opt",
+        f" {BLOCK}\n{OPTIONS_BLOCK}\nAnswer",
+        # however often it restarts
+        f" {BLOCK}\n{BLOCK}\n{BLOCK}\nA. pulse\nB. blo",
+        # the block with bare labels, repeated ("A.\nB.\nC.\nD.\nAnswer:" was read as a)
+        f"\n{BARE}\n{BARE}\nA.",
+        f"\n{BARE}\n{BARE}\nA.\nB",
+        # the labels through the alphabet on one line, and only the item's four ("A: B: C: ..." was read as a)
+        " A: B: C: D: E: F: G: H: I: J: K: L: M:",
+        " A: B: C: D:",
+        "A: B: C:",
+        # the CoT prompt's block: options and instruction, again and again
+        f"\n{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\n{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\nA. pulse\nB. blood",
+        # a restated option list cut short, with no instruction (a small model echoing and stopping)
+        "A. pulse\nB. blood pressure\nC. pup",
+        "A. pulse\nB",
+        "Answer: A. pulse\nB",
+    ],
+)
+def test_a_restated_prompt_block_commits_to_nothing(output):
+    assert read(output) is None
+
+
+@pytest.mark.parametrize("restarts", [1, 2, 5])
+@pytest.mark.parametrize("block", [BLOCK, BARE, f"{OPTIONS_BLOCK}\n{COT_INSTRUCTION}"], ids=["full", "bare", "cot"])
+def test_the_echo_commits_to_nothing_wherever_the_budget_cuts_it(block, restarts):
+    echo = f"{block}\n"
+    misread = {}
+    for cut in range(len(echo) + 1):
+        output = " " + echo * restarts + echo[:cut]
+        got = read(output)
+        if got is not None:
+            misread[repr(echo[:cut][-20:])] = got
+    assert misread == {}
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # an answer written after the cue, then the echo: the answer stands
+        (f" B\n{BLOCK}\nA. pulse\nB", ["b"]),
+        (f" B. blood pressure\n\n{BLOCK}\nA. pu", ["b"]),
+        (f' ["b"]\n{BLOCK}\nA. pulse\nB', ["b"]),
+        (f"\n{BLOCK}\nB\n{BLOCK}\nA. pulse\nB", ["b"]),
+        (f"\n{BLOCK} B\n{BLOCK}\nA. pulse", ["b"]),
+        (f"\n{BLOCK} D. skin temperature\n{BLOCK}\nA", ["d"]),
+        # the same answer after every restart is one answer ...
+        (f"\n{BLOCK} D\n{BLOCK} D\n{BLOCK} D\n{BLOCK}\nA. pul", ["d"]),
+        # ... different answers in turn are none
+        (f"\n{BLOCK} B\n{BLOCK} C\n{BLOCK} A\n{BLOCK}\nA. pul", None),
+        # an option list once, then a pick: read as before (the options restated, then "Answer: A.")
+        (f"{OPTIONS_BLOCK}\nAnswer: A.", ["a"]),
+        (f"{OPTIONS_BLOCK}\n\nThe answer is D.", ["d"]),
+        # a partial list the reply frames as its answer is still that answer
+        ("The correct answers are:\nA. pulse\nB. blood pressure", ["a", "b"]),
+        ("B. blood pressure\nD. skin temperature", ["b", "d"]),
+        # a base model answering, then writing the next item: the answer before it
+        (' ["b"]\n\nQuestion: what is the normal adult pulse?\nA. 60-100\nB', ["b"]),
+    ],
+)
+def test_an_answer_among_the_echoes_is_still_read(output, expected):
+    assert read(output) == expected
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # names different answers in turn, to its budget: no commitment (was read as the last line's letter)
+        ('The answer is "b".\nThe answer is "a".\nThe answer is "c".\nThe answer is "b".\nThe answer is', None),
+        ('The answer is "b".\nThe answer is "b".\nThe answer is "a".', None),
+        ('The answer is "b". The answer is "a". The answer is "c".', None),
+        ('["b"]\n["a"]\n["c"]\n["a"]', None),
+        ('{"answer": ["b"]}\n{"answer": ["a"]}\n{"answer": ["c"]}', None),
+        ("Answer: B\nAnswer: A\nAnswer: C", None),
+        ("The answer is B. This is because the pulse is first.\nThe answer is C. This is because the pupils", None),
+        ("Option A is correct.\nOption B is correct.", None),
+        # the same answer repeated is one answer
+        ('The answer is "b".\n' * 5, ["b"]),
+        ('["d"]\n["d"]\n["d"]', ["d"]),
+        ("Answer: B\nAnswer: B\nAnswer: B\nAnswer:", ["b"]),
+        # a single revision is read as before
+        ("The answer is B. Wait, actually the answer is C.", ["c"]),
+        ('["a"]\nWait, that is wrong. ["b"]', ["b"]),
+        ("The correct answers are A and B. Actually, only B is correct here.", ["b"]),
+        ('["a"]\nOn second thought: ["b"]', ["b"]),
+        # an answer stated another way after the loop settles it
+        ('The answer is "b".\nThe answer is "a".\nSo the final answer is A.', ["a"]),
+    ],
+)
+def test_a_reply_naming_different_answers_in_turn_commits_to_nothing(output, expected):
+    assert read(output) == expected
+
+
+DIAGNOSES = ["myocarditis", "pericarditis", "endocarditis", "cardiomyopathy"]
+RISKS = ["elevated blood pressure", "low blood sugar", "fever", "pain"]
+PRESSURES = ["systolic", "nothing increases", "systolic and diastolic", "diastolic"]
+
+
+@pytest.mark.parametrize(
+    "output, options, expected",
+    [
+        # one option's text asserted as the answer (was no answer)
+        ("The most likely diagnosis is myocarditis.", DIAGNOSES, ["a"]),
+        (
+            "Given the fever after a viral illness, the diagnosis in this patient is myocarditis, which",
+            DIAGNOSES,
+            ["a"],
+        ),
+        ("The risk of untreated preeclampsia is elevated blood pressure.", RISKS, ["a"]),
+        ("The main complaint in this patient is pain.", RISKS, ["d"]),
+        ("The pressure that rises is systolic and diastolic.", PRESSURES, ["c"]),  # the longer text, not "systolic"
+        # the options restated, then one asserted
+        (
+            "A. myocarditis\nB. pericarditis\nC. endocarditis\nD. cardiomyopathy\nThe diagnosis is endocarditis.",
+            DIAGNOSES,
+            ["c"],
+        ),
+        # never with another option's text anywhere in the reply
+        ("The diagnosis is myocarditis, not pericarditis.", DIAGNOSES, None),
+        ("Pericarditis causes pleuritic pain. The diagnosis is myocarditis.", DIAGNOSES, None),
+        ("The pressure that rises is systolic. Diastolic stays.", PRESSURES, None),
+        # never where the text is part of a longer word
+        ("The chest wall is painful.", RISKS, None),
+        ("The finding is feverish skin.", RISKS, None),
+        # never hedged, negated, conditional or asked
+        ("The diagnosis could be myocarditis.", DIAGNOSES, None),
+        ("The diagnosis is probably myocarditis.", DIAGNOSES, None),
+        ("The diagnosis is not myocarditis.", DIAGNOSES, None),
+        ("If the troponin were raised, the diagnosis is myocarditis.", DIAGNOSES, None),
+        ("Is the diagnosis myocarditis?", DIAGNOSES, None),
+        ("The diagnosis is myocarditis or something else.", DIAGNOSES, None),
+        # a sentence that only mentions the text, without asserting it
+        ("Myocarditis is an inflammation of the heart muscle.", DIAGNOSES, None),
+    ],
+)
+def test_one_options_text_asserted_in_a_sentence_is_that_option(output, options, expected):
+    assert read(output, options, "what is the most likely diagnosis?") == expected
+
+
+NUMBERED = "1. pulse\n2. blood pressure\n3. pupil size\n4. skin temperature\n"
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # the reply numbered the item's own options and answers with a number (was no answer)
+        (NUMBERED + "The answer is 2.", ["b"]),
+        (NUMBERED + "Answer: 3", ["c"]),
+        (NUMBERED + "The correct answer is option 1, because the pulse comes first.", ["a"]),
+        # no list of its own, another list, a partial one, another order: a number names nothing
+        ("The answer is 2.", None),
+        ("1. airway\n2. breathing\n3. circulation\n4. disability\nThe answer is 2.", None),
+        ("1. pulse\n2. blood pressure\nThe answer is 2.", None),
+        ("1. blood pressure\n2. pulse\n3. pupil size\n4. skin temperature\nThe answer is 2.", None),
+        # a number that is a quantity, or past the list
+        (NUMBERED + "The answer is 2 minutes.", None),
+        (NUMBERED + "The answer is 5.", None),
+    ],
+)
+def test_a_number_names_an_option_only_in_the_replys_own_numbered_list(output, expected):
+    assert read(output) == expected
+
+
+# --- the worst failure, counted over every labelled corpus -------------------------------------------------
+DATA = Path(__file__).parent / "data"
+
+
+def _labelled(path: Path) -> list[tuple[str, str, dict, list[str] | None, str]]:
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if "expected" in row:
+            label = row["expected"]
+        elif "label" in row:
+            label = row["label"]
+        else:
+            continue  # a recorded row not yet labelled
+        if label is not None and not isinstance(label, list):
+            continue  # a label that is a note (an ambiguous row), not letters
+        doc = normalise_record({"question": row["question"], "choices": row["choices"], "answer": "a"}, number, path)
+        rows.append((path.name, row["id"], doc, None if label is None else sorted(label), row["output"]))
+    return rows
+
+
+def test_no_labelled_output_is_read_as_a_different_answer():
+    """A silent change of answer: an output labelled with letters read as other letters. Every corpus in
+    tests/emsqa/data (misses read as no answer are each corpus test's business, and printed here)."""
+    silent, invented, missed, total = [], [], [], 0
+    for path in sorted(DATA.glob("*.jsonl")):
+        for corpus, row_id, doc, label, output in _labelled(path):
+            got = extract_answer(output, doc["letters"], doc["options"], doc["question"])
+            got = None if got is None else sorted(got)
+            total += 1
+            if got is not None and label is not None and got != label:
+                silent.append(f"{corpus} {row_id}: label {label}, read {got}")
+            elif got is not None and label is None:
+                invented.append(f"{corpus} {row_id}: no answer, read {got}")
+            elif got is None and label is not None:
+                missed.append(f"{corpus} {row_id}")
+    print(
+        f"\nEMSQA flexible reader, {total} labelled outputs: {len(silent)} silent changes of answer, "
+        f"{len(invented)} answers read where none is, {len(missed)} answers missed"
+    )
+    assert total > 600
+    assert silent == [], "\n".join(silent)
