@@ -177,6 +177,15 @@ class Reporting:
     # the metrics the readings table shows under each reading, side by side; (): the primary metric alone
     reading_metrics: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # a filter named twice, or two headlines, would make the report pick one silently
+        names = [n for r in self.readings for n in (r.filter, *r.former_filters)]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"{self.display_name}: readings name the filter {', '.join(map(repr, twice))} twice.")
+        if sum(r.headline for r in self.readings) > 1:
+            raise ValueError(f"{self.display_name}: more than one reading is the headline; mark one.")
+
     def reading(self, filter_name: str) -> Reading | None:
         """The ``Reading`` a filter is (by its name, or a name earlier task versions gave it); None if unlisted."""
         for reading in self.readings:

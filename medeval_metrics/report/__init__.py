@@ -23,6 +23,9 @@ this one does not write (``build._remove_stale_files``).
 Modules: ``build`` (``build_report``, step by step), ``cli`` (``medeval report``), ``runs`` (reading
 lm-eval output folders), ``tables``, ``model_card``, ``judges``, ``figures``, ``metric_info``.
 
+A task read several ways (lm-eval filters, e.g. ``strict-match`` and ``flexible-extract``; the spec's ``Reading``s)
+is shown with its readings side by side, the headline reading first (``tables.readings_tables``); docs/report.md.
+
 A partial (``--limit``) run's numbers say "N of M items, partial" wherever they are shown, and a run ``medeval
 demo`` marked (``medeval_demo.json`` beside its results, ``runs.demo_note``) has its scripted judges' numbers labelled
 "scripted" and its synthetic items shown.

@@ -1,6 +1,8 @@
 """``report.html``: one self-contained page to browse a report: the summary tables, the figures, and every
 logged item (prompt, output, extracted answer, gold, score, each judge's verdict and reasons).
 
+A task read several ways (lm-eval filters, the spec's ``Reading``s) shows each doc once, with its headline reading's
+result and what each reading read; a "Readings" filter picks the items whose readings agree or differ.
 Self-contained: the figures are embedded as data URIs, the styles and the few lines of script (the item
 filters: task, category, correct/wrong/unparseable) are inline; nothing is fetched, no server is needed.
 Private data stays out by default: the items of a task whose questions come from the user's own data (a

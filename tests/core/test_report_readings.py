@@ -360,3 +360,32 @@ def test_html_items_of_one_filter_tasks_are_as_before(readings_spec, tmp_path):
     assert len(items) == 4 and {i[0]["readings"] for i in items} == {"one reading"}
     assert all('<div class="field">Extracted answer</div>' in i[2] for i in items)
     assert '<select name="readings">' not in page and "Readings side by side" not in page
+
+
+@pytest.mark.parametrize(
+    "readings, why",
+    [
+        ((Reading("a", "A", "a"), Reading("a", "A again", "a")), "readings name the filter 'a' twice"),
+        ((Reading("a", "A", "a", former_filters=("old",)), Reading("old", "B", "b")), "the filter 'old' twice"),
+        ((Reading("a", "A", "a", headline=True), Reading("b", "B", "b", headline=True)), "more than one reading"),
+    ],
+)
+def test_a_spec_whose_readings_contradict_each_other_is_refused(readings, why):
+    from medeval_metrics.spec import Reporting
+
+    with pytest.raises(ValueError, match=why):
+        Reporting("Toy", "question-answering", "acc", readings=readings)
+
+
+def test_judge_scores_count_each_doc_once_under_two_readings(readings_spec, tmp_path):
+    """lm-eval logs each doc once per filter: a doc's judge scores (the documented ``judge_scores`` field) count once,
+    from the headline reading's samples: judge-x gave docs 0-3 scores 5, 4, 3, 2 -> mean 3.5 over 4 items, not 8."""
+    run = write_run(tmp_path / "run")
+    path = next(run.glob("samples_emsqa_public_cot_*.jsonl"))
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        record["judge_scores"] = {"judge-x": {"accuracy": 5 - record["doc_id"]}}
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    build_report([run], tmp_path / "report", figures=False)
+    judges = json.loads((tmp_path / "report" / "judges.json").read_text())["org/model"]["emsqa_public_cot"]
+    assert judges["judge-x"]["accuracy"]["value"] == 3.5 and judges["judge-x"]["accuracy"]["n"] == 4
