@@ -15,7 +15,7 @@ from medeval_metrics.report.metric_info import metric_info
     "benchmark, metric, in_index, hub_type",
     [
         ("emsqa", "acc", True, "accuracy"),
-        ("emsqa", "unparseable", False, "unparseable_rate"),
+        ("emsqa", "invalid_letter", False, "invalid_letter_rate"),  # a diagnostic: tables only
         ("emsqa", "something_new", False, "something_new"),  # unlisted metric of a listed benchmark: tables only
         ("medicationqa", "judge_agreement", False, "krippendorff_alpha"),
         ("emrqa", "relaxed_em", True, "exact_match"),

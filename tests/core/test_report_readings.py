@@ -389,3 +389,20 @@ def test_judge_scores_count_each_doc_once_under_two_readings(readings_spec, tmp_
     build_report([run], tmp_path / "report", figures=False)
     judges = json.loads((tmp_path / "report" / "judges.json").read_text())["org/model"]["emsqa_public_cot"]
     assert judges["judge-x"]["accuracy"]["value"] == 3.5 and judges["judge-x"]["accuracy"]["n"] == 4
+
+
+def test_emsqa_spec_names_its_two_readings_and_puts_the_unparseable_rate_on_the_card():
+    """EMSQA's own spec (not the tests'): flexible-extract is the headline reading and was named extract_answer up to
+    task version 6; strict-match is the other; the unparseable rate and the requested-format share (the same under
+    both readings) go into the model-index."""
+    from medeval_metrics import registry
+
+    reporting = registry.benchmark("emsqa").reporting
+    assert [(r.filter, r.headline, r.former_filters) for r in reporting.readings] == [
+        ("flexible-extract", True, ("extract_answer",)),
+        ("strict-match", False, ()),
+    ]
+    assert "unparseable" in reporting.reading_metrics
+    assert reporting.info("unparseable").in_model_index
+    requested = reporting.info("requested_format")
+    assert requested is not None and requested.across_readings and requested.in_model_index and requested.proportion
