@@ -880,6 +880,38 @@ def retrieval_header(
     }
 
 
+def _other_chunks(
+    path: Path, task: str | None, theirs: Mapping[str, Any] | None, ours: Mapping[str, Any], holds: str = ""
+) -> str:
+    return (
+        f"{path}: refused{f' for {task}' if task else ''}: the external retriever {external_name(theirs)!r} "
+        f"searched another knowledge base or chunking than this run's, {section_difference(theirs, ours)}{holds}. "
+        "Search this run's chunks (`python -m medeval_metrics.emsqa.rag --name NAME --chunks chunks.jsonl` prints "
+        "its header and writes them), or give the emsqa_knowledge_path and rag_chunk_* settings the file was made with."
+    )
+
+
+def retrievals_file_problems(metadata: Mapping[str, Any]) -> list[str]:
+    """What can be told of a ``rag_retrievals`` file before a model loads (one line each): a malformed line, or
+    an external retriever's file none of whose sections was made on this run's knowledge base and chunking.
+    The rest (item and chunk ids, a pack section's mode, k and areas) each task checks when it loads."""
+    value = setting(metadata, "rag_retrievals")
+    path = Path(str(value)).expanduser() if value is not None else None
+    if path is None or not path.is_file():  # none given, or a missing file (the spec's check names it)
+        return []
+    try:
+        sections = read_sections(path)
+        if not sections or any(external_name(s.header) is None for s in sections):
+            return []
+        files, _ = knowledge_files(metadata)
+        ours = {"knowledge": corpus_version(files), "chunking": retrieval_settings(metadata).chunking()}
+        if all(section_difference(s.header, ours) for s in sections):
+            return [_other_chunks(path, None, sections[0].header, ours)]
+    except MedevalDataError as exc:
+        return [str(exc)]
+    return []
+
+
 def precomputed_section(path: Path, header: Mapping[str, Any], ids: Sequence[str], index: Any) -> Section:
     """The task's retrievals from a file of a previous run: its own section, else one made the same way;
     refused with the first difference when none was (another mode, k, areas, retriever, knowledge, chunking).
@@ -893,13 +925,7 @@ def precomputed_section(path: Path, header: Mapping[str, Any], ids: Sequence[str
         first = candidates[0]
         holds = "" if own else f" (the file holds {', '.join(sorted({str(s.task) for s in sections}))})"
         if external_name(first.header) is not None:
-            raise MedevalDataError(
-                f"{path}: refused for {task or 'this task'}: the external retriever {external_name(first.header)!r} "
-                f"searched another knowledge base or chunking than this run's, "
-                f"{section_difference(first.header, header)}{holds}. Search this run's chunks (`python -m "
-                "medeval_metrics.emsqa.rag --name NAME --chunks chunks.jsonl` prints its header and writes them), "
-                "or give the emsqa_knowledge_path and rag_chunk_* settings the file was made with."
-            )
+            raise MedevalDataError(_other_chunks(path, task or "this task", first.header, header, holds))
         raise MedevalDataError(
             f"{path}: refused for {task or 'this task'}: its retrievals were made another way, "
             f"{section_difference(first.header, header)}{holds}. Give the file a run with these settings saved, or "

@@ -367,3 +367,24 @@ def test_a_section_for_another_task_is_not_taken_for_this_one_when_its_own_is_th
     )
     assert [c["id"] for c in mine[0]["rag_chunks"]] == [c["id"] for c in choice(chunks, 0)]
     assert [c["id"] for c in theirs[0]["rag_chunks"]] == [c["id"] for c in choice(chunks, 0)][::-1]
+
+
+def test_what_can_be_told_before_a_model_loads(metadata, chunks, tmp_path):
+    """rag.retrievals_file_problems: for `medeval run`'s checks, before the model loads (one line each)."""
+    path = external_file(tmp_path / "theirs.jsonl", metadata, chunks)
+    given = {**metadata, "rag_retrievals": str(path)}
+    assert rag.retrievals_file_problems(given) == []
+    assert rag.retrievals_file_problems(metadata) == []  # no file given
+    assert rag.retrievals_file_problems({**metadata, "rag_retrievals": str(tmp_path / "none.jsonl")}) == []
+    (problem,) = rag.retrievals_file_problems({**given, "rag_chunk_overlap": 64})
+    assert problem.startswith(f"{path}: refused: the external retriever {NAME!r} searched another knowledge base")
+    assert "chunking: the file's is overlap 128, this run's is overlap 64. Search this run's chunks" in problem
+    lines = path.read_text().splitlines()
+    item_line(3, id=["3"])(lines)
+    path.write_text("\n".join(lines) + "\n")
+    (problem,) = rag.retrievals_file_problems(given)
+    assert problem.startswith(f"{path}: line 4: the item id is a list") and "\n" not in problem
+    # a file of the pack's own is left to each task (its mode, k and areas are the task's)
+    saved = tmp_path / "saved.jsonl"
+    add_retrieval(fresh(), {**metadata, "rag_save_retrievals": str(saved)}, task="emsqa_public_rag")
+    assert rag.retrievals_file_problems({**metadata, "rag_k": 5, "rag_retrievals": str(saved)}) == []
