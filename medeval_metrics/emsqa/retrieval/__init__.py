@@ -4,7 +4,7 @@ Generic: names no benchmark. ``corpus`` (files of titled sections -> overlapping
 ``retrievers`` (bm25 via ``bm25s``; dense with two encoders and FAISS inner product, the ``[rag]``
 extra), ``index`` (settings, the three modes, the cached index), ``cache`` (on-disk, keyed by
 corpus content + chunking + retriever, one build across processes), ``precomputed`` (retrieval
-files written by one run and read by another). Whether a prompt with its documents fits the model:
+files written by one run and read by another, or made by another retriever on the same chunks). Whether a prompt with its documents fits the model:
 ``medeval_metrics.context_fit``.
 """
 
