@@ -11,7 +11,7 @@ spec module must import nothing heavy (``medeval list`` imports every spec).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Any
@@ -192,6 +192,27 @@ class Reporting:
             if filter_name == reading.filter or filter_name in reading.former_filters:
                 return reading
         return None
+
+    def ordered_filters(self, filters: Iterable[str]) -> list[str]:
+        """One task's filters (as its results or samples name them) in the order they are shown: the readings in the
+        spec's order, then any other filter by name."""
+        names = [r.filter for r in self.readings]
+
+        def position(filter_name: str) -> tuple[int, str]:
+            reading = self.reading(filter_name)
+            return (names.index(reading.filter) if reading else len(names), filter_name)
+
+        return sorted(dict.fromkeys(filters), key=position)
+
+    def headline_filter(self, filters: Iterable[str]) -> str:
+        """The filter a task's headline numbers come from: its headline reading where the task has it, else the first
+        of ``ordered_filters``; "" without filters. (A results file's first filter is the YAML's first, not this.)"""
+        ordered = self.ordered_filters(filters)
+        for filter_name in ordered:
+            reading = self.reading(filter_name)
+            if reading is not None and reading.headline:
+                return filter_name
+        return ordered[0] if ordered else ""
 
     def info(self, metric: str) -> MetricInfo | None:
         """The listed ``MetricInfo`` of ``metric`` (an exact key, else the longest ``prefix*`` key it matches, its

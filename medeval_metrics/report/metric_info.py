@@ -108,26 +108,14 @@ def reading_of(benchmark: str, filter_name: str):
 
 def ordered_filters(benchmark: str, filters) -> list[str]:
     """One task's filters in the order the report shows them: its spec's readings first, in the spec's order (the
-    headline reading first), then any other filter by name."""
-    listed = _listed(benchmark) if benchmark else None
-    readings = [r.filter for r in listed.readings] if listed else []
-
-    def position(filter_name: str) -> tuple[int, str]:
-        reading = listed.reading(filter_name) if listed else None
-        return (readings.index(reading.filter) if reading else len(readings), filter_name)
-
-    return sorted(dict.fromkeys(filters), key=position)
+    headline reading first), then any other filter by name (``Reporting.ordered_filters``)."""
+    return reporting_for(benchmark).ordered_filters(filters)
 
 
 def headline_filter(benchmark: str, filters) -> str:
-    """The filter a task's headline numbers come from: its spec's headline reading where the task has it, else the
-    first of ``ordered_filters``; "" without filters."""
-    ordered = ordered_filters(benchmark, filters)
-    for filter_name in ordered:
-        reading = reading_of(benchmark, filter_name)
-        if reading is not None and reading.headline:
-            return filter_name
-    return ordered[0] if ordered else ""
+    """The filter a task's headline numbers come from (``Reporting.headline_filter``): its spec's headline reading
+    where the task has it, else the first of ``ordered_filters``; "" without filters."""
+    return reporting_for(benchmark).headline_filter(filters)
 
 
 # --------------------------------------------------------------------------- the numbers a report publishes

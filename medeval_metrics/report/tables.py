@@ -93,6 +93,15 @@ def _is_number(value: Any) -> bool:
 
 
 def _scored(run: Run) -> tuple[list[ScoreRow], list]:
+    """Once per run (each table asks for the rows; the report checks the samples' values first, ``_load_runs``)."""
+    cached = getattr(run, "_scored_rows", None)
+    if cached is None:
+        cached = _score(run)
+        run._scored_rows = cached  # type: ignore[attr-defined]
+    return list(cached[0]), list(cached[1])
+
+
+def _score(run: Run) -> tuple[list[ScoreRow], list]:
     from medeval_metrics import registry
     from medeval_metrics.report.metric_info import (
         NO_VALUE,
@@ -280,15 +289,15 @@ def _logged_values(run: Run, task: str, metric: str, filter_name: str) -> list[A
     if cache is None:
         cache = {}
         run._logged_values = cache  # type: ignore[attr-defined]
-    if task not in cache:
+    if task not in cache:  # by filter: lm-eval logs each doc once per filter, and each row reads one filter's
         from medeval_metrics.report.runs import scored_samples
 
-        cache[task] = scored_samples(run, task) if task in run.sample_paths or run.judge_records(task) else []
-    return [
-        sample[metric]
-        for sample in cache[task]
-        if str(sample.get("filter") or "none") == filter_name and sample.get(metric) is not None
-    ]
+        by_filter: dict[str, list[dict[str, Any]]] = {}
+        samples = scored_samples(run, task) if task in run.sample_paths or run.judge_records(task) else []
+        for sample in samples:
+            by_filter.setdefault(str(sample.get("filter") or "none"), []).append(sample)
+        cache[task] = by_filter
+    return [sample[metric] for sample in cache[task].get(filter_name, ()) if sample.get(metric) is not None]
 
 
 def _judge_named_by(benchmark: str, metric: str) -> str | None:
