@@ -388,3 +388,22 @@ def test_what_can_be_told_before_a_model_loads(metadata, chunks, tmp_path):
     saved = tmp_path / "saved.jsonl"
     add_retrieval(fresh(), {**metadata, "rag_save_retrievals": str(saved)}, task="emsqa_public_rag")
     assert rag.retrievals_file_problems({**metadata, "rag_k": 5, "rag_retrievals": str(saved)}) == []
+
+
+def test_a_hand_made_file_without_the_external_header_is_pointed_to_it(metadata, chunks, tmp_path):
+    """A header that names its retriever some other way reads as the pack's own, made another way: the refusal
+    says how to name an external one."""
+    path = external_file(tmp_path / "theirs.jsonl", metadata, chunks, retriever="colbert")
+    with pytest.raises(MedevalDataError) as caught:  # its chunks have no score: the pack's own files always do
+        add_retrieval(fresh(), {**metadata, "rag_retrievals": str(path)}, task="emsqa_public_rag")
+    assert f"{path}: line 2: each chunk needs 'id' and 'score'." in str(caught.value)
+    assert FIX in str(caught.value)
+    lines = path.read_text().splitlines()
+    lines[1:] = [
+        json.dumps({"id": str(i), "chunks": [{"id": chunks_id, "score": 1.0}]})
+        for i, chunks_id in enumerate([next(iter(chunks))] * 12)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(MedevalDataError) as caught:
+        add_retrieval(fresh(), {**metadata, "rag_retrievals": str(path)}, task="emsqa_public_rag")
+    assert "does not record how its retrievals were made" in str(caught.value) and FIX in str(caught.value)

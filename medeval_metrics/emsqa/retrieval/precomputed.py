@@ -34,7 +34,10 @@ from medeval_metrics.json_records import too_deep
 FORMAT = 2
 # What decides the documents a prompt shows, in the order a refusal names them.
 HEADER_FIELDS = ("mode", "k", "areas", "retriever", "knowledge", "chunking")
-_FIX = "Give the file a previous run wrote (rag_save_retrievals) or its samples_*.jsonl (run with --log_samples)."
+_FIX = (
+    "Give the file a previous run wrote (rag_save_retrievals) or its samples_*.jsonl (run with --log_samples), or "
+    'one of your own retriever\'s, whose header says "retriever": {"external": "<name>"} (tasks/emsqa/README.md).'
+)
 # An external section's header: what a user writes (tasks/emsqa/README.md, "Your own retriever").
 EXTERNAL_FIELDS = ("medeval_retrievals", "retriever", "knowledge", "chunking", "task")
 EXTERNAL_COMPARED = ("knowledge", "chunking")  # what the run must share with the file (mode, k, areas: the user's)
@@ -311,7 +314,10 @@ def header_difference(theirs: Mapping[str, Any] | None, ours: Mapping[str, Any])
     """The first field of :data:`HEADER_FIELDS` that differs, as "<field>: the file's ..., this run's ...";
     None when the section was made the way the task retrieves now."""
     if not theirs or any(name not in theirs for name in HEADER_FIELDS):
-        return "the file does not record how its retrievals were made (written by an older version)"
+        return (
+            "the file does not record how its retrievals were made (written by an older version, or by another "
+            'retriever without "retriever": {"external": "<name>"} in its header)'
+        )
     for name in HEADER_FIELDS:
         difference = _field_difference(name, theirs, ours)
         if difference:
