@@ -748,6 +748,15 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
     (a letter the model wrote after a cue, "Answer:\nB") is read as usual."""
     if "\n" not in body or not valid:
         return body
+    if len(body) > 2 * _FREE_TEXT_WINDOW:  # bounded work: only the opening and the closing window are read as prose
+        head_end = body.find("\n", 4_000)
+        tail_start = body.rfind("\n", 0, len(body) - _FREE_TEXT_WINDOW)
+        if 0 <= head_end < tail_start:
+            return (
+                _mask_prompt_echo(body[:head_end], valid, keys)
+                + body[head_end:tail_start]
+                + _mask_prompt_echo(body[tail_start:], valid, keys)
+            )
     lines = body.split("\n")
     if len(lines) >= 20_000:
         return body
@@ -854,7 +863,11 @@ def _negated(text: str, start: int, end: int) -> bool:
 
 
 def _free_text(
-    body: str, valid: set[str], options: Mapping[str, str] | None, closing_letters: bool = True
+    body: str,
+    valid: set[str],
+    options: Mapping[str, str] | None,
+    closing_letters: bool = True,
+    question: str | None = None,
 ) -> list[str] | None:
     span = _Span(options)
     keys = {k: _key(v) for k, v in span.options.items()}
@@ -982,7 +995,7 @@ def _free_text(
     ]
     if len({letter for _, letter in mentions}) == 1:
         offer(1, mentions[-1][0], [mentions[-1][1]])
-    asserted = _asserted_option_text(body, keys)
+    asserted = _asserted_option_text(body, keys, question)
     if asserted:
         offer(1, *asserted)
     if len(first_line) <= 300:
@@ -1058,9 +1071,26 @@ _HEDGE = re.compile(
 )
 
 
-def _asserted_option_text(body: str, keys: Mapping[str, str]) -> tuple[int, list[str]] | None:
+_NEGATIVE_STEM = re.compile(r"(?i)\b(?:not|except|least|false|incorrect|never|contraindicated)\b|n't\b")
+# words a sentence shares with any question: not evidence that it answers this one
+_COMMON_WORDS = frozenset(
+    re.findall(
+        r"\w+",
+        "what which when where who whom whose why how that this these those there their they with from into onto "
+        "following does have been being should would could most best first patient patients",
+    )
+)
+
+
+def _asserted_option_text(body: str, keys: Mapping[str, str], question: str | None) -> tuple[int, list[str]] | None:
     """A sentence asserting exactly one option's text ("... is myocarditis."), where no other option's
-    text appears anywhere in the reply and the text is whole words (option "pain" is not in "painful")."""
+    text appears anywhere in the reply and the text is whole words (option "pain" is not in "painful").
+    Where the question is known, the sentence must be about what it asks (a content word of the question
+    before the verb), and a question asking for the option that is NOT so has none: there a sentence
+    stating a fact ("a sign of shock is tachycardia") is not the answer."""
+    asked = set(_key(question or "").split()) - _COMMON_WORDS
+    if question is not None and (_NEGATIVE_STEM.search(question) or not asked):
+        return None
     lowered = body.lower()
     found: list[tuple[int, int, str]] = []
     for letter, text in keys.items():
@@ -1084,7 +1114,15 @@ def _asserted_option_text(body: str, keys: Mapping[str, str]) -> tuple[int, list
         return None
     for start, end, letter in reversed(whole):
         before = _sentence_before(body, start)
-        if _ASSERTING_VERB.search(before) and not _HEDGE.search(before) and _ENDS_THE_SENTENCE.match(body, end):
+        about = question is None or any(
+            word in asked or word.rstrip("s") in asked for word in _key(before).split() if len(word) >= 4
+        )
+        if (
+            about
+            and _ASSERTING_VERB.search(before)
+            and not _HEDGE.search(before)
+            and _ENDS_THE_SENTENCE.match(body, end)
+        ):
             return start, [letter]
     return None
 
@@ -1184,12 +1222,12 @@ def extract_answer(
             return None
         markers = markers[1:]
     if markers:
-        found = _read(body[: markers[0].start()], valid, options)
+        found = _read(body[: markers[0].start()], valid, options, question=question)
         if found is not None or markers[0].re is _NEXT_ITEM:
             return found  # a numbered next item with its options ends the answer: nothing past it is read
         # past a question the closing line may be the next item's answer ("Q: ...\nA."): not read
-        return _read(body, valid, options, closing_letters=False)
-    return _read(body, valid, options)
+        return _read(body, valid, options, closing_letters=False, question=question)
+    return _read(body, valid, options, question=question)
 
 
 # A base model running on into the next numbered item: "12. A 45-year-old man ...?" over its own "A." and
@@ -1225,7 +1263,12 @@ def _alphabet_run(length: int) -> re.Pattern[str]:
 
 
 def _read(
-    body: str, valid: set[str], options: Mapping[str, str] | None, closing_letters: bool = True, alone: bool = False
+    body: str,
+    valid: set[str],
+    options: Mapping[str, str] | None,
+    closing_letters: bool = True,
+    alone: bool = False,
+    question: str | None = None,
 ) -> list[str] | None:
     keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
     body = _mask_prompt_echo(body, valid, keys)
@@ -1233,7 +1276,11 @@ def _read(
         structured = _structured(body, valid, keys)
     except _NoAnswer:
         return None
-    answer = sorted(set(structured)) if structured is not None else _free_text(body, valid, options, closing_letters)
+    answer = (
+        sorted(set(structured))
+        if structured is not None
+        else _free_text(body, valid, options, closing_letters, question)
+    )
     if answer is not None and not alone and _cycles(body, valid, options):
         return None
     return answer
@@ -1250,12 +1297,14 @@ def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bo
     is "b".\nThe answer is "a".\nThe answer is "c".', a model looping to its budget): it names different
     answers in turn and commits to none. The same answer repeated is one answer; a revision ("Wait, that is
     wrong. ["b"]") or an answer stated another way after the loop ("So the final answer is B") is read as usual."""
+    text = body[-_FREE_TEXT_WINDOW:]
+    statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
+    if len({_STATEMENT_LETTER.sub("\x01", statement) for statement in statements}) == len(statements):
+        return False  # no statement repeated: the common case, decided without reading
     keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
-    text = _mask_option_lists(body[-_FREE_TEXT_WINDOW:], valid, keys)[0]
+    text = _mask_option_lists(text, valid, keys)[0]  # an option list marked line by line is no loop
     statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
     forms = [_STATEMENT_LETTER.sub("\x01", statement) for statement in statements]
-    if len(set(forms)) == len(forms):
-        return False  # no statement repeated: the common case, decided without reading
     for last in range(len(statements) - 1, max(-1, len(statements) - 51), -1):  # the last statement that answers
         form = forms[last]
         if "\x01" not in form or not _STATEMENT_WORDS.search(form):

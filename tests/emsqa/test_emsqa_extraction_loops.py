@@ -156,13 +156,18 @@ def test_a_reply_naming_different_answers_in_turn_commits_to_nothing(output, exp
     assert read(output) == expected
 
 
-DIAGNOSES = ["myocarditis", "pericarditis", "endocarditis", "cardiomyopathy"]
-RISKS = ["elevated blood pressure", "low blood sugar", "fever", "pain"]
-PRESSURES = ["systolic", "nothing increases", "systolic and diastolic", "diastolic"]
+DIAGNOSES = (["myocarditis", "pericarditis", "endocarditis", "cardiomyopathy"], "what is the most likely diagnosis?")
+RISKS = (
+    ["elevated blood pressure", "low blood sugar", "fever", "pain"],
+    "what is the main risk of untreated preeclampsia?",
+)
+COMPLAINT = (["elevated blood pressure", "low blood sugar", "fever", "pain"], "what is the chief complaint?")
+PRESSURES = (["systolic", "nothing increases", "systolic and diastolic", "diastolic"], "which pressure rises?")
+SHOCK_NOT = (["tachycardia", "cool skin", "bradycardia", "anxiety"], "which is not an early sign of shock?")
 
 
 @pytest.mark.parametrize(
-    "output, options, expected",
+    "output, item, expected",
     [
         # one option's text asserted as the answer (was no answer)
         ("The most likely diagnosis is myocarditis.", DIAGNOSES, ["a"]),
@@ -172,7 +177,7 @@ PRESSURES = ["systolic", "nothing increases", "systolic and diastolic", "diastol
             ["a"],
         ),
         ("The risk of untreated preeclampsia is elevated blood pressure.", RISKS, ["a"]),
-        ("The main complaint in this patient is pain.", RISKS, ["d"]),
+        ("The chief complaint here is pain.", COMPLAINT, ["d"]),
         ("The pressure that rises is systolic and diastolic.", PRESSURES, ["c"]),  # the longer text, not "systolic"
         # the options restated, then one asserted
         (
@@ -185,8 +190,8 @@ PRESSURES = ["systolic", "nothing increases", "systolic and diastolic", "diastol
         ("Pericarditis causes pleuritic pain. The diagnosis is myocarditis.", DIAGNOSES, None),
         ("The pressure that rises is systolic. Diastolic stays.", PRESSURES, None),
         # never where the text is part of a longer word
-        ("The chest wall is painful.", RISKS, None),
-        ("The finding is feverish skin.", RISKS, None),
+        ("The chief complaint is painful swallowing.", COMPLAINT, None),
+        ("The chief complaint is feverish skin.", COMPLAINT, None),
         # never hedged, negated, conditional or asked
         ("The diagnosis could be myocarditis.", DIAGNOSES, None),
         ("The diagnosis is probably myocarditis.", DIAGNOSES, None),
@@ -194,12 +199,16 @@ PRESSURES = ["systolic", "nothing increases", "systolic and diastolic", "diastol
         ("If the troponin were raised, the diagnosis is myocarditis.", DIAGNOSES, None),
         ("Is the diagnosis myocarditis?", DIAGNOSES, None),
         ("The diagnosis is myocarditis or something else.", DIAGNOSES, None),
-        # a sentence that only mentions the text, without asserting it
+        # a sentence that only mentions the text, or states a fact about something the question does not ask
         ("Myocarditis is an inflammation of the heart muscle.", DIAGNOSES, None),
+        ("The usual cause here is myocarditis.", DIAGNOSES, None),
+        # a question asking for the option that is NOT so: a true statement is not the pick
+        ("An early sign of shock is tachycardia.", SHOCK_NOT, None),
     ],
 )
-def test_one_options_text_asserted_in_a_sentence_is_that_option(output, options, expected):
-    assert read(output, options, "what is the most likely diagnosis?") == expected
+def test_one_options_text_asserted_in_a_sentence_is_that_option(output, item, expected):
+    options, question = item
+    assert read(output, options, question) == expected
 
 
 NUMBERED = "1. pulse\n2. blood pressure\n3. pupil size\n4. skin temperature\n"
