@@ -135,6 +135,12 @@ _CLOSING_LETTERS = re.compile(
 _REJECTED_LETTER = re.compile(
     r"(?i:\bnot[ \t]+(?:options?[ \t]+)?)[A-H][ \t]*$|[A-H][ \t]+(?i:is[ \t]+(?:not|wrong|incorrect|out))[ \t]*$"
 )
+# The reply's last words revise it to a letter alone: "B... wait, actually C", "A. No, wait: D."
+_REVISED_AT_THE_CLOSE = re.compile(
+    r"(?i:\b(?:actually|wait|correction|rather|instead|on[ \t]+second[ \t]+thought))[ \t,:;.…!-]{1,6}"
+    r"(?i:(?:actually|no|it(?:'s|[ \t]+is)|the[ \t]+answer[ \t]+is|make[ \t]+(?:it|that))[ \t,:]{1,3}){0,2}"
+    r"[*_\"(]{0,2}(?P<letters>[A-H](?:[ \t]*(?:,|&|(?i:and)\b)[ \t]*[A-H]){0,5})[ \t*_\")]{0,3}[.!]?[ \t]*$"
+)
 _ABBREVIATION = re.compile(r"(?i)\b(?:vs|e\.g|i\.e|etc|cf|approx|no|fig|dr|st)\.$")
 _REVISION = re.compile(
     r"(?i)\b(?:only|actually|instead|wait|correction|rather|in[ \t]+fact|on[ \t]+second|re-?reading|changing)\b"
@@ -954,6 +960,9 @@ def _free_text(
         offer(3, match.start(), span.read(body, match.end()))
     for match in _last(_ELLIPTICAL.finditer(body)):
         offer(3, match.start("letters"), span.read(body, match.start("letters")))
+    revised = _REVISED_AT_THE_CLOSE.search(body, max(0, len(body) - 120)) if closing_letters else None
+    if revised and not _HYPOTHETICAL.search(_sentence_before(body, revised.start())):
+        offer(4, revised.start("letters"), span.read(revised.group("letters"), 0))  # "B... wait, actually C"
     closing = _closing_letters(body) if closing_letters else None
     if closing:
         offer(-1, *closing)  # the weakest evidence: read only where nothing else is

@@ -148,6 +148,13 @@ def test_an_answer_among_the_echoes_is_still_read(output, expected):
         ('["a"]\nWait, that is wrong. ["b"]', ["b"]),
         ("The correct answers are A and B. Actually, only B is correct here.", ["b"]),
         ('["a"]\nOn second thought: ["b"]', ["b"]),
+        # ... and so is one to a letter alone at the close (was read as the opening letter: a silent change)
+        ("B... wait, actually C", ["c"]),
+        ("Answer: B... wait, actually C.", ["c"]),
+        ("A. No, wait: D.", ["d"]),
+        # but not a hypothetical or a comparison
+        ("B. If the child were older, actually C.", ["b"]),
+        ("B. Rather than C.", ["b"]),
         # an answer stated another way after the loop settles it
         ('The answer is "b".\nThe answer is "a".\nSo the final answer is A.', ["a"]),
     ],
