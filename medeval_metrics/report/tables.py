@@ -69,6 +69,7 @@ def sample_problems(run: Run) -> list:
     bad: list[BadNumber] = []
     for task in sorted(set(run.sample_paths) | set(run.results.get("medeval_judge", {}))):
         benchmark, metrics = item_metrics(task)
+        ranges = {metric: metric_range(benchmark, metric) for metric in metrics}  # once, not per item and filter
         path, judged_path = run.sample_paths.get(task), run.judged_path(task)
         sources = [(path, record, record) for record in run.samples(task)]
         sources += [(judged_path, record, record.get("metrics") or {}) for record in run.judge_records(task)]
@@ -76,7 +77,7 @@ def sample_problems(run: Run) -> list:
             item = f"item {record.get('doc_id')}"
             for metric in metrics:
                 value = values.get(metric)
-                problem = None if value is None else value_problem(value, metric_range(benchmark, metric))
+                problem = None if value is None else value_problem(value, ranges[metric])
                 if problem:
                     bad.append(BadNumber(file, task, f"{metric} ({item})", problem))
                     del values[metric]

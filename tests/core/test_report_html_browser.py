@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from test_report_html import write_run
+from test_report_readings import readings_spec  # noqa: F401  (a fixture: EMSQA's spec with two readings)
 
 from medeval_metrics.report import build_report
 
@@ -70,3 +71,18 @@ def test_the_page_renders_with_its_tables_figures_and_results(page, tmp_path):
     assert near((0x4C, 0x72, 0xB0)) > 2000  # bars of the embedded figures
     assert near((0x2E, 0x7D, 0x32)) > 100 and near((0xC6, 0x28, 0x28)) > 100  # correct / wrong borders and badges
     assert near((255, 255, 255)) < 0.95 * 1200 * 4000  # not a blank page
+
+
+@pytest.mark.usefixtures("readings_spec")
+def test_the_readings_filter_shows_the_items_whose_readings_differ(tmp_path):
+    """A task read two ways (test_report_readings' run: the readings differ on docs 1 and 2): the Readings filter in
+    the address shows those two items alone."""
+    from test_report_readings import write_run as write_two_readings
+
+    build_report([write_two_readings(tmp_path / "run")], tmp_path / "report", figures=False, html=True)
+    page = tmp_path / "report" / "report.html"
+    proc = chromium(tmp_path, "--virtual-time-budget=3000", "--dump-dom", f"{page.as_uri()}#readings=differ")
+    dom = proc.stdout
+    assert '<span id="shown">2</span>' in dom, proc.stderr[-2000:]
+    shown = [part for part in dom.split("<details")[1:] if 'style="display: none;"' not in part.split(">")[0]]
+    assert [part.split('id="item-')[1].split('"')[0] for part in shown] == ["1", "2"]
