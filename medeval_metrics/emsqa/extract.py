@@ -171,7 +171,7 @@ _LABEL_BEFORE_OPTION = re.compile(
 )
 _MAY_BE_LABELLED = re.compile(r"(?i)[ \t*#>]{0,6}(?:\w+[ \t]+){0,2}answer")
 # an option line the token budget cut short: "B", "C.", "C. resp" (its text a prefix of the option's own)
-_CUT_OPTION_LINE = re.compile(r"[ \t>]{0,6}\(?([a-hA-H])(?:[.):][ \t]*([^\n]{0,300}))?")
+_CUT_OPTION_LINE = re.compile(r"[ \t>]{0,6}(?:[-*+][ \t]{1,3})?\(?([a-hA-H])(?:[.):][ \t]*([^\n]{0,300}))?")
 _NUMBERED_LINE = re.compile(r"^[ \t>]{0,6}(?:\*\*)?([1-8])[.)](?:\*\*)?[ \t]+")
 # The line before a partial option list that makes it the answer: "The correct answers are:", "Answer:"
 _FRAMES_A_LIST = re.compile(r"(?i)(?:answers?|correct|choose|choice|pick|select\w*)\b[^\n]{0,40}:[ \t*]*$")
@@ -794,31 +794,41 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
             kinds.append("cue")
         elif entry and not entry[2] and not entry[1].lstrip("\x00").strip(" \t*_"):
             kinds.append("option " + entry[0])
+        elif _OPTION_LINE.match(line):  # an option's label over other words ("B. blood presure")
+            kinds.append("label " + _OPTION_LINE.match(line).group(1).lower())
         else:
             kinds.append("other")
 
     def next_kind(number: int) -> str:
         return next((kind for kind in kinds[number:] if kind != "blank"), "end")
 
-    runs: list[tuple[int, int, bool]] = []  # option lists from the first option, in prompt order
+    runs: list[tuple[int, int, bool, bool]] = []  # option lists from the first option, in prompt order
     number = 0
     while number < len(lines):
-        if kinds[number] != "option " + order[0]:
+        if kinds[number] not in ("option " + order[0], "label " + order[0]):
             number += 1
             continue
         end, count = number, 0
-        while end < len(lines) and count < len(order) and kinds[end] == "option " + order[count]:
+        while (
+            end < len(lines)
+            and count < len(order)
+            and kinds[end] in ("option " + order[count], "label " + order[count])
+        ):
             end, count = end + 1, count + 1
-        runs.append((number, end, count == len(order)))
+        exact = all(kind.startswith("option") for kind in kinds[number:end])
+        runs.append((number, end, count == len(order), exact))
         number = end
     echoing = "instruction" in kinds or any(
-        whole and next_kind(end) in ("cue", "instruction") for _, end, whole in runs
+        whole and exact and next_kind(end) in ("cue", "instruction") for _, end, whole, exact in runs
     )
     if not echoing:
         return body
     masked = {number for number, kind in enumerate(kinds) if kind in ("instruction", "cut")}
-    for start, end, whole in runs:
-        if whole or next_kind(end) in ("end", "cue", "instruction", "cut", "option " + order[0]):
+    restart = ("end", "cue", "instruction", "cut", "option " + order[0], "label " + order[0])
+    for start, end, whole, exact in runs:
+        # the options again, or the list restarting into the budget or the next echo; with altered texts
+        # ("B. blood presure") only two lines or more: "Answer:\nA. pulse" over other words may be a pick
+        if (whole or next_kind(end) in restart) and (exact or end - start >= 2):
             masked.update(range(start, end))
     for number in range(len(lines) - 1, -1, -1):  # a cue over echo, another cue or the end answers nothing
         if kinds[number] == "cue":
@@ -1309,6 +1319,7 @@ def _read(
 # A statement's form with its letters taken out: 'The answer is "b".' and 'The answer is "a".' share one.
 _STATEMENT_LETTER = re.compile(r"(?<![A-Za-z0-9'’])[A-Ha-h](?![A-Za-z0-9'’])")
 _STATEMENT_END = re.compile(r"\n|(?<=[.!?])[ \t]+")
+_CUE_OVER_LINE = re.compile(r"(?im)^([ \t>*#_]{0,6}answer[ \t*_]{0,4}:)[ \t]*\n(?=[ \t]*\S)")
 _STATEMENT_WORDS = re.compile(r"[A-Za-z]{3}|[\[{]")
 
 
@@ -1316,8 +1327,10 @@ def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bo
     """Whether the reply's last answer is one of a statement repeated with different letters ('The answer
     is "b".\nThe answer is "a".\nThe answer is "c".', a model looping to its budget): it names different
     answers in turn and commits to none. The same answer repeated is one answer; a revision ("Wait, that is
-    wrong. ["b"]") or an answer stated another way after the loop ("So the final answer is B") is read as usual."""
-    text = body[-_FREE_TEXT_WINDOW:]
+    wrong. ["b"]") or an answer stated another way after the loop ("So the final answer is B") is read as usual.
+    A letter alone on its line counts only in a run of three or more ("B\nC\nB\nC"): "A.\nAspirin is given
+    first.\nC." names two letters, not a loop."""
+    text = _CUE_OVER_LINE.sub(r"\1 ", body[-_FREE_TEXT_WINDOW:])  # "Answer:\nC" is one statement
     statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
     if len({_STATEMENT_LETTER.sub("\x01", statement) for statement in statements}) == len(statements):
         return False  # no statement repeated: the common case, decided without reading
@@ -1327,21 +1340,20 @@ def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bo
     forms = [_STATEMENT_LETTER.sub("\x01", statement) for statement in statements]
     for last in range(len(statements) - 1, max(-1, len(statements) - 51), -1):  # the last statement that answers
         form = forms[last]
-        if "\x01" not in form or not _STATEMENT_WORDS.search(form):
+        bare = "\x01" in form and not _STATEMENT_WORDS.search(form)
+        if "\x01" not in form or _read(statements[last], valid, options, alone=True) is None:
             continue
-        if _read(statements[last], valid, options, alone=True) is None:
-            continue
-        said = {tuple(_STATEMENT_LETTER.findall(statements[last].lower()))}
+        said = [tuple(_STATEMENT_LETTER.findall(statements[last].lower()))]
         gap = 0
         for number in range(last - 1, -1, -1):  # back through the loop: the same form, a few statements apart
             if forms[number] == form:
-                said.add(tuple(_STATEMENT_LETTER.findall(statements[number].lower())))
+                said.append(tuple(_STATEMENT_LETTER.findall(statements[number].lower())))
                 gap = 0
-            elif _REVISION.search(statements[number]) or _NEGATION_WORD.search(statements[number]) or gap == 3:
+            elif bare or _REVISION.search(statements[number]) or _NEGATION_WORD.search(statements[number]) or gap == 3:
                 break
             else:
                 gap += 1
-        return len(said) > 1
+        return len(set(said)) > 1 and (not bare or len(said) >= 3)
     return False
 
 

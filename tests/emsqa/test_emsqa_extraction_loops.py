@@ -76,6 +76,16 @@ def test_the_echoed_lines_are_the_prompts_own():
         "A: B: C:",
         # the CoT prompt's block: options and instruction, again and again
         f"\n{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\n{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\nA. pulse\nB. blood",
+        # the restart with a text miscopied, bulleted, lowercase; the question echoed too; the options and
+        # "Answer:" alone looping (Gemma-3-270M writes these)
+        f" {OPTIONS_BLOCK}\n{INSTRUCTION}\nAnswer:\nA. pulse\nB. blood presure\nC. pupil",
+        f" {BLOCK}\n- A. pulse\n- B",
+        " " + BLOCK.replace("A. ", "a. ").replace("B. ", "b. ") + "\na. pulse\nb",
+        f"\nQuestion: {QUESTION}\n{BLOCK}\nQuestion: {QUESTION}\n{OPTIONS_BLOCK}\nAns",
+        f"\n{OPTIONS_BLOCK}\nAnswer:\n{OPTIONS_BLOCK}\nAnswer:\nA. pulse\nB. blood pressure\nC. pupil size\nD. skin",
+        # "Option A\nAnswer: Option B\nAnswer: Option C ..." through the alphabet (Gemma-3-270M; was read as h)
+        " Option A\nAnswer: Option B\nAnswer: Option C\nAnswer: Option D\nAnswer: Option E\nAnswer: Option F"
+        "\nAnswer: Option G\nAnswer: Option H\nAnswer: Option I\nAnswer: Option II\n",
         # a restated option list cut short, with no instruction (a small model echoing and stopping)
         "A. pulse\nB. blood pressure\nC. pup",
         "A. pulse\nB",
@@ -137,12 +147,17 @@ def test_an_answer_among_the_echoes_is_still_read(output, expected):
         ('["b"]\n["a"]\n["c"]\n["a"]', None),
         ('{"answer": ["b"]}\n{"answer": ["a"]}\n{"answer": ["c"]}', None),
         ("Answer: B\nAnswer: A\nAnswer: C", None),
+        ("\nB\nAnswer:\nC\nAnswer:\nB\nAnswer:\nC\n", None),  # the letter under each cue
+        ("B\nC\nB\nC", None),  # letters alone, three or more in a row
         ("The answer is B. This is because the pulse is first.\nThe answer is C. This is because the pupils", None),
         ("Option A is correct.\nOption B is correct.", None),
         # the same answer repeated is one answer
         ('The answer is "b".\n' * 5, ["b"]),
         ('["d"]\n["d"]\n["d"]', ["d"]),
         ("Answer: B\nAnswer: B\nAnswer: B\nAnswer:", ["b"]),
+        ("\nB\nAnswer:\nB\nAnswer:\nB\nAnswer:\nB\n", ["b"]),
+        # two letters alone, apart, are no loop: the opening letter line is read (as before)
+        ("A.\nAspirin is given first.\nC.", ["a"]),
         # a single revision is read as before
         ("The answer is B. Wait, actually the answer is C.", ["c"]),
         ('["a"]\nWait, that is wrong. ["b"]', ["b"]),
