@@ -24,7 +24,7 @@ from medeval_metrics.emsqa.data import (
     normalise_record,
 )
 from medeval_metrics.emsqa.extract import extract_answer, strip_reasoning
-from medeval_metrics.emsqa.filters import ExtractAnswerFilter
+from medeval_metrics.emsqa.filters import ExtractAnswerFilter, StrictAnswerFilter
 from medeval_metrics.emsqa.prompts import (
     doc_to_choice_mc,
     doc_to_target,
@@ -46,6 +46,7 @@ __all__ = [
     "SUBJECT_AREAS",
     "DeferredPool",
     "ExtractAnswerFilter",
+    "StrictAnswerFilter",
     "doc_to_choice_mc",
     "doc_to_target",
     "doc_to_target_cot",

@@ -1,4 +1,10 @@
-"""lm-eval filters of the generative EMSQA tasks: each response becomes the letters it answers, or ``None``."""
+"""lm-eval filters of the generative EMSQA tasks, lm-eval's two readings (as gsm8k's): each response becomes the
+letters it answers, or ``None``.
+
+``strict-match`` (``StrictAnswerFilter``) reads only a reply in the format the prompt asks for (``strict.py``);
+``flexible-extract`` (``ExtractAnswerFilter``) reads such a reply the same way and every other reply with the
+heuristic reader (``extract.py``). The task YAML names the format: ``answer_format: list`` or ``object``.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +12,54 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from medeval_metrics.emsqa.extract import extract_answer
+from medeval_metrics.emsqa.strict import FORMATS, read_strict
+
+
+def _format(answer_format: Any, **unknown: Any) -> str:
+    if unknown:
+        raise ValueError(f"EMSQA answer filter: unknown setting {', '.join(map(repr, unknown))} (known: answer_format)")
+    if answer_format not in FORMATS:
+        raise ValueError(
+            f"EMSQA answer filter: answer_format is {answer_format!r}; set it to 'list' (zero-/few-shot prompts)"
+            " or 'object' (CoT prompts) in the task YAML's filter_list"
+        )
+    return answer_format
+
+
+def read_flexible(text: Any, doc: dict[str, Any], answer_format: str) -> list[str] | None:
+    """The flexible reading of one reply: the strict one where the reply is in format (an explicit ``[]``
+    included), else the heuristic reader's."""
+    strict = read_strict(text, answer_format, doc["letters"])
+    if strict is not None:
+        return strict
+    return extract_answer(text, doc["letters"], doc.get("options"), doc.get("question"))
+
+
+class StrictAnswerFilter:
+    """lm-eval filter ``strict-match``: the letters of a reply in the requested format, else ``None``."""
+
+    def __init__(self, answer_format: str = "list", **unknown: Any) -> None:
+        self.answer_format = _format(answer_format, **unknown)
+
+    def apply(self, resps: Iterable[Sequence[str]], docs: Iterable[dict[str, Any]]) -> list[list[list[str] | None]]:
+        return [
+            [read_strict(r, self.answer_format, doc["letters"]) for r in responses]
+            for responses, doc in zip(resps, docs)
+        ]
 
 
 class ExtractAnswerFilter:
-    """lm-eval filter: each response becomes the sorted list of letters it answers, or ``None``.
+    """lm-eval filter ``flexible-extract``: the strict reading where there is one (so a reply in the requested
+    format scores the same under both), else the heuristic reader's letters, else ``None``; the opt-in
+    extraction model then reads what is still ``None``."""
 
-    Instantiated by lm-eval's FilterEnsemble (``function: !function medeval_metrics.emsqa.ExtractAnswerFilter``).
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        pass
+    def __init__(self, answer_format: str = "list", **unknown: Any) -> None:
+        self.answer_format = _format(answer_format, **unknown)
 
     def apply(self, resps: Iterable[Sequence[str]], docs: Iterable[dict[str, Any]]) -> list[list[list[str] | None]]:
         resps, docs = list(resps), list(docs)
         answers = [
-            [extract_answer(r, doc["letters"], doc.get("options"), doc.get("question")) for r in responses]
-            for responses, doc in zip(resps, docs)
+            [read_flexible(r, doc, self.answer_format) for r in responses] for responses, doc in zip(resps, docs)
         ]
         if any(isinstance(doc, dict) and doc.get("extraction_model") for doc in docs):
             from medeval_metrics.emsqa import fallback  # opt-in: outputs the rules cannot read go to a model

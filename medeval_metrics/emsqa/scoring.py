@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from medeval_metrics.emsqa.extract import extract_answer, is_invalid_letter_answer
+from medeval_metrics.emsqa.strict import read_strict
 
 
 def set_f1(predicted: Iterable[str], gold: Iterable[str]) -> float:
@@ -44,11 +45,17 @@ def score(
 def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, float]:
     """Generative variants: ``results[0]`` is the filtered answer (letters or ``None``)."""
     predicted = results[0]
-    if isinstance(predicted, str):  # an unfiltered raw response (e.g. a user-added filter ensemble)
-        predicted = extract_answer(predicted, doc["letters"], doc.get("options"), doc.get("question"))
-    # the opt-in extraction fallback's readings (emsqa.fallback.ModelRead), counted so a reader sees how many
+    if isinstance(predicted, str):  # an unfiltered raw response (a user's own filter list): either format counts
+        text = predicted
+        predicted = read_strict(text, "list", doc["letters"])
+        predicted = read_strict(text, "object", doc["letters"]) if predicted is None else predicted
+        if predicted is None:
+            predicted = extract_answer(text, doc["letters"], doc.get("options"), doc.get("question"))
+    # the filters mark how they read: in the requested format (strict.FormatRead, the same under both filters)
+    # or by the opt-in extraction model (fallback.ModelRead), counted so a reader sees how many
     return {
         **score(predicted, doc["gold"], doc["letters"]),
+        "requested_format": float(getattr(predicted, "in_format", False)),
         "extracted_by_model": float(getattr(predicted, "by_model", False)),
     }
 

@@ -12,7 +12,17 @@ from medeval_metrics.emsqa import data
 from medeval_metrics.emsqa.data import PRIVATE_SOURCE, PUBLIC_SOURCE
 from medeval_metrics.emsqa.knowledge import KNOWLEDGE_FILES, KNOWLEDGE_SOURCE, RAG_OPTIONS, RAG_REMOVED
 from medeval_metrics.settings import refuse_removed
-from medeval_metrics.spec import BenchmarkSpec, BreakdownSpec, MetricInfo, Reporting, Source, Task, crossed, doc_field
+from medeval_metrics.spec import (
+    BenchmarkSpec,
+    BreakdownSpec,
+    MetricInfo,
+    Reading,
+    Reporting,
+    Source,
+    Task,
+    crossed,
+    doc_field,
+)
 
 PUBLIC, PRIVATE, KNOWLEDGE = PUBLIC_SOURCE.key, PRIVATE_SOURCE.key, KNOWLEDGE_SOURCE.key
 PUBLIC_SAMPLES = 3721  # test_open.json
@@ -137,7 +147,7 @@ SPEC = BenchmarkSpec(
     },
     breakdowns={
         "emsqa": BreakdownSpec(
-            metrics=("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model"),
+            metrics=("acc", "f1", "unparseable", "requested_format", "invalid_letter", "extracted_by_model"),
             dimensions={"level": _level, "subject_area": _area, "level x subject_area": crossed(_level, _area)},
         ),
     },
@@ -145,11 +155,29 @@ SPEC = BenchmarkSpec(
         display_name="EMSQA",
         task_type="multiple-choice",
         primary_metric="acc",
+        # the generative tasks' two lm-eval filters (tasks/emsqa/README.md, "Two readings")
+        readings=(
+            Reading(
+                "flexible-extract",
+                "the pack's reader",
+                "a reply in the requested format as strict-match reads it; any other by the pack's answer rules",
+                headline=True,
+                former_filters=("extract_answer",),
+            ),
+            Reading(
+                "strict-match",
+                "requested format only",
+                "only a reply in the requested JSON format (lm-eval's strict-match, as gsm8k's); anything else is"
+                " unparseable",
+            ),
+        ),
+        reading_metrics=("acc", "f1", "unparseable"),
         metrics={
             "acc": MetricInfo("Exact set-match accuracy", "accuracy", proportion=True),
             "f1": MetricInfo("Set F1 (per item, averaged)", "f1"),
-            "unparseable": MetricInfo(
-                "Unparseable answer rate", "unparseable_rate", in_model_index=False, proportion=True
+            "unparseable": MetricInfo("Unparseable answer rate", "unparseable_rate", proportion=True),
+            "requested_format": MetricInfo(
+                "Replies in the requested format", "requested_format_rate", proportion=True, across_readings=True
             ),
             "invalid_letter": MetricInfo(
                 "Answers naming only non-option letters",

@@ -59,9 +59,9 @@ def test_a_plain_lm_eval_process_is_left_as_it_was(tmp_path):
     assert found["after"] == [], "after the evaluations, these were still replaced"
     results = found["results"]
     # every kind of task was scored (not skipped): a number for its headline metric
-    assert isinstance(results["emsqa_public#0"]["acc,extract_answer"], float)
+    assert isinstance(results["emsqa_public#0"]["acc,flexible-extract"], float)
     assert isinstance(results["emsqa_public_mc#0"]["acc,none"], float)
-    assert isinstance(results["emsqa_public_rag#0"]["acc,extract_answer"], float)
+    assert isinstance(results["emsqa_public_rag#0"]["acc,flexible-extract"], float)
     assert isinstance(results["emrqa_medication#0"]["relaxed_em,none"], float)
     assert isinstance(results["emrqa_smoking#0"]["acc,none"], float)
     assert isinstance(results["emrqa_emrql_1#0"]["lf_acc,none"], float)

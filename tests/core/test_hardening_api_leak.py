@@ -164,7 +164,7 @@ def test_plain_lm_eval_with_a_pack_task_keeps_lm_eval_s_own_logging(tmp_path, mo
         if path.is_file():
             assert ENV_KEY_CANARY not in path.read_text(), f"key written to {path}"
     results, _ = find_results(out)
-    assert results["results"]["emsqa_private"]["acc,extract_answer"] == 1.0
+    assert results["results"]["emsqa_private"]["acc,flexible-extract"] == 1.0
 
 
 @pytest.mark.e2e

@@ -48,7 +48,7 @@ def is_str(value: Any) -> bool:
 def emsqa_scores(value: Any) -> bool:
     return (
         isinstance(value, dict)
-        and set(value) == {"acc", "f1", "unparseable", "invalid_letter", "extracted_by_model"}
+        and set(value) == {"acc", "f1", "unparseable", "invalid_letter", "requested_format", "extracted_by_model"}
         and all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in value.values())
     )
 

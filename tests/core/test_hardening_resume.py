@@ -72,5 +72,5 @@ def test_interrupted_generation_resumes_from_use_cache(tmp_path):
     assert "Cached requests: 5, Requests remaining: 7" in second.stderr
     assert requests == len(ITEMS) - 5
     results, samples = find_results(out)
-    assert results["results"]["emsqa_private"]["acc,extract_answer"] == pytest.approx(expected_acc)
+    assert results["results"]["emsqa_private"]["acc,flexible-extract"] == pytest.approx(expected_acc)
     assert len(samples["emsqa_private"]) == len(ITEMS)

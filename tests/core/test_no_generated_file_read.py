@@ -56,7 +56,14 @@ def test_listing_task_facts_checksums_and_the_pack_s_task_names_read_no_generate
     assert main(["list"]) == 0 and "emsqa_public" in capsys.readouterr().out
     assert len(build_manifest()["tasks"]) == len(registry.all_tasks())
     assert registry.task("emsqa_public_mc").output_type == "multiple_choice"
-    assert registry.task("emsqa_public").metrics == ("acc", "f1", "unparseable", "invalid_letter", "extracted_by_model")
+    assert registry.task("emsqa_public").metrics == (
+        "acc",
+        "f1",
+        "unparseable",
+        "requested_format",
+        "invalid_letter",
+        "extracted_by_model",
+    )
     assert "medicationqa" in pack_task_yamls()
     assert data.known_checksums()["MedInfo2019-QA-Medications.xlsx"].startswith("4f13d0e3")
     assert data.check_known_checksum(shared_data / "emsqa" / "test_open.json", mode="warn") == "match"

@@ -226,4 +226,4 @@ def test_medeval_run_keeps_the_users_own_include_path(tmp_path, capsys):
     # Gold {a} on 3 of the 12 synthetic items: acc = 3/12. F1 adds the multi-answer items holding a:
     # {a,b,d} 0.5, {a,c} 2/3, {a,b,c} 0.5 twice -> (3 + 0.5 + 2/3 + 0.5 + 0.5) / 12 = 0.4306.
     assert re.search(r"\|emsqa_private\s*\|[^\n]*\|acc\s*\|↑\s*\|0\.2500\|", proc.stdout), proc.stdout
-    assert re.search(r"\|\s*\|\s*\|extract_answer\|\s*0\|f1\s*\|↑\s*\|0\.4306\|", proc.stdout), proc.stdout
+    assert re.search(r"\|\s*\|\s*\|flexible-extract\|\s*0\|f1\s*\|↑\s*\|0\.4306\|", proc.stdout), proc.stdout

@@ -79,11 +79,11 @@ RESULTS = {
     "results": {
         "emsqa_public": {
             "alias": "emsqa_public",
-            "acc,extract_answer": 0.25,
-            "acc_stderr,extract_answer": 0.1,
-            "f1,extract_answer": 0.5,
-            "unparseable,extract_answer": 0.125,
-            "invalid_letter,extract_answer": 0.0,
+            "acc,flexible-extract": 0.25,
+            "acc_stderr,flexible-extract": 0.1,
+            "f1,flexible-extract": 0.5,
+            "unparseable,flexible-extract": 0.125,
+            "invalid_letter,flexible-extract": 0.0,
         },
         "emsqa": {"alias": "emsqa"},
     },

@@ -111,7 +111,7 @@ def check_run(output_dir):
         expected = score(answer, doc["gold"], doc["letters"])
         assert {k: row[k] for k in expected} == pytest.approx(expected)
     for key in ("acc", "f1", "unparseable", "invalid_letter"):
-        assert results["results"]["emsqa_public"][f"{key},extract_answer"] == pytest.approx(mean(rows, key))
+        assert results["results"]["emsqa_public"][f"{key},flexible-extract"] == pytest.approx(mean(rows, key))
 
     # EMSQA log-likelihood: the most likely option of the logged log-likelihoods, scored as a set
     rows = samples["emsqa_public_mc"]

@@ -69,7 +69,7 @@ def test_an_item_in_two_subject_areas_counts_in_both():
     samples = [
         {
             "doc": {"level": ["emt"], "category": ["airway", "cardiology"]},
-            "filter": "extract_answer",
+            "filter": "flexible-extract",
             "acc": 1.0,
             "f1": 1.0,
             "unparseable": 0.0,
@@ -77,14 +77,14 @@ def test_an_item_in_two_subject_areas_counts_in_both():
         },
         {
             "doc": {"level": ["emt"], "category": ["airway"]},
-            "filter": "extract_answer",
+            "filter": "flexible-extract",
             "acc": 0.0,
             "f1": 0.5,
             "unparseable": 0.0,
             "invalid_letter": 0.0,
         },
     ]
-    result = compute_breakdown(samples, spec)["extract_answer"]
+    result = compute_breakdown(samples, spec)["flexible-extract"]
     by_area = result["subject_area"]
     assert by_area["airway"]["acc"] == {"value": 0.5, "stderr": pytest.approx(0.5), "n": 2}
     assert by_area["cardiology"]["acc"] == {"value": 1.0, "stderr": None, "n": 1}

@@ -41,10 +41,12 @@ def test_perfect_answers_score_one():
     answers = {item["question"]: json.dumps(gold(item)) for item in ITEMS}
     results, _ = evaluate("emsqa_private", generate=answers)
     metrics = results["results"]["emsqa_private"]
-    assert metrics["acc,extract_answer"] == 1.0
-    assert metrics["f1,extract_answer"] == 1.0
-    assert metrics["unparseable,extract_answer"] == 0.0
-    assert metrics["acc_stderr,extract_answer"] == 0.0
+    assert metrics["acc,flexible-extract"] == 1.0
+    assert metrics["f1,flexible-extract"] == 1.0
+    assert metrics["unparseable,flexible-extract"] == 0.0
+    assert metrics["acc_stderr,flexible-extract"] == 0.0
+    # every reply is the requested JSON list: the strict reading is the same
+    assert metrics["acc,strict-match"] == 1.0 and metrics["requested_format,strict-match"] == 1.0
 
 
 def test_wrong_answers_score_zero_and_unparseable_is_counted_apart():
@@ -54,9 +56,10 @@ def test_wrong_answers_score_zero_and_unparseable_is_counted_apart():
         answers[item["question"]] = f"The answer is ({wrong.upper()})" if index % 2 else "I cannot tell."
     results, _ = evaluate("emsqa_private", generate=answers)
     metrics = results["results"]["emsqa_private"]
-    assert metrics["acc,extract_answer"] == 0.0
-    assert metrics["f1,extract_answer"] == 0.0
-    assert metrics["unparseable,extract_answer"] == pytest.approx(0.5)
+    assert metrics["acc,flexible-extract"] == 0.0
+    assert metrics["f1,flexible-extract"] == 0.0
+    assert metrics["unparseable,flexible-extract"] == pytest.approx(0.5)
+    assert metrics["unparseable,strict-match"] == 1.0 and metrics["requested_format,flexible-extract"] == 0.0
 
 
 def test_partially_right_multi_answer_items_get_the_hand_computed_f1():
@@ -68,23 +71,32 @@ def test_partially_right_multi_answer_items_get_the_hand_computed_f1():
     answers[ITEMS[8]["question"]] = "**A**"
     results, _ = evaluate("emsqa_private", generate=answers)
     metrics = results["results"]["emsqa_private"]
-    assert metrics["acc,extract_answer"] == pytest.approx(9 / 12)
-    assert metrics["f1,extract_answer"] == pytest.approx((9 + 0.8 + 0.8 + 0.5) / 12)
+    assert metrics["acc,flexible-extract"] == pytest.approx(9 / 12)
+    assert metrics["f1,flexible-extract"] == pytest.approx((9 + 0.8 + 0.8 + 0.5) / 12)
     # stderr is lm-eval's closed form for a mean: sample sd / sqrt(n).
     accs = [1.0] * 9 + [0.0] * 3
     mean = sum(accs) / 12
     sd = (sum((a - mean) ** 2 for a in accs) / 11) ** 0.5
-    assert metrics["acc_stderr,extract_answer"] == pytest.approx(sd / 12**0.5)
+    assert metrics["acc_stderr,flexible-extract"] == pytest.approx(sd / 12**0.5)
+    # strict: "A and B", "**A**" and the CoT object are not the requested list; the 9 exact lists are
+    assert metrics["acc,strict-match"] == metrics["f1,strict-match"] == pytest.approx(9 / 12)
+    assert metrics["unparseable,strict-match"] == pytest.approx(3 / 12)
+    assert (
+        metrics["requested_format,strict-match"]
+        == metrics["requested_format,flexible-extract"]
+        == pytest.approx(9 / 12)
+    )
 
 
 def test_cot_and_expert_cot_prompts_and_scoring():
     answers = {item["question"]: 'Let me think.\n{"answer": ' + json.dumps(gold(item)) + "}" for item in ITEMS}
     results, model = evaluate("emsqa_private_expert_cot", generate=answers, limit=4)
-    assert results["results"]["emsqa_private_expert_cot"]["acc,extract_answer"] == 1.0
+    assert results["results"]["emsqa_private_expert_cot"]["acc,flexible-extract"] == 1.0
+    assert results["results"]["emsqa_private_expert_cot"]["acc,strict-match"] == 1.0  # the final object line
     prompt = model.requests_seen[1].args[0]
     assert "certified Emergency Medical Technician (EMT)" in prompt and "trauma, cardiology and resuscitation" in prompt
     results, model = evaluate("emsqa_private_cot", generate=answers, limit=2)
-    assert results["results"]["emsqa_private_cot"]["f1,extract_answer"] == 1.0
+    assert results["results"]["emsqa_private_cot"]["f1,flexible-extract"] == 1.0
     assert "Think step by step" in model.requests_seen[0].args[0]
     assert "certified" not in model.requests_seen[0].args[0]
 
@@ -151,13 +163,18 @@ def test_medeval_run_with_scripted_model_matches_recomputation(tmp_path):
     results, samples = find_results(out)
     acc, f1 = recompute(samples["emsqa_private"])
     reported = results["results"]["emsqa_private"]
-    assert reported["acc,extract_answer"] == pytest.approx(acc)
-    assert reported["f1,extract_answer"] == pytest.approx(f1)
+    assert reported["acc,flexible-extract"] == pytest.approx(acc)
+    assert reported["f1,flexible-extract"] == pytest.approx(f1)
     assert 0 < acc < 1
-    # The breakdown files are written next to the results after a logged run.
+    # "Reasoning..." before the list: never the requested format, so the strict reading reads nothing
+    assert reported["acc,strict-match"] == 0.0 and reported["unparseable,strict-match"] == 1.0
+    assert reported["requested_format,strict-match"] == reported["requested_format,flexible-extract"] == 0.0
+    # The breakdown files are written next to the results after a logged run, one per reading.
     breakdown = json.loads(next(out.rglob("medeval_breakdowns.json")).read_text())
-    by_level = breakdown["emsqa_private"]["extract_answer"]["level"]
-    emr_items = [s for s in samples["emsqa_private"] if "emr" in s["doc"]["level"]]
+    assert breakdown["emsqa_private"]["strict-match"]["level"]["emr"]["acc"]["value"] == 0.0
+    by_level = breakdown["emsqa_private"]["flexible-extract"]["level"]
+    flexible = [s for s in samples["emsqa_private"] if s["filter"] == "flexible-extract"]
+    emr_items = [s for s in flexible if "emr" in s["doc"]["level"]]
     assert by_level["emr"]["acc"]["n"] == len(emr_items) == 5
     assert by_level["emr"]["acc"]["value"] == pytest.approx(sum(s["acc"] for s in emr_items) / 5)
     assert f"medeval report {out} --output" in proc.stdout
@@ -215,11 +232,14 @@ def test_documented_commands_with_the_tiny_model(tmp_path, tiny_model, emsqa_pub
     results_a, samples_a = find_results(tmp_path / "a")
     results_b, _ = find_results(tmp_path / "b")
     assert (
-        results_a["results"]["emsqa_public"]["acc,extract_answer"]
-        == results_b["results"]["emsqa_public"]["acc,extract_answer"]
+        results_a["results"]["emsqa_public"]["acc,flexible-extract"]
+        == results_b["results"]["emsqa_public"]["acc,flexible-extract"]
     )
-    assert len(samples_a["emsqa_public"]) == min(20, len(json.loads((emsqa_public_dir / "test_open.json").read_text())))
-    assert results_a["versions"]["emsqa_public"] == 6  # version 6: "e.g." is no letter E (tasks/emsqa/README.md)
+    expected_items = min(20, len(json.loads((emsqa_public_dir / "test_open.json").read_text())))
+    for reading in ("strict-match", "flexible-extract"):  # lm-eval logs each item once per filter
+        assert sum(s["filter"] == reading for s in samples_a["emsqa_public"]) == expected_items
+    assert len(samples_a["emsqa_public"]) == 2 * expected_items
+    assert results_a["versions"]["emsqa_public"] == 7  # version 7: two readings (tasks/emsqa/README.md)
 
 
 def test_results_name_the_scored_file_and_are_identical_across_runs(tmp_path, capsys, monkeypatch):

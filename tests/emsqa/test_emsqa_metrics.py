@@ -38,10 +38,20 @@ def test_score(predicted, gold, expected):
 
 def test_process_results_parses_a_raw_string_too():
     doc = {"letters": ["a", "b", "c", "d"], "gold": ["b", "d"]}
-    expected = {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "extracted_by_model": 0.0}
+    expected = {
+        "acc": 1.0,
+        "f1": 1.0,
+        "unparseable": 0.0,
+        "invalid_letter": 0.0,
+        "requested_format": 0.0,
+        "extracted_by_model": 0.0,
+    }
     assert process_results(doc, [["b", "d"]]) == expected
     assert process_results(doc, ["The answer is B and D"]) == expected
     assert process_results(doc, [None])["unparseable"] == 1.0
+    # a raw reply in either requested format counts as in format
+    assert process_results(doc, ['["d", "b"]']) == {**expected, "requested_format": 1.0}
+    assert process_results(doc, ['Both fit.\n{"answer": ["b", "d"]}']) == {**expected, "requested_format": 1.0}
 
 
 def test_an_answer_read_by_the_extraction_model_is_scored_and_counted():
@@ -53,6 +63,7 @@ def test_an_answer_read_by_the_extraction_model_is_scored_and_counted():
         "f1": pytest.approx(2 / 3),
         "unparseable": 0.0,
         "invalid_letter": 0.0,
+        "requested_format": 0.0,
         "extracted_by_model": 1.0,
     }
 
@@ -71,13 +82,25 @@ def test_multiple_choice_takes_the_single_most_likely_option():
     [
         # The authors' benchmark_LLM.py compares the parsed list with the gold set as it is: a letter
         # that is not an option is a wrong pick (a false positive in F1), never silently dropped.
-        ('["a", "e"]', {"acc": 0.0, "f1": pytest.approx(2 / 3), "unparseable": 0.0, "invalid_letter": 0.0}),
-        ('["e"]', {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0}),
-        ("The answer is G.", {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0}),
-        ('["e", "f"]', {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0}),
-        ("I cannot tell.", {"acc": 0.0, "f1": 0.0, "unparseable": 1.0, "invalid_letter": 0.0}),
-        ("[]", {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 0.0}),
-        ('["a"]', {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0}),
+        (
+            '["a", "e"]',
+            {
+                "acc": 0.0,
+                "f1": pytest.approx(2 / 3),
+                "unparseable": 0.0,
+                "invalid_letter": 0.0,
+                "requested_format": 1.0,
+            },
+        ),
+        ('["e"]', {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0, "requested_format": 1.0}),
+        (
+            "The answer is G.",
+            {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0, "requested_format": 0.0},
+        ),
+        ('["e", "f"]', {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 1.0, "requested_format": 1.0}),
+        ("I cannot tell.", {"acc": 0.0, "f1": 0.0, "unparseable": 1.0, "invalid_letter": 0.0, "requested_format": 0.0}),
+        ("[]", {"acc": 0.0, "f1": 0.0, "unparseable": 0.0, "invalid_letter": 0.0, "requested_format": 1.0}),
+        ('["a"]', {"acc": 1.0, "f1": 1.0, "unparseable": 0.0, "invalid_letter": 0.0, "requested_format": 1.0}),
     ],
 )
 def test_invalid_letters_score_as_the_authors_score_them(output, expected):

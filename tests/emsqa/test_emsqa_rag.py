@@ -145,6 +145,7 @@ def test_diagnostics_are_hand_computed(docs):
         "f1": 1.0,
         "unparseable": 0.0,
         "invalid_letter": 0.0,
+        "requested_format": 0.0,
         "extracted_by_model": 0.0,
         "retrieved_own_area": 0.5,
         "retrieved_documents": 4.0,

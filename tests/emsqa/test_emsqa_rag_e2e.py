@@ -62,7 +62,7 @@ def evaluate(task, metadata):
 
 
 def metrics_of(results, task):
-    return {m: results["results"][task][f"{m},extract_answer"] for m in METRICS}
+    return {m: results["results"][task][f"{m},flexible-extract"] for m in METRICS}
 
 
 def test_retrieval_reaches_the_model_and_changes_the_score(tmp_path):
@@ -233,10 +233,10 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
         assert doc["fits_context"] is (doc["prompt_tokens"] + 8 <= doc["context_limit"])  # the logged doc agrees
     # Breakdowns by level and subject area, as for the other EMSQA variants.
     breakdown = json.loads(next((tmp_path / "a").rglob("medeval_breakdowns.json")).read_text())
-    by_area = breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]["subject_area"]
+    by_area = breakdown["emsqa_public_expertrag_rtf"]["flexible-extract"]["subject_area"]
     assert (
         sum(v["acc"]["n"] for v in by_area.values()) >= 5
-        and "level" in breakdown["emsqa_public_expertrag_rtf"]["extract_answer"]
+        and "level" in breakdown["emsqa_public_expertrag_rtf"]["flexible-extract"]
     )
     second = run_cli(
         [
@@ -315,7 +315,7 @@ def test_the_four_public_rag_tasks_save_one_file_and_get_their_prompts_back(tmp_
         assert rag["retrievals_from"] == str(saved) and rag["retrievals"]["task"] == task
     # the ftr run shows no document to item 7 only if its area file lacks a match; the count is recorded
     ftr = first["configs"]["emsqa_public_expertrag_ftr"]["metadata"]["rag"]["shown"]
-    share = first["results"]["emsqa_public_expertrag_ftr"]["no_documents,extract_answer"]
+    share = first["results"]["emsqa_public_expertrag_ftr"]["no_documents,flexible-extract"]
     assert ftr["no_documents"]["share"] == pytest.approx(share, abs=1e-4)
 
 
@@ -338,7 +338,7 @@ def test_the_authors_prompt_sends_their_system_message(tmp_path):
         "JSON schema provided.\n\nCertification Level: ['emt']" in prompt
         or "JSON schema provided.\n\nCertification Level: [" in prompt
     )
-    assert results["results"]["emsqa_public_expertrag_ftr"]["acc,extract_answer"] == 1.0  # documents reach it
+    assert results["results"]["emsqa_public_expertrag_ftr"]["acc,flexible-extract"] == 1.0  # documents reach it
     _, pack_model = evaluate_public(
         ["emsqa_public_expertrag_ftr"], {**metadata, "rag_prompt": "pack"}, tmp_path / "data"
     )
@@ -517,7 +517,7 @@ def test_a_task_dict_evaluated_twice_counts_with_the_settings_its_task_holds(tmp
     seen = [
         (
             [s["doc"]["context_limit"] for s in out["samples"]["emsqa_public_rag"]],
-            out["results"]["emsqa_public_rag"]["prompt_too_long,extract_answer"],
+            out["results"]["emsqa_public_rag"]["prompt_too_long,flexible-extract"],
         )
         for out in outs
     ]
