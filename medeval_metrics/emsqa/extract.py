@@ -826,9 +826,16 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
     masked = {number for number, kind in enumerate(kinds) if kind in ("instruction", "cut")}
     restart = ("end", "cue", "instruction", "cut", "option " + order[0], "label " + order[0])
     for start, end, whole, exact in runs:
-        # the options again, or the list restarting into the budget or the next echo; with altered texts
-        # ("B. blood presure") only two lines or more: "Answer:\nA. pulse" over other words may be a pick
-        if (whole or next_kind(end) in restart) and (exact or end - start >= 2):
+        following = next_kind(end)
+        if exact:
+            # the options again, or restarting into the budget, the next cue or the next restart; one line
+            # before a cue or a restart may be the model's pick ("A. pulse\nAnswer:\nA. pulse")
+            echo = whole or following in ("end", "instruction", "cut") or (end - start >= 2 and following in restart)
+        else:
+            # with a text miscopied ("B. blood presure"): two lines or more running into the budget; a whole
+            # list over other words is the model's own (one verdict per option: "A - False\nB - True ...")
+            echo = end - start >= 2 and following in ("end", "cut")
+        if echo:
             masked.update(range(start, end))
     for number in range(len(lines) - 1, -1, -1):  # a cue over echo, another cue or the end answers nothing
         if kinds[number] == "cue":

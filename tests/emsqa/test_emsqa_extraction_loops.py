@@ -301,3 +301,21 @@ def test_no_labelled_output_is_read_as_a_different_answer():
     )
     assert total > 600
     assert silent == [], "\n".join(silent)
+
+
+@pytest.mark.parametrize("restarts", [1, 2])
+def test_an_echo_after_any_labelled_output_leaves_its_reading(restarts):
+    """Every labelled output of every corpus, followed by its item's prompt block echoed and restarted into
+    the budget, reads as it reads alone: the echo adds no answer and takes none away."""
+    changed, total = [], 0
+    for path in sorted(DATA.glob("*.jsonl")):
+        for corpus, row_id, doc, _, output in _labelled(path):
+            options = "\n".join(f"{letter.upper()}. {text}" for letter, text in zip(doc["letters"], doc["options"]))
+            echo = f"\n{options}\n{INSTRUCTION}\nAnswer:" * restarts + f"\nA. {doc['options'][0]}\nB"
+            alone = extract_answer(output, doc["letters"], doc["options"], doc["question"])
+            echoed = extract_answer(output + echo, doc["letters"], doc["options"], doc["question"])
+            total += 1
+            if echoed != alone:
+                changed.append(f"{corpus} {row_id}: alone {alone}, with the echo {echoed}")
+    assert total > 600
+    assert changed == [], "\n".join(changed)
