@@ -20,7 +20,7 @@ sets ``rag_mode``:
   tasks of a run share it); ``rag_retrievals``: read them from such a file (or a run's
   samples_*.jsonl) instead of retrieving, refused when made with another mode, k, areas, retriever,
   knowledge or chunking; or from a file of another retriever (an external section: its header names the
-  retriever and the knowledge digest and chunking, which ``python -m medeval_metrics.emsqa.rag --name NAME``
+  retriever and the knowledge digest and chunking, which ``medeval emsqa-retrievals-header --name NAME``
   prints), whose documents are shown as given;
 - ``rag_cache_dir``: where built indexes are kept (default ~/.cache/medeval/retrieval).
 """
@@ -886,7 +886,7 @@ def _other_chunks(
     return (
         f"{path}: refused{f' for {task}' if task else ''}: the external retriever {external_name(theirs)!r} "
         f"searched another knowledge base or chunking than this run's, {section_difference(theirs, ours)}{holds}. "
-        "Search this run's chunks (`python -m medeval_metrics.emsqa.rag --name NAME --chunks chunks.jsonl` prints "
+        "Search this run's chunks (`medeval emsqa-retrievals-header --name NAME --chunks chunks.jsonl` prints "
         "its header and writes them), or give the emsqa_knowledge_path and rag_chunk_* settings the file was made with."
     )
 
@@ -961,7 +961,7 @@ def precomputed_section(path: Path, header: Mapping[str, Any], ids: Sequence[str
                 raise MedevalDataError(
                     f"{path}: item {item_id!r}: chunk {chunk['id']!r} is not in {_WHAT} as chunked now. "
                     + (
-                        "Give the ids of the chunks the pack cut (`python -m medeval_metrics.emsqa.rag --name NAME "
+                        "Give the ids of the chunks the pack cut (`medeval emsqa-retrievals-header --name NAME "
                         "--chunks chunks.jsonl` writes them)."
                         if external
                         else "Use the same knowledge files and rag_chunk_* settings as the run that wrote the file."
@@ -983,7 +983,7 @@ def precomputed_section(path: Path, header: Mapping[str, Any], ids: Sequence[str
     return chosen
 
 
-# --- what another retriever's file is made on: `python -m medeval_metrics.emsqa.rag --name NAME` ------------
+# --- what another retriever's file is made on: `medeval emsqa-retrievals-header --name NAME` ------------
 
 
 def external_header(metadata: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -1016,45 +1016,27 @@ def write_chunks(metadata: Mapping[str, Any], path: Path) -> int:
     return len(index.chunks)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the header line of a retrievals file made by another retriever; ``--chunks`` also writes the chunks
-    it must search. Settings as a run reads them: ``--metadata`` JSON, else ``MEDEVAL_<KEY>``."""
-    import argparse
+def print_header(name: str, metadata_text: str, chunks: str | None) -> int:
+    """``medeval emsqa-retrievals-header`` (emsqa/cli.py): print the header line of a retrievals file made by
+    another retriever; with ``chunks`` also write the chunks it must search. Settings as a run reads them:
+    ``metadata_text`` (the run's --metadata JSON), else ``MEDEVAL_<KEY>``."""
     import sys
 
-    parser = argparse.ArgumentParser(
-        prog="python -m medeval_metrics.emsqa.rag",
-        description="Print the first line of a retrievals file made by your own retriever (rag_retrievals): "
-        "its name, and the knowledge base's digest and chunking of these settings.",
-    )
-    parser.add_argument("--name", required=True, help="your retriever, as the results will name it")
-    parser.add_argument(
-        "--metadata",
-        default="{}",
-        help="the run's --metadata JSON (emsqa_knowledge_path, rag_chunk_tokens, rag_chunk_overlap, rag_retriever, "
-        "rag_cache_dir); MEDEVAL_<KEY> variables count too",
-    )
-    parser.add_argument("--chunks", help="also write the chunks (id, source, title, text) to this JSON Lines file")
-    args = parser.parse_args(argv)
     try:
         try:
-            metadata = json.loads(args.metadata)
+            metadata = json.loads(metadata_text)
         except json.JSONDecodeError as exc:
             raise MedevalDataError(f"--metadata is not valid JSON ({exc.msg}); e.g. '{{\"rag_chunk_tokens\": 512}}'.")
         if not isinstance(metadata, dict):
             raise MedevalDataError("--metadata must be a JSON object; e.g. '{\"rag_chunk_tokens\": 512}'.")
-        if not args.name.strip():
+        if not name.strip():
             raise MedevalDataError("--name must name your retriever; the results show it.")
-        header = external_header(metadata, args.name.strip())
-        if args.chunks:
-            count = write_chunks(metadata, Path(args.chunks))
-            print(f"medeval: wrote the {count:,} chunks to {args.chunks}", file=sys.stderr)
+        header = external_header(metadata, name.strip())
+        if chunks:
+            count = write_chunks(metadata, Path(chunks))
+            print(f"medeval: wrote the {count:,} chunks to {chunks}", file=sys.stderr)
     except (MedevalDataError, OSError) as exc:
         print(f"medeval: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(header, sort_keys=True))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -61,6 +61,8 @@ def check_knowledge(metadata: Mapping[str, Any]) -> None:
         except MedevalDataError as exc:
             problems.append(str(exc))
     problems += _rag_file_problems(metadata)
+    if not problems:  # an external retriever's file made on another knowledge base: refused before the model loads
+        problems += rag.retrievals_file_problems(metadata)
     if problems:
         error = MedevalDataError(problems[0])
         error.problems = problems  # type: ignore[attr-defined]  (read by the pre-run checks: one line each)
@@ -120,6 +122,7 @@ SPEC = BenchmarkSpec(
     flag_options=("emsqa_allow_duplicates",),
     removed_options=RAG_REMOVED,
     key_prefixes=("rag_",),
+    commands=("medeval_metrics.emsqa.cli",),  # `medeval emsqa-retrievals-header`
     tasks=(
         *(Task(f"emsqa_public{v}", PUBLIC, samples=PUBLIC_SAMPLES) for v in ("", "_cot", "_expert_cot", "_mc")),
         *(Task(f"emsqa_private{v}", PRIVATE) for v in ("", "_cot", "_expert_cot", "_mc")),

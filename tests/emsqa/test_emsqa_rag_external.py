@@ -133,8 +133,17 @@ def test_the_authors_prompt_shows_them_as_given_too(metadata, chunks, tmp_path):
     assert doc_to_text_rag_cot(docs[4]).startswith(f"Relevant Documents: {expected}\n\nQuestion: ")
 
 
+def header_command(argv):
+    """``medeval emsqa-retrievals-header ARGV``, in this process."""
+    from medeval_metrics.cli import main
+
+    return main(["emsqa-retrievals-header", *argv])
+
+
 def test_the_header_the_pack_prints_is_the_one_it_checks(metadata, chunks, tmp_path, capsys):
-    assert rag.main(["--name", NAME, "--metadata", json.dumps(metadata), "--chunks", str(tmp_path / "c.jsonl")]) == 0
+    assert (
+        header_command(["--name", NAME, "--metadata", json.dumps(metadata), "--chunks", str(tmp_path / "c.jsonl")]) == 0
+    )
     out, err = capsys.readouterr()
     header = json.loads(out)
     from medeval_metrics.emsqa.rag import TaskRetrieval
@@ -151,7 +160,7 @@ def test_the_header_the_pack_prints_is_the_one_it_checks(metadata, chunks, tmp_p
     assert {c["id"] for c in written} == set(chunks) and f"wrote the {len(chunks)} chunks" in err
     assert set(written[0]) == {"id", "source", "title", "text"}
     # other chunking settings print another chunking
-    assert rag.main(["--name", NAME, "--metadata", json.dumps({**metadata, "rag_chunk_tokens": 256})]) == 0
+    assert header_command(["--name", NAME, "--metadata", json.dumps({**metadata, "rag_chunk_tokens": 256})]) == 0
     assert json.loads(capsys.readouterr().out)["chunking"]["tokens"] == 256
 
 
@@ -165,7 +174,7 @@ def test_the_header_the_pack_prints_is_the_one_it_checks(metadata, chunks, tmp_p
     ],
 )
 def test_the_header_command_s_errors_are_one_line(argv, message, capsys):
-    assert rag.main(argv) == 2
+    assert header_command(argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and message in err
 
@@ -336,7 +345,7 @@ def test_a_file_that_does_not_match_what_it_claims_is_refused(change, extra, mes
     assert "\n" not in text and text.startswith(f"{path}: "), text
     assert message in text, text
     if "other" in message or "this run's" in message:
-        assert "python -m medeval_metrics.emsqa.rag --name NAME --chunks chunks.jsonl" in text
+        assert "medeval emsqa-retrievals-header --name NAME --chunks chunks.jsonl" in text
 
 
 def test_the_text_check_names_the_fix(metadata, chunks, tmp_path):
@@ -378,6 +387,13 @@ def test_what_can_be_told_before_a_model_loads(metadata, chunks, tmp_path):
     assert rag.retrievals_file_problems({**metadata, "rag_retrievals": str(tmp_path / "none.jsonl")}) == []
     (problem,) = rag.retrievals_file_problems({**given, "rag_chunk_overlap": 64})
     assert problem.startswith(f"{path}: refused: the external retriever {NAME!r} searched another knowledge base")
+    # the RAG tasks' pre-run check (medeval run, before the model loads) says the same
+    from medeval_metrics.emsqa.spec import check_knowledge
+
+    check_knowledge(given)
+    with pytest.raises(MedevalDataError) as caught:
+        check_knowledge({**given, "rag_chunk_overlap": 64})
+    assert caught.value.problems == [problem]
     assert "chunking: the file's is overlap 128, this run's is overlap 64. Search this run's chunks" in problem
     lines = path.read_text().splitlines()
     item_line(3, id=["3"])(lines)

@@ -1,4 +1,4 @@
-"""Your own retriever on EMSQA, end to end (issue 31): the header printed by `python -m medeval_metrics.emsqa.rag`,
+"""Your own retriever on EMSQA, end to end (issue 31): the header printed by `medeval emsqa-retrievals-header`,
 a retrievals file written by hand from the chunks it wrote, and a run through lm-eval and `medeval run` whose
 prompts show exactly those documents, in that order, whose scores follow them, and whose results name the
 retriever as external. An item the file lacks stops the run before the model is asked anything."""
@@ -31,7 +31,8 @@ def header_and_chunks(tmp_path, metadata):
         [
             sys.executable,
             "-m",
-            "medeval_metrics.emsqa.rag",
+            "medeval_metrics.cli",
+            "emsqa-retrievals-header",
             "--name",
             NAME,
             "--metadata",
