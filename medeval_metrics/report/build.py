@@ -444,7 +444,7 @@ def _write_figures(
     from medeval_metrics.breakdown import spec_for_task
     from medeval_metrics.report import figures as fig
     from medeval_metrics.report.metric_info import is_proportion, metric_info
-    from medeval_metrics.report.tables import task_primary_metric
+    from medeval_metrics.report.tables import headline_mark, task_primary_metric
 
     figure_files: list[str] = []
     for run in runs:
@@ -465,9 +465,8 @@ def _write_figures(
                 suffix = "" if filter_name in ("none", plain) else f"__{_slug(filter_name)}"
                 name = folder / f"{task}__{_slug(dimension)}{suffix}.png"
                 # a task read several ways: the title names the reading (the headline one says so)
-                reading = (
-                    "" if len(breakdown) < 2 else f" ({filter_name}{', headline' if filter_name == plain else ''})"
-                )
+                marked = ", headline" if headline_mark(benchmark, filter_name) else ""
+                reading = "" if len(breakdown) < 2 else f" ({filter_name}{marked})"
                 title = f"{label}{reading} by {fig.human(dimension)}{note}: {task}, {run.label}"
                 fig.category_scores_figure(
                     out.folder / name, title, label, values, info.scale, dimension=dimension, proportion=proportion

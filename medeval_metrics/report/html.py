@@ -218,7 +218,7 @@ def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str]
     ways (lm-eval filters) has one record per doc, scored by its headline reading, with what each reading read."""
     from medeval_metrics.redact import redact_text
     from medeval_metrics.report.metric_info import headline_filter, metric_info, ordered_filters
-    from medeval_metrics.report.tables import task_primary_metric
+    from medeval_metrics.report.tables import headline_mark, task_primary_metric
 
     # a task outside the pack: its first metric in the results stands for its headline
     logged = [key.split(",")[0] for key in run.results.get("results", {}).get(task, {}) if "," in key]
@@ -257,7 +257,8 @@ def item_records(run, task: str, show_private: bool, public_tasks: Sequence[str]
         readings = [
             {
                 "filter": name,
-                "headline": name == headline,
+                "headline": name == headline,  # the reading the item's result is
+                "mark": headline_mark(benchmark, name),  # " (headline)" where the spec names it so
                 "extracted": HIDDEN if hide else redact_text(_extracted(group[name])[0]),
                 "score": _number(group[name].get(metric)),
                 "status": _status(group[name], metric, info.scale),
@@ -423,7 +424,7 @@ def _item_html(record: dict[str, Any], index: int) -> str:
     readings = record.get("readings") or []
     if len(readings) > 1:  # what each reading (lm-eval filter) read from the output, the headline one first
         rows = "".join(
-            f"<tr><td>{_e(r['filter'])}{' (headline)' if r['headline'] else ''}</td>"
+            f"<tr><td>{_e(r['filter'] + r['mark'])}</td>"
             f"<td><code{' class=hidden-text' if record['hidden'] else ''}>{_e(_answer_text(r))}</code></td>"
             f"<td>{_e(_reading_result(r, record))}</td></tr>"
             for r in readings

@@ -198,6 +198,15 @@ def _headline_filter(row: ScoreRow, filters: dict[str, list[str]]) -> str:
     return headline_filter(row.benchmark, filters.get(row.task, [row.filter]))
 
 
+def headline_mark(benchmark: str, filter_name: str) -> str:
+    """ " (headline)" after a filter its spec names the headline reading; "" otherwise (a task outside the pack read
+    several ways is shown with its filters side by side, none of them called the headline)."""
+    from medeval_metrics.report.metric_info import reading_of
+
+    reading = reading_of(benchmark, filter_name)
+    return " (headline)" if reading is not None and reading.headline else ""
+
+
 def once_across_readings(rows: list[ScoreRow]) -> list[ScoreRow]:
     """``rows`` with a metric that is the same under every reading (``MetricInfo.across_readings``) kept once, under
     the task's headline reading; where its values differ between readings (they should not), every row stays."""
@@ -227,7 +236,7 @@ def filter_text(row: ScoreRow, filters: dict[str, list[str]]) -> str:
         return row.filter
     if metric_info(row.benchmark, row.metric).across_readings:
         return EACH_READING
-    return f"{row.filter} (headline)" if row.filter == _headline_filter(row, filters) else row.filter
+    return row.filter + headline_mark(row.benchmark, row.filter)
 
 
 def _from_samples(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -441,7 +450,7 @@ def readings_tables(rows: list[ScoreRow]) -> list[ReadingsTable]:
         headline = _headline_filter(task_rows[0], filters)
         cells = [(m, f) for m in per_reading for f in names] + [(m, headline) for m in dict.fromkeys(across)]
         columns = [
-            f"{metric_info(benchmark, m).label}, {f}{' (headline)' if f == headline else ''}"
+            f"{metric_info(benchmark, m).label}, {f}{headline_mark(benchmark, f)}"
             for m, f in cells[: len(per_reading) * len(names)]
         ] + [f"{metric_info(benchmark, m).label}, {EACH_READING}" for m in dict.fromkeys(across)]
         found = [by_key.get((task, m, f)) for m, f in cells]
@@ -479,19 +488,24 @@ def readings_about(rows: list[ScoreRow]) -> list[str]:
     from medeval_metrics.report.metric_info import reading_of
 
     filters = task_filters(rows)
-    several: dict[tuple[str, ...], list[str]] = {}
+    benchmark = {row.task: row.benchmark for row in rows}
+    several: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # one line per benchmark and set of readings
     for task, names in filters.items():
         if len(names) > 1:
-            several.setdefault(tuple(names), []).append(task)
+            several.setdefault((benchmark[task], tuple(names)), []).append(task)
     lines = []
-    for names, tasks in several.items():
+    for (_, names), tasks in several.items():
         first = next(r for r in rows if r.task == tasks[0])
-        headline = _headline_filter(first, filters)
         described = []
         for name in names:
             reading = reading_of(first.benchmark, name)
-            what = f", {reading.label}: {reading.about.rstrip('.')}" if reading else ""
-            described.append(f"`{name}`{' (headline)' if name == headline else ''}{what}.")
+            if reading is None:  # a filter the spec does not describe (a task outside the pack): nothing to say
+                continue
+            described.append(
+                f"`{name}`{headline_mark(first.benchmark, name)}, {reading.label}: {reading.about.rstrip('.')}."
+            )
+        if not described:
+            continue
         lines.append(f"{', '.join(f'`{t}`' for t in tasks)}: " + " ".join(described))
     return lines
 

@@ -406,3 +406,32 @@ def test_emsqa_spec_names_its_two_readings_and_puts_the_unparseable_rate_on_the_
     assert reporting.info("unparseable").in_model_index
     requested = reporting.info("requested_format")
     assert requested is not None and requested.across_readings and requested.in_model_index and requested.proportion
+
+
+def test_a_task_outside_the_pack_read_two_ways_is_side_by_side_with_no_headline_named(readings_spec, tmp_path):
+    """A user's gsm8k beside the pack's task: its two filters side by side under its first metric, neither called the
+    headline (the pack knows nothing of its readings), nothing said about them, and still off the card."""
+    run = write_run(tmp_path / "run")
+    path = next(run.glob("results_*.json"))
+    results = json.loads(path.read_text())
+    results["results"]["gsm8k"] = {
+        "alias": "gsm8k",
+        "exact_match,strict-match": 0.25,
+        "exact_match_stderr,strict-match": 0.01,
+        "exact_match,flexible-extract": 0.375,
+        "exact_match_stderr,flexible-extract": 0.02,
+    }
+    results["n-samples"]["gsm8k"] = {"original": 1319, "effective": 1319}
+    results["versions"]["gsm8k"], results["n-shot"]["gsm8k"] = 3, 5
+    path.write_text(json.dumps(results))
+    out = tmp_path / "report"
+    build_report([run], out, figures=False)
+    text = (out / "results.md").read_text()
+    assert (
+        "| Task | Version | n-shot | exact_match, flexible-extract | exact_match, strict-match | Samples |\n"
+        "|---|---|---|---:|---:|---:|\n"
+        "| `gsm8k` | 3 | 5 | 0.3750 ± 0.0200 | 0.2500 ± 0.0100 | 1,319 |" in text
+    )
+    assert "| `gsm8k` | 3 | flexible-extract | 5 | exact_match (`exact_match`) | 0.3750 |" in text
+    assert "`gsm8k`: `" not in text  # no line about its readings
+    assert "gsm8k" not in (out / "model_index.yaml").read_text()
