@@ -1,15 +1,19 @@
-"""Record SmolLM2-135M-Instruct's real outputs on a fixed small sample of every generative task.
+"""Record a small real model's outputs on a fixed small sample of the generative tasks.
 
-Runs the pack's own path (``medeval run ... --log_samples --limit N``, greedy, CPU) and writes one JSON
+Runs the pack's own path (``medeval run ... --log_samples``, greedy, CPU, one thread) and writes one JSON
 Lines row per output: the raw model text, the item, the task and prompt variant, the generation
-settings. Hand labels already in the files (``label``, ``label_reason``) are kept for a row whose
-output text is unchanged, so the corpus can be regenerated without losing them; a changed output
-loses its label (it must be read again).
+settings. Hand labels already in the files (``label``, ``label_reason``, ``ambiguous``) are kept for a
+row whose output text is unchanged, so the corpus can be regenerated without losing them; a changed
+output loses its label (it must be read again).
 
-    python scripts/record_real_outputs.py [--only emsqa|medicationqa|emrqa] [--model-dir DIR]
+    python scripts/record_real_outputs.py [--model smollm2-135m-instruct|gemma3-270m]
+        [--only emsqa|medicationqa|emrqa] [--model-dir DIR]
 
-Needs the real public data in ../shared/data (EMSQA test/validation and knowledge, MedicationQA)
-and the emrQA templates for the synthetic notes. About 40 minutes on two busy cores.
+SmolLM2-135M-Instruct (the default): every benchmark, the first N public EMSQA test items (about 40
+minutes on two busy cores). Gemma-3-270M, a base model whose GGUF has no chat template: EMSQA only,
+without a chat template, on GEMMA_ITEMS (a seeded sample of public test items that no earlier corpus or
+reference run used). Needs the real public data in ../shared/data (EMSQA test/validation and knowledge,
+MedicationQA) and the emrQA templates for the synthetic notes.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import ast
 import glob
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -29,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"
 CORPORA = {
     "emsqa": REPO / "tests" / "emsqa" / "data" / "smollm2_outputs.jsonl",
+    "emsqa-gemma3-270m": REPO / "tests" / "emsqa" / "data" / "gemma3_outputs.jsonl",
     "medicationqa": REPO / "tests" / "medicationqa" / "data" / "smollm2_outputs.jsonl",
     "emrqa": REPO / "tests" / "emrqa" / "data" / "smollm2_outputs.jsonl",
     "judge": REPO / "tests" / "core" / "data" / "smollm2_judge_replies.jsonl",
@@ -51,6 +57,7 @@ def medeval_run(
     metadata: dict,
     gen_kwargs: str | None = None,
     fewshot: int | None = None,
+    items: list[int] | None = None,
 ) -> tuple[list[str], float]:
     cmd = [
         str(Path(sys.executable).parent / "medeval"),
@@ -65,8 +72,7 @@ def medeval_run(
         "cpu",
         "--batch_size",
         "8",
-        "--limit",
-        str(limit),
+        *(["--samples", json.dumps({t: items for t in tasks})] if items else ["--limit", str(limit)]),
         "--output_path",
         str(out),
         "--log_samples",
@@ -106,7 +112,13 @@ def samples(out: Path, task: str) -> list[dict]:
     if not files:
         sys.exit(f"no samples for {task} under {out}")
     rows = [json.loads(line) for line in Path(files[-1]).read_text(encoding="utf-8").splitlines()]
-    return sorted(rows, key=lambda r: r["doc_id"])
+    # lm-eval logs a sample per filter (EMSQA's strict-match and flexible-extract): one output, kept once
+    by_doc = {}
+    for row in rows:
+        first = by_doc.setdefault(row["doc_id"], row)
+        if first["resps"] != row["resps"]:
+            sys.exit(f"{task}: doc {row['doc_id']} logged with different outputs under two filters")
+    return [by_doc[doc_id] for doc_id in sorted(by_doc)]
 
 
 def gen_settings(sample: dict) -> dict:
@@ -122,6 +134,16 @@ EMSQA_RUNS = {  # name: (chat template, few-shot examples, tasks, items); fewer 
     "plain-cot": (False, None, EMSQA_TASKS[1:], 4),
     "plain-fewshot": (False, 3, ("emsqa_public",), 8),
 }
+# Gemma-3-270M: the same 12 items in every run, drawn past the first 400 public test items (the SmolLM2 corpus
+# holds items 0-15, the reference results the first 400 and 100); no chat template (its GGUF has none)
+GEMMA_ITEMS = sorted(random.Random(31).sample(range(400, 3721), 12))
+GEMMA_RUNS = {
+    "plain": (False, None, ("emsqa_public",), GEMMA_ITEMS),
+    "plain-fewshot": (False, 3, ("emsqa_public",), GEMMA_ITEMS),
+    "plain-cot": (False, None, ("emsqa_public_cot", "emsqa_public_expert_cot"), GEMMA_ITEMS),
+}
+MODEL_RUNS = {"smollm2-135m-instruct": EMSQA_RUNS, "gemma3-270m": GEMMA_RUNS}
+MODEL = "smollm2-135m-instruct"  # --model
 
 
 def emsqa_rows(model_dir: Path, work: Path, runs: list[str] | None = None) -> None:
@@ -131,11 +153,15 @@ def emsqa_rows(model_dir: Path, work: Path, runs: list[str] | None = None) -> No
         "rag_k": 2,
         "rag_cache_dir": str(Path.home() / ".cache" / "medeval" / "retrieval"),
     }
-    for name in runs or EMSQA_RUNS:
-        chat, fewshot, tasks, limit = EMSQA_RUNS[name]
-        out = work / f"emsqa-{name}"
-        cmd, took = medeval_run(model_dir, list(tasks), out, limit, chat, meta, EMSQA_GEN, fewshot)
-        write(CORPORA["emsqa"], emsqa_samples(out, tasks, chat, fewshot, cmd, took))
+    table = MODEL_RUNS[MODEL]
+    corpus = CORPORA["emsqa" if MODEL == "smollm2-135m-instruct" else f"emsqa-{MODEL}"]
+    for name in runs or table:
+        chat, fewshot, tasks, sample = table[name]
+        out = work / f"emsqa-{MODEL}-{name}"
+        items = sample if isinstance(sample, list) else None  # fixed doc ids, else the first N
+        limit = len(sample) if items else sample
+        cmd, took = medeval_run(model_dir, list(tasks), out, limit, chat, meta, EMSQA_GEN, fewshot, items)
+        write(corpus, emsqa_samples(out, tasks, chat, fewshot, cmd, took))
 
 
 def emsqa_samples(out: Path, tasks, chat: bool, fewshot: int | None, cmd: list[str], took: float) -> list[dict]:
@@ -155,6 +181,7 @@ def emsqa_samples(out: Path, tasks, chat: bool, fewshot: int | None, cmd: list[s
             rows.append(
                 {
                     "id": f"{variant}-{'chat' if chat else 'plain'}-{s['doc_id']:03d}",
+                    **({} if MODEL == "smollm2-135m-instruct" else {"model": MODEL}),
                     "task": task,
                     "variant": variant,
                     "chat_template": chat,
@@ -288,7 +315,7 @@ def merge_labels(path: Path, rows: list[dict]) -> list[dict]:
     for row in rows:
         before = old.get(row["id"])
         if before and before.get(text_key) == row.get(text_key):
-            for key in ("label", "label_reason"):
+            for key in ("label", "label_reason", "ambiguous"):
                 if key in before:
                     row[key] = before[key]
     return rows
@@ -308,29 +335,34 @@ def write(path: Path, rows: list[dict]) -> None:
 
 
 def main() -> None:
+    global REUSE, MODEL
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=sorted(MODEL_RUNS), default=MODEL, help=f"default {MODEL}")
     parser.add_argument("--only", choices=("emsqa", "medicationqa", "emrqa"))
-    parser.add_argument("--model-dir", help="a SmolLM2 folder (default: medeval make-real-model's)")
+    parser.add_argument("--model-dir", help="the model's folder (default: medeval make-real-model --model's)")
     parser.add_argument("--work-dir", help="keep lm-eval's output folders and logs here (default: a temporary folder)")
-    parser.add_argument("--runs", nargs="+", choices=sorted(EMSQA_RUNS), help="EMSQA runs to record (default: all)")
+    parser.add_argument("--runs", nargs="+", help="EMSQA runs to record (default: all of the model's)")
     parser.add_argument("--reuse", action="store_true", help="read finished runs in --work-dir instead of running")
     args = parser.parse_args()
-    global REUSE
-    REUSE = args.reuse
+    REUSE, MODEL = args.reuse, args.model
+    if args.runs and not set(args.runs) <= set(MODEL_RUNS[MODEL]):
+        parser.error(f"--runs for {MODEL}: choose from {', '.join(MODEL_RUNS[MODEL])}")
+    if MODEL != "smollm2-135m-instruct" and args.only not in (None, "emsqa"):
+        parser.error(f"{MODEL} records EMSQA only (a base model: no MedicationQA answers or judge replies)")
     os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     sys.path.insert(0, str(REPO))
     from medeval_metrics.real_model import make_real_model
 
-    model_dir = Path(args.model_dir) if args.model_dir else make_real_model()
+    model_dir = Path(args.model_dir) if args.model_dir else make_real_model(model=MODEL)
     with tempfile.TemporaryDirectory(prefix="medeval-real-outputs-") as tmp:
         work = Path(args.work_dir) if args.work_dir else Path(tmp)
         if args.only in (None, "emsqa"):
             emsqa_rows(model_dir, work, args.runs)
-        if args.only in (None, "medicationqa"):
+        if MODEL == "smollm2-135m-instruct" and args.only in (None, "medicationqa"):
             answers, replies = medicationqa_rows(model_dir, work)
             write(CORPORA["medicationqa"], answers)
             write(CORPORA["judge"], replies)
-        if args.only in (None, "emrqa"):
+        if MODEL == "smollm2-135m-instruct" and args.only in (None, "emrqa"):
             write(CORPORA["emrqa"], emrqa_rows(model_dir, work))
 
 
