@@ -298,6 +298,11 @@ def _figure_tag(folder: Path, name: str) -> str:
     )
 
 
+def _code_spans(text: str) -> str:
+    """``text`` escaped, its `backticked` names as <code>."""
+    return re.sub(r"`([^`<>]*)`", r"<code>\1</code>", _e(text))
+
+
 def _readings_html(rows) -> str:
     """The readings side by side (``tables.readings_tables``), "" where no task is read several ways."""
     from medeval_metrics.report.tables import _cell, readings_about, readings_tables, samples_text
@@ -312,7 +317,7 @@ def _readings_html(rows) -> str:
             for first, found in table.rows
         )
         parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-    about = "".join(f'<p class="note">{_e(line)}</p>' for line in readings_about(rows))
+    about = "".join(f'<p class="note">{_code_spans(line)}</p>' for line in readings_about(rows))
     return "<h3>Readings side by side</h3>" + "".join(parts) + about if parts else ""
 
 

@@ -350,6 +350,7 @@ def test_html_items_show_what_each_reading_read(readings_spec, tmp_path):
     assert '<select name="readings">' in page
     assert READINGS_ROW.split(" | ")[3] in page  # the readings table's cells: 0.5000 ± 0.2887
     assert "Readings side by side" in page
+    assert "<code>flexible-extract</code> (headline), the pack&#x27;s reader: " in page  # what each reading reads
 
 
 def test_html_items_of_one_filter_tasks_are_as_before(readings_spec, tmp_path):
