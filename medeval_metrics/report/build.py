@@ -342,9 +342,13 @@ def _write_model_indexes(
 
 
 def run_breakdowns(run) -> dict[str, Any]:
-    """``{task: breakdown}`` for each task of the run with logged samples and a breakdown."""
+    """``{task: breakdown}`` for each task of the run with logged samples and a breakdown; a task read several ways
+    has its readings in the order the report shows them (the headline reading first; lm-eval logs them in the
+    YAML's order)."""
+    from medeval_metrics import registry
     from medeval_metrics.breakdown import task_breakdown
     from medeval_metrics.data import MedevalDataError
+    from medeval_metrics.report.metric_info import ordered_filters
 
     out = {}
     for task in sorted(run.sample_paths):
@@ -353,7 +357,8 @@ def run_breakdowns(run) -> dict[str, Any]:
         except MedevalDataError as exc:  # a record whose doc the breakdown cannot read: name its file
             raise MedevalDataError(f"{run.sample_paths[task]}: {exc}") from None
         if breakdown is not None:
-            out[task] = breakdown
+            spec = registry.benchmark_of(task)
+            out[task] = {f: breakdown[f] for f in ordered_filters(spec.name if spec else "", breakdown)}
     return out
 
 

@@ -298,6 +298,17 @@ def test_comparison_puts_the_old_filter_name_on_its_readings_line(readings_spec,
     assert "version 6 in org/old; version 7 in org/model" in text
 
 
+def test_breakdowns_show_the_headline_reading_first(readings_spec, tmp_path):
+    """lm-eval logs strict-match first (the YAML's order); breakdowns.md shows flexible-extract (the headline) first:
+    by level, emt: flexible acc 2/4, strict 1/4."""
+    build_report([write_run(tmp_path / "run")], tmp_path / "report", figures=False)
+    text = (tmp_path / "report" / "breakdowns.md").read_text()
+    flexible = text.index("**emsqa_public_cot** by level (filter `flexible-extract`)")
+    strict = text.index("**emsqa_public_cot** by level (filter `strict-match`)")
+    assert flexible < strict
+    assert "| emt | 4 | 0.5000 ± 0.2887 |" in text[flexible:strict]
+
+
 def test_figures_keep_the_plain_name_for_the_headline_reading(readings_spec, tmp_path):
     report = build_report([write_run(tmp_path / "run")], tmp_path / "report")
     cot = sorted(
