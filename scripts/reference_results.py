@@ -243,6 +243,40 @@ def dump(reference: dict) -> str:
     return "\n".join([*lines, " }", "}", ""])
 
 
+MODEL_NAMES = {"smollm2": "SmolLM2-135M-Instruct", "gemma3-270m": "Gemma-3-270M (base)"}
+TABLE_HEADER = (
+    "| run | model | task, sample | settings | strict-match | flexible-extract | in the requested format | run time |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
+
+
+def table_rows(reference: dict) -> list[str]:
+    """The EMSQA rows of docs/real-model.md's table, from the stored aggregates (a test checks the page has them)."""
+    rows = []
+    for name, (model, task, _, chat, _) in RUNS.items():
+        run = reference["runs"][name]
+        m = run["metrics"]
+        budget = (run["generation_kwargs"] or {}).get("max_gen_toks")
+        settings = ("chat template" if chat else "no chat template") + (f", `max_gen_toks={budget}`" if budget else "")
+
+        def reading(f: str, m: dict = m) -> str:
+            text = f"acc {m[f'acc,{f}']:.3f} ± {m[f'acc_stderr,{f}']:.3f}, F1 {m[f'f1,{f}']:.3f}"
+            return text + (f", unparseable {m[f'unparseable,{f}']:.3f}" if f"unparseable,{f}" in m else "")
+
+        if "acc,none" in m:  # log-likelihood: the most likely option, one reading
+            cells = [f"{reading('none')} (one reading: the most likely option)", "", ""]
+        else:
+            cells = [reading("strict-match"), reading("flexible-extract"), f"{m['requested_format,strict-match']:.3f}"]
+        kind = "log-likelihood" if "acc,none" in m else "zero-shot"
+        sample = f"`{task}` ({kind}), first {run['items']}"
+        rows.append(
+            " | ".join(
+                ["", f"`{name}`", MODEL_NAMES[model], sample, settings, *cells, f"{run['seconds_for_run']} s", ""]
+            ).strip()
+        )
+    return rows
+
+
 def load() -> dict:
     try:
         return json.loads(OUT.read_text(encoding="utf-8"))
@@ -267,6 +301,7 @@ def main() -> None:
         except ValueError as exc:
             sys.exit(str(exc))
         print("\n".join(changes) or "every stored score and aggregate is what the current code gives")
+        print("\ndocs/real-model.md's table, EMSQA rows:\n" + "\n".join([TABLE_HEADER, *table_rows(reference)]))
         if args.check:
             sys.exit(1 if changes else 0)
         OUT.write_text(dump(reference), encoding="utf-8")

@@ -59,6 +59,15 @@ def test_the_stored_scores_are_what_the_current_readers_give():
     )
 
 
+def test_the_docs_table_shows_the_stored_aggregates():
+    page = (REPO_ROOT / "docs" / "real-model.md").read_text(encoding="utf-8")
+    section = page.split("## Reference results", 1)[1].split("\n## ", 1)[0]
+    missing = [row for row in reference_results.table_rows(REFERENCE) if row not in section.splitlines()]
+    assert not missing, (
+        "docs/real-model.md's reference table is stale; these rows are what it must show:\n" + "\n".join(missing)
+    )
+
+
 def test_a_reader_change_without_a_rescore_is_noticed(monkeypatch):
     """What the test above guards against: the flexible reader reading nothing, the stored scores left as they were."""
     from medeval_metrics.emsqa import filters
