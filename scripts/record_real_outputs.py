@@ -11,7 +11,7 @@ output loses its label (it must be read again).
 
 SmolLM2-135M-Instruct (the default): every benchmark, the first N public EMSQA test items (about 40
 minutes on two busy cores). Gemma-3-270M, a base model whose GGUF has no chat template: EMSQA only,
-without a chat template, on GEMMA_ITEMS (a seeded sample of public test items that no earlier corpus or
+without a chat template, on GEMMA_DRAW (a seeded sample of public test items that no earlier corpus or
 reference run used). Needs the real public data in ../shared/data (EMSQA test/validation and knowledge,
 MedicationQA) and the emrQA templates for the synthetic notes.
 """
@@ -134,13 +134,18 @@ EMSQA_RUNS = {  # name: (chat template, few-shot examples, tasks, items); fewer 
     "plain-cot": (False, None, EMSQA_TASKS[1:], 4),
     "plain-fewshot": (False, 3, ("emsqa_public",), 8),
 }
-# Gemma-3-270M: the same 12 items in every run, drawn past the first 400 public test items (the SmolLM2 corpus
-# holds items 0-15, the reference results the first 400 and 100); no chat template (its GGUF has none)
-GEMMA_ITEMS = sorted(random.Random(31).sample(range(400, 3721), 12))
+# Gemma-3-270M: one seeded draw of public test items past the first 400 (the SmolLM2 corpus holds items 0-15, the
+# reference results the first 400 and 100); the first 12 in every variant, 12 more where the outputs vary (3-shot's
+# are all one JSON list); no chat template (its GGUF has none)
+GEMMA_DRAW = random.Random(31).sample(range(400, 3721), 24)
+GEMMA_ITEMS, GEMMA_MORE = sorted(GEMMA_DRAW[:12]), sorted(GEMMA_DRAW[12:])
+GEMMA_COT = ("emsqa_public_cot", "emsqa_public_expert_cot")
 GEMMA_RUNS = {
     "plain": (False, None, ("emsqa_public",), GEMMA_ITEMS),
     "plain-fewshot": (False, 3, ("emsqa_public",), GEMMA_ITEMS),
-    "plain-cot": (False, None, ("emsqa_public_cot", "emsqa_public_expert_cot"), GEMMA_ITEMS),
+    "plain-cot": (False, None, GEMMA_COT, GEMMA_ITEMS),
+    "plain-more": (False, None, ("emsqa_public",), GEMMA_MORE),
+    "plain-cot-more": (False, None, GEMMA_COT, GEMMA_MORE),
 }
 MODEL_RUNS = {"smollm2-135m-instruct": EMSQA_RUNS, "gemma3-270m": GEMMA_RUNS}
 MODEL = "smollm2-135m-instruct"  # --model
