@@ -73,7 +73,7 @@ _PAIRS_BEFORE = re.compile(
 )
 # A base model continuing a few-shot prompt writes the next item; its answer is not this item's.
 _CONTINUATION = re.compile(
-    r"\n[ \t>#*]{0,6}(?:Question|Q)[ \t]{0,3}(?:\d{0,4}[ \t]{0,3}[:.]|\d{1,4}[ \t*]{0,3}\n)", re.IGNORECASE
+    r"(?:^|\n)[ \t>#*]{0,6}(?:Question|Q)[ \t]{0,3}(?:\d{0,4}[ \t]{0,3}[:.]|\d{1,4}[ \t*]{0,3}\n)", re.IGNORECASE
 )
 
 # --- free text ---------------------------------------------------------------------------------------
@@ -794,6 +794,8 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
             kinds.append("cue")
         elif entry and not entry[2] and not entry[1].lstrip("\x00").strip(" \t*_"):
             kinds.append("option " + entry[0])
+        elif re.fullmatch(r"[ \t]{0,6}\(?[A-Ha-h]\)?[ \t]*", line):  # a label alone, its period dropped ("C")
+            kinds.append("option " + line.strip(" \t()").lower())
         elif _OPTION_LINE.match(line):  # an option's label over other words ("B. blood presure")
             kinds.append("label " + _OPTION_LINE.match(line).group(1).lower())
         else:
@@ -832,9 +834,9 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
             # before a cue or a restart may be the model's pick ("A. pulse\nAnswer:\nA. pulse")
             echo = whole or following in ("end", "instruction", "cut") or (end - start >= 2 and following in restart)
         else:
-            # with a text miscopied ("B. blood presure"): two lines or more running into the budget; a whole
-            # list over other words is the model's own (one verdict per option: "A - False\nB - True ...")
-            echo = end - start >= 2 and following in ("end", "cut")
+            # with a text miscopied ("B. blood presure"): two lines or more cut short by the budget or by the
+            # next echo; a whole list over other words is the model's own (one verdict per option: "A - False ...")
+            echo = not whole and end - start >= 2 and following in restart
         if echo:
             masked.update(range(start, end))
     for number in range(len(lines) - 1, -1, -1):  # a cue over echo, another cue or the end answers nothing

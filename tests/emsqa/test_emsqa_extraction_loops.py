@@ -129,6 +129,15 @@ def test_the_echo_commits_to_nothing_wherever_the_budget_cuts_it(block, restarts
         # a partial list the reply frames as its answer is still that answer
         ("The correct answers are:\nA. pulse\nB. blood pressure", ["a", "b"]),
         ("B. blood pressure\nD. skin temperature", ["b", "d"]),
+        # a reply opening with a question of its own, its options true/false sentences (Gemma-3-270M CoT; was
+        # read as a, c from the words "true" and "false"), against this item's question restated, then answered
+        (
+            'Question: What is the difference between a "true" and "false" statement?\n'
+            "A. a true statement is a statement that is true.\nB. a false statement is a statement that is false.\n"
+            "C. a true statement is a statement that is true.\nD. a false statement is a statement that is false.",
+            None,
+        ),
+        (f"Question: {QUESTION}\nAnswer: B", ["b"]),
         # a base model answering, then writing the next item: the answer before it
         (' ["b"]\n\nQuestion: what is the normal adult pulse?\nA. 60-100\nB', ["b"]),
     ],
