@@ -731,7 +731,9 @@ def _mask_option_lists(
             verdicts = []
             for number in run:
                 found = list(_VERDICT.finditer(parsed[number][1]))
-                if found:
+                # the verdict opens what follows the label ("B – True", "B. aspirin - correct"); "A. a true
+                # statement is ..." is a sentence of the model's own list, no verdict
+                if found and re.fullmatch(r"[\x00 \t*_:|()\-–—,.=>]*", parsed[number][1][: found[0].start()]):
                     verdicts.append((parsed[number][0], re.sub(r"[ \t]", "", found[-1].group(0).lower())))
                 lines[number] = " " * len(lines[number])
             if len(verdicts) == len(run):

@@ -138,6 +138,18 @@ def test_the_echo_commits_to_nothing_wherever_the_budget_cuts_it(block, restarts
             None,
         ),
         (f"Question: {QUESTION}\nAnswer: B", ["b"]),
+        # the same list without the question: the words "true" and "false" inside sentences are no verdicts ...
+        (
+            "A. a true statement is a statement that is true.\nB. a false statement is a statement that is false.\n"
+            "C. a true statement is a statement that is true.\nD. a false statement is a statement that is false.",
+            None,
+        ),
+        # ... while a verdict after each label still marks the options
+        ("A - False\nB - True\nC - True\nD - False", ["b", "c"]),
+        (
+            "A. pulse - correct\nB. blood pressure - incorrect\nC. pupil size - incorrect\nD. skin temperature - no",
+            ["a"],
+        ),
         # a base model answering, then writing the next item: the answer before it
         (' ["b"]\n\nQuestion: what is the normal adult pulse?\nA. 60-100\nB', ["b"]),
     ],
