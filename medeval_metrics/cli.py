@@ -398,8 +398,8 @@ def _pack_debug_logging(verbosity: str | None) -> Iterator[None]:
 
 
 def _headline(task: str, result: dict) -> list[str]:
-    """``metric value`` for the task's reported metrics (its spec's order; the headline first), as lm-eval scored
-    them under its first filter."""
+    """``metric value`` for the task's reported metrics (its spec's order; the headline first), under the task's
+    headline reading (its spec's), else lm-eval's first filter."""
     from medeval_metrics import registry
 
     try:
@@ -408,12 +408,16 @@ def _headline(task: str, result: dict) -> list[str]:
     except (KeyError, AttributeError):
         metrics = sorted({key.split(",")[0] for key in result if "," in key and "_stderr" not in key})
         reporting = {}
-    primary = getattr(registry.benchmark_of(task), "reporting", None)
-    primary = primary.primary_metric if primary else None
+    spec_reporting = getattr(registry.benchmark_of(task), "reporting", None)
+    primary = spec_reporting.primary_metric if spec_reporting else None
     metrics.sort(key=lambda m: (m != primary, not (reporting[m].headline if m in reporting else True)))
+    # a task read two ways (EMSQA's strict-match and flexible-extract): its headline reading, not the YAML's first
+    filters = [k.split(",", 1)[1] for k in result if "," in k]
+    headline = spec_reporting.headline_filter(filters) if spec_reporting and filters else None
     out = []
     for metric in metrics:
-        key = next((k for k in result if k.split(",")[0] == metric), None)
+        key = f"{metric},{headline}" if f"{metric},{headline}" in result else None
+        key = key or next((k for k in result if k.split(",")[0] == metric), None)
         value = result.get(key) if key else None
         if isinstance(value, (int, float)) and not isinstance(value, bool) and len(out) < 4:
             out.append(f"{metric} {value:.3f}")

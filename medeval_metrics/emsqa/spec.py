@@ -201,6 +201,7 @@ SPEC = BenchmarkSpec(
                 "retrieved_own_area",
                 in_model_index=False,
                 headline=False,
+                across_readings=True,  # from the prompt, not the reading
             ),
             # rag_k has no upper limit: the figures' axis stops at 32, the accepted range does not
             "retrieved_documents": MetricInfo(
@@ -210,6 +211,7 @@ SPEC = BenchmarkSpec(
                 scale=(0.0, 32.0),
                 bounds=(0.0, math.inf),
                 headline=False,
+                across_readings=True,  # from the prompt, not the reading
             ),
             "no_documents": MetricInfo(
                 "Items shown no retrieved document",
@@ -217,6 +219,7 @@ SPEC = BenchmarkSpec(
                 in_model_index=False,
                 headline=False,
                 proportion=True,
+                across_readings=True,  # from the prompt, not the reading
             ),
             "prompt_too_long": MetricInfo(
                 "Prompts longer than the model's context",
@@ -224,6 +227,7 @@ SPEC = BenchmarkSpec(
                 in_model_index=False,
                 headline=False,
                 proportion=True,
+                across_readings=True,  # from the prompt, not the reading
             ),
         },
     ),

@@ -207,7 +207,9 @@ def test_documented_command_on_the_real_knowledge_base(tmp_path, tiny_model, sha
     assert first.returncode == 0, first.stderr[-3000:]
     assert "lacks ems_operations.json" in first.stderr
     results_a, samples_a = find_results(tmp_path / "a")
-    docs = [s["doc"] for s in samples_a["emsqa_public_expertrag_rtf"]]
+    logged = samples_a["emsqa_public_expertrag_rtf"]
+    assert [s["filter"] for s in logged] == ["strict-match"] * 5 + ["flexible-extract"] * 5  # once per reading
+    docs = [s["doc"] for s in logged if s["filter"] == "flexible-extract"]
     assert len(docs) == 5 and all(c["id"] and isinstance(c["score"], float) for d in docs for c in d["rag_chunks"])
     assert all({c["source"] for c in d["rag_chunks"]} <= set(d["rag_sources"]) for d in docs)
     # retrieved for the 5 items the run reached, not the 3,721 of the set: the record and the file say 5
