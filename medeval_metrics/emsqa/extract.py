@@ -1036,7 +1036,7 @@ def _free_text(
     ]
     if len({letter for _, letter in mentions}) == 1:
         offer(1, mentions[-1][0], [mentions[-1][1]])
-    asserted = _asserted_option_text(body, keys, question)
+    asserted = _asserted_option_text(body, span.options, question)
     if asserted:
         offer(1, *asserted)
     if len(first_line) <= 300:
@@ -1099,19 +1099,15 @@ def _numbered_pick(body: str, pos: int, numbering: Mapping[str, str]) -> list[st
     return [numbering[found.group(1)]] if found and found.group(1) in numbering else None
 
 
-# Where an option's text is asserted as the answer: "The risk ... is elevated blood pressure." Only with
-# "is/are/was/were" right before the text and the sentence ending after it; a hedge or negation before it
-# in its sentence ("may be", "is not", "if"), or a question, makes it no answer.
-_ASSERTING_VERB = re.compile(r"(?i)\b(?:is|are|was|were)[ \t]+(?:(?:an?|the)[ \t]+)?[*_\"']{0,2}$")
-_ENDS_THE_SENTENCE = re.compile(
-    r"[*_\"')]{0,3}[ \t]*(?:[.!][ \t]*(?:\n|$|[A-Z\[{])|\n|$|,[ \t]+(?:which|because|as|since|so)\b)"
-)
+# Where an option's text is asserted as the answer: "The risk ... is elevated blood pressure." The verb
+# "is/are/was/were" right before the text and the sentence ending after it (or going on "which ...", "because
+# ..."); a hedge or negation before it in its sentence ("may be", "is not", "if"), or a question, is no answer.
+_ASSERTING_VERB = re.compile(r"(?i)\b(?:is|are|was|were)[ \t]+")
+_ASSERTED_TEXT_ENDS = re.compile(r"[.!?](?:\s|$)|\n|,[ \t]+(?:which|because|as|since|so)\b|$")
 _HEDGE = re.compile(
     r"(?i)\b(?:may|might|could|would|should|possibly|perhaps|probably|maybe|unlikely|if|whether|unless|either"
     r"|not|n't|never|no|nor|neither|instead|rather|except|or|than)\b|n't\b|\?"
 )
-
-
 _NEGATIVE_STEM = re.compile(r"(?i)\b(?:not|except|least|false|incorrect|never|contraindicated)\b|n't\b")
 # words a sentence shares with any question: not evidence that it answers this one
 _COMMON_WORDS = frozenset(
@@ -1123,49 +1119,49 @@ _COMMON_WORDS = frozenset(
 )
 
 
-def _asserted_option_text(body: str, keys: Mapping[str, str], question: str | None) -> tuple[int, list[str]] | None:
-    """A sentence asserting exactly one option's text ("... is myocarditis."), where no other option's
-    text appears anywhere in the reply and the text is whole words (option "pain" is not in "painful").
-    Where the question is known, the sentence must be about what it asks (a content word of the question
-    before the verb), and a question asking for the option that is NOT so has none: there a sentence
-    stating a fact ("a sign of shock is tachycardia") is not the answer."""
+def _asserted_option_text(body: str, options: Mapping[str, str], question: str | None) -> tuple[int, list[str]] | None:
+    """A sentence asserting exactly one option's text ("... is myocarditis."): what follows "is" to the end of
+    the sentence names that option alone (``_texts_named``), and no other option's text appears anywhere in
+    the reply (whole words: option "pain" is not in "painful"). Where the question is known, the sentence
+    must be about what it asks (a content word of the question before the verb), and a question asking for
+    the option that is NOT so has none: there "a sign of shock is tachycardia" states a fact, not the pick."""
     asked = set(_key(question or "").split()) - _COMMON_WORDS
-    if question is not None and (_NEGATIVE_STEM.search(question) or not asked):
+    if not options or (question is not None and (_NEGATIVE_STEM.search(question) or not asked)):
         return None
-    lowered = body.lower()
-    found: list[tuple[int, int, str]] = []
-    for letter, text in keys.items():
-        words = text.split()
-        if not words or words[0] not in lowered:
-            continue  # cheap test first
-        pattern = re.compile(
-            r"(?<![A-Za-z0-9])"
-            + r"[^A-Za-z0-9\n]{1,3}".join(re.escape(word) for word in words[:16])
-            + r"(?![A-Za-z0-9])",
-            re.IGNORECASE,
-        )
-        found.extend((m.start(), m.end(), letter) for m in _last(pattern.finditer(body)))
-    # a text inside a longer option's text ("systolic" in "systolic and diastolic") is that longer option
-    whole = [
-        (start, end, letter)
-        for start, end, letter in found
-        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in found)
-    ]
-    if len({letter for _, _, letter in whole}) != 1:
-        return None
-    for start, end, letter in reversed(whole):
-        before = _sentence_before(body, start)
+    present: set[str] | None = None
+    for verb in reversed(_last(_ASSERTING_VERB.finditer(body))):
+        stop = _ASSERTED_TEXT_ENDS.search(body, verb.end(), min(len(body), verb.end() + 300))
+        said = body[verb.end() : stop.start() if stop else verb.end()]
+        if not said.strip() or (stop and stop.group(0).startswith("?")):
+            continue
+        named = _texts_named(_normal(re.sub(r"^(?i:an?|the)[ \t]+", "", said)), options)
+        if not named or len(named) != 1:
+            continue
+        before = _sentence_before(body, verb.start())
         about = question is None or any(
             word in asked or word.rstrip("s") in asked for word in _key(before).split() if len(word) >= 4
         )
-        if (
-            about
-            and _ASSERTING_VERB.search(before)
-            and not _HEDGE.search(before)
-            and _ENDS_THE_SENTENCE.match(body, end)
-        ):
-            return start, [letter]
+        if about and not _HEDGE.search(before):
+            present = _texts_in(body, options) if present is None else present
+            if present == set(named):
+                return verb.end(), named
     return None
+
+
+def _texts_in(body: str, options: Mapping[str, str]) -> set[str]:
+    """The options whose texts appear in the reply as whole words; a text inside a longer option's text
+    ("systolic" in "systolic and diastolic") counts as the longer option only."""
+    found: list[tuple[int, int, str]] = []
+    for letter, text in options.items():
+        words = _key(text).split()
+        if words and words[0] in body.lower():
+            pattern = r"(?<![A-Za-z0-9])" + r"[^A-Za-z0-9\n]{1,3}".join(map(re.escape, words[:16])) + r"(?![A-Za-z0-9])"
+            found.extend((m.start(), m.end(), letter) for m in _last(re.finditer(pattern, body, re.IGNORECASE)))
+    return {
+        letter
+        for start, end, letter in found
+        if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in found)
+    }
 
 
 def _closing_letters(body: str) -> tuple[int, list[str]] | None:
