@@ -35,10 +35,7 @@ FIRST_UNUSED_ITEM = 400  # the reference results run the first 400 public test i
 
 # id -> how the flexible reader misreads the row today. Listed rows are xfail (not strict); a mismatch not
 # listed fails.
-EXPECTED_FIXES: dict[str, str] = {
-    "cot-plain-2594": "a new question the model wrote itself, with a restated-looking option block of its own (A and C "
-    "the same sentence), is read as the picks a, c: a silent wrong answer where it commits to nothing",
-}
+EXPECTED_FIXES: dict[str, str] = {}  # cot-plain-2594 (read a, c) is read as labelled since the reader of issue 31
 
 
 def load_rows(path: Path = CORPUS) -> list[dict]:
