@@ -753,6 +753,8 @@ def _mask_option_lists(
 # The prompt's own tail, echoed by a base model: its instruction line (every generative EMSQA prompt's
 # begins so) and the bare "Answer:" cue the zero-shot prompt ends with.
 _INSTRUCTION_ECHO = "one or more options may be correct"
+# ... and its second sentence echoed alone (the zero-shot and the CoT prompt's)
+_INSTRUCTION_TAIL = ("reply with a json list of the lowercase letters", "think step by step then finish with the final")
 _ANSWER_CUE = re.compile(r"(?i)[ \t>*#_]{0,6}answer[ \t*_]{0,4}:[ \t*_]{0,4}")
 
 
@@ -788,7 +790,7 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
         entry = parsed[number]
         if not said:
             kinds.append("blank" if not line.strip() else "other")
-        elif said.startswith(_INSTRUCTION_ECHO):
+        elif said.startswith(_INSTRUCTION_ECHO) or _key(line).startswith(_INSTRUCTION_TAIL):
             kinds.append("instruction")
         elif number == last and len(said) >= 3 and _INSTRUCTION_ECHO.startswith(said):
             kinds.append("cut")  # the instruction line cut short: echo, but no evidence of echoing by itself
@@ -1326,8 +1328,14 @@ def _read(
 # A statement's form with its letters taken out: 'The answer is "b".' and 'The answer is "a".' share one.
 _STATEMENT_LETTER = re.compile(r"(?<![A-Za-z0-9'’])[A-Ha-h](?![A-Za-z0-9'’])")
 _STATEMENT_END = re.compile(r"\n|(?<=[.!?])[ \t]+")
+_LETTER_RUN = re.compile(r"\x01(?:[\"'`]?[ \t]*(?:,|&|\band\b|\bor\b)[ \t]*[\"'`]?\x01){1,7}")
 _CUE_OVER_LINE = re.compile(r"(?im)^([ \t>*#_]{0,6}answer[ \t*_]{0,4}:)[ \t]*\n(?=[ \t]*\S)")
 _STATEMENT_WORDS = re.compile(r"[A-Za-z]{3}|[\[{]")
+
+
+def _form(statement: str) -> str:
+    """A statement with its letters taken out, a list of them as one: '["b", "c"]' and '["a"]' share a form."""
+    return _LETTER_RUN.sub("\x01", _STATEMENT_LETTER.sub("\x01", statement))
 
 
 def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bool:
@@ -1339,12 +1347,12 @@ def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bo
     first.\nC." names two letters, not a loop."""
     text = _CUE_OVER_LINE.sub(r"\1 ", body[-_FREE_TEXT_WINDOW:])  # "Answer:\nC" is one statement
     statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
-    if len({_STATEMENT_LETTER.sub("\x01", statement) for statement in statements}) == len(statements):
+    if len({_form(statement) for statement in statements}) == len(statements):
         return False  # no statement repeated: the common case, decided without reading
     keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
     text = _mask_option_lists(text, valid, keys)[0]  # an option list marked line by line is no loop
     statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
-    forms = [_STATEMENT_LETTER.sub("\x01", statement) for statement in statements]
+    forms = [_form(statement) for statement in statements]
     for last in range(len(statements) - 1, max(-1, len(statements) - 51), -1):  # the last statement that answers
         form = forms[last]
         bare = "\x01" in form and not _STATEMENT_WORDS.search(form)

@@ -74,6 +74,10 @@ def test_the_echoed_lines_are_the_prompts_own():
         " A: B: C: D: E: F: G: H: I: J: K: L: M:",
         " A: B: C: D:",
         "A: B: C:",
+        # bare labels without their period, or with a parenthesis; the instruction's second sentence alone
+        " A\nB\nC\nD\nAnswer:\nA\nB\nC\nD\nAnswer:\nA\nB",
+        " A)\nB)\nC)\nD)\nAnswer:\nA)\nB)\nC",
+        f" {OPTIONS_BLOCK}\nReply with a JSON list of the lowercase letters\nAnswer:\nA. pulse\nB",
         # the CoT prompt's block: options and instruction, again and again
         f"\n{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\n{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\nA. pulse\nB. blood",
         # the restart with a text miscopied, bulleted, lowercase; the question echoed too; the options and
@@ -123,6 +127,14 @@ def test_the_echo_commits_to_nothing_wherever_the_budget_cuts_it(block, restarts
         (f"\n{BLOCK} D\n{BLOCK} D\n{BLOCK} D\n{BLOCK}\nA. pul", ["d"]),
         # ... different answers in turn are none
         (f"\n{BLOCK} B\n{BLOCK} C\n{BLOCK} A\n{BLOCK}\nA. pul", None),
+        # the prompt's question and options restated with an answer, twice over: that answer
+        (
+            f"Question: {QUESTION}\n{OPTIONS_BLOCK}\nAnswer: B\n\nQuestion: {QUESTION}\n{OPTIONS_BLOCK}\nAnswer: B",
+            ["b"],
+        ),
+        (f"\n{OPTIONS_BLOCK}\nAnswer: B\n{OPTIONS_BLOCK}\nAnswer: B\nA. pulse\nB", ["b"]),
+        # the CoT block echoed, then the requested object
+        (f'\n{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\n{{"answer": ["a"]}}', ["a"]),
         # an option list once, then a pick: read as before (the options restated, then "Answer: A.")
         (f"{OPTIONS_BLOCK}\nAnswer: A.", ["a"]),
         (f"{OPTIONS_BLOCK}\n\nThe answer is D.", ["d"]),
@@ -166,6 +178,8 @@ def test_an_answer_among_the_echoes_is_still_read(output, expected):
         ('The answer is "b".\nThe answer is "b".\nThe answer is "a".', None),
         ('The answer is "b". The answer is "a". The answer is "c".', None),
         ('["b"]\n["a"]\n["c"]\n["a"]', None),
+        ('["b"]\n["b", "c"]\n["b"]\n["b", "c"]', None),  # one letter, then two, in turn
+        ("Answer: A\nAnswer: B\nAnswer: C\nAnswer: D", None),
         ('{"answer": ["b"]}\n{"answer": ["a"]}\n{"answer": ["c"]}', None),
         ("Answer: B\nAnswer: A\nAnswer: C", None),
         ("\nB\nAnswer:\nC\nAnswer:\nB\nAnswer:\nC\n", None),  # the letter under each cue
