@@ -107,7 +107,7 @@ _PHRASE = re.compile(  # an answer sentence: "the correct answer is", "answers a
 _LETTER_FIRST = re.compile(
     r"(?i)(?:is|are)[ \t]+(?:both[ \t]+|all[ \t]+|also[ \t]+|each[ \t]+)?(?:the[ \t]+)?(?:most[ \t]+|only[ \t]+)?"
     r"(?:correct|right|best|true|accurate|appropriate|valid|(?<=the[ \t])better"
-    r"|(?<=the[ \t])one[ \t]+to[ \t]+(?:choose|pick|select))\b(?![ \t]+(?:if|only|when|unless)\b)"
+    r"|(?<=the[ \t])one[ \t]+to[ \t]+(?:choose|pick|select)|(?<=the[ \t])answer)\b(?![ \t]+(?:if|only|when|unless)\b)"
 )
 _NEGATION_BEFORE = re.compile(
     r"(?i)\b(?:not|n't|never|neither|nor|none|incorrect|wrong|false|eliminat\w*|rule[sd]?[ \t]+out|ruled[ \t]+out"
@@ -1101,10 +1101,12 @@ def _numbered_pick(body: str, pos: int, numbering: Mapping[str, str]) -> list[st
     return [numbering[found.group(1)]] if found and found.group(1) in numbering else None
 
 
-# Where an option's text is asserted as the answer: "The risk ... is elevated blood pressure." The verb
-# "is/are/was/were" right before the text and the sentence ending after it (or going on "which ...", "because
-# ..."); a hedge or negation before it in its sentence ("may be", "is not", "if"), or a question, is no answer.
-_ASSERTING_VERB = re.compile(r"(?i)\b(?:is|are|was|were)[ \t]+")
+# Where an option's text is asserted as the answer: "The risk ... is elevated blood pressure.", "Diagnosis:
+# myocarditis". The verb (or a short heading's colon) right before the text
+# and the sentence ending after it (or going on "which ...", "because ..."); a hedge or negation before it
+# in its sentence ("may be", "is not", "if"), or a question, is no answer.
+# ("has" is left out: "The answer is: A small child has narrow airways" restates the question's premise)
+_ASSERTING_VERB = re.compile(r"(?i)\b(?:is|are|was|were)[ \t]+|(?<=[A-Za-z])[ \t]*:[ \t]*")
 _ASSERTED_TEXT_ENDS = re.compile(r"[.!?](?:\s|$)|\n|,[ \t]+(?:which|because|as|since|so)\b|$")
 _HEDGE = re.compile(
     r"(?i)\b(?:may|might|could|would|should|possibly|perhaps|probably|maybe|unlikely|if|whether|unless|either"
@@ -1140,6 +1142,8 @@ def _asserted_option_text(body: str, options: Mapping[str, str], question: str |
         if not named or len(named) != 1:
             continue
         before = _sentence_before(body, verb.start())
+        if verb.group(0).strip() == ":" and len(before.split()) > 3:
+            continue  # a heading naming what the question asks ("Diagnosis: myocarditis"), not any label
         about = question is None or any(
             word in asked or word.rstrip("s") in asked for word in _key(before).split() if len(word) >= 4
         )

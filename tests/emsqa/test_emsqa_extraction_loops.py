@@ -242,6 +242,14 @@ SHOCK_NOT = (["tachycardia", "cool skin", "bradycardia", "anxiety"], "which is n
             DIAGNOSES,
             ["c"],
         ),
+        ("Myocarditis is the answer.", DIAGNOSES, ["a"]),
+        ("Diagnosis: myocarditis", DIAGNOSES, ["a"]),
+        ("B is the answer.", DIAGNOSES, ["b"]),  # the letter form of the same sentence (was no answer)
+        ("B is the answer if the troponin is raised.", DIAGNOSES, None),
+        ("B is not the answer.", DIAGNOSES, None),
+        # a heading that is not what the question asks, or a qualifier the option lacks
+        ("Note: myocarditis", DIAGNOSES, None),
+        ("The most likely diagnosis in this case is acute myocarditis.", DIAGNOSES, None),
         # never with another option's text anywhere in the reply
         ("The diagnosis is myocarditis, not pericarditis.", DIAGNOSES, None),
         ("Pericarditis causes pleuritic pain. The diagnosis is myocarditis.", DIAGNOSES, None),
