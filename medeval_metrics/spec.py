@@ -176,6 +176,12 @@ class Reporting:
     readings: tuple[Reading, ...] = ()
     # the metrics the readings table shows under each reading, side by side; (): the primary metric alone
     reading_metrics: tuple[str, ...] = ()
+    # "module:function" turning one task's results config (lm-eval's ``configs.<task>``) into the settings of that task
+    # that change its scores beyond the run's own, as {name: printable text} ({} where it has none; e.g. how a
+    # retrieval task's documents were retrieved): the report lists them with the run's settings and compares runs by
+    # them. It picks only fields known harmless (never a folder path) and raises ``MedevalDataError`` naming the
+    # field where one is malformed. Named, not imported, so that the spec stays light; None: no such settings
+    task_settings: str | None = None
 
     def __post_init__(self) -> None:
         # a filter named twice, or two headlines, would make the report pick one silently

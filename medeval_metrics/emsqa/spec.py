@@ -175,6 +175,7 @@ SPEC = BenchmarkSpec(
             ),
         ),
         reading_metrics=("acc", "f1", "unparseable"),
+        task_settings="medeval_metrics.emsqa.report_settings:task_settings",  # how a RAG task retrieved
         metrics={
             "acc": MetricInfo("Exact set-match accuracy", "accuracy", proportion=True),
             "f1": MetricInfo("Set F1 (per item, averaged)", "f1"),

@@ -355,6 +355,22 @@ def _scores_table(run) -> str:
     return "".join(parts)
 
 
+def _task_settings_html(run) -> str:
+    """Each task's own settings that change its scores (``Run.task_settings``: e.g. how a retrieval task retrieved),
+    "" where no task has any."""
+    rows = "".join(
+        f"<tr><td><code>{_e(task)}</code></td><td>{_e(name)}</td><td>{_e(text)}</td></tr>"
+        for task, own in run.task_settings().items()
+        for name, text in own.items()
+    )
+    if not rows:
+        return ""
+    return (
+        "<h3>Settings per task that change its scores</h3><table><thead><tr><th>Task</th><th>Setting</th>"
+        f"<th>Value</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
 def _run_time_table(run) -> str:
     """Per-task own time, the model's time per task or once for tasks sharing their calls, the set-up once, and
     judge usage, where the run recorded them (``tables.run_times``)."""
@@ -485,7 +501,7 @@ def render(
 
     sections, records = [], []
     for run in runs:
-        sections.append(f"<h2>{_e(run.label)}</h2>{_scores_table(run)}{_run_time_table(run)}")
+        sections.append(f"<h2>{_e(run.label)}</h2>{_scores_table(run)}{_task_settings_html(run)}{_run_time_table(run)}")
         for task in sorted(run.sample_paths):
             records += [{**r, "run": run.label} for r in item_records(run, task, show_private, public_tasks)]
     figures = "".join(_figure_tag(folder, name) for name in figure_files if (folder / name).is_file())

@@ -51,6 +51,7 @@ class Run:
     label: str = ""
     _samples_cache: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
     _demo: dict[str, Any] | None = field(default=None, repr=False)
+    _task_settings: dict[str, dict[str, str]] | None = field(default=None, repr=False)
 
     @property
     def model_name(self) -> str:
@@ -162,6 +163,8 @@ class Run:
             if gen_kwargs
             else "task defaults",
             "limit": _limit_text(config.get("limit"), self.partial),
+            # a task's own settings (the spec's task_settings: e.g. how a retrieval task retrieved), one row each
+            **{f"{name}, `{task}`": text for task, own in self.task_settings().items() for name, text in own.items()},
             "lm-eval version": str(results.get("lm_eval_version", "?")),
             "transformers version": str(results.get("transformers_version", "?")),
             "date": self.date,
@@ -173,6 +176,28 @@ class Run:
         if not self._generates():
             del settings["generation settings (command line)"]
         return settings
+
+    def task_settings(self) -> dict[str, dict[str, str]]:
+        """Each task's own settings that change its scores, as its benchmark's spec prints them from the task's
+        results config (``Reporting.task_settings``), redacted: task -> {name: text}; tasks with none left out."""
+        if self._task_settings is None:  # read once: the settings table, the comparison and the run's key use it
+            from medeval_metrics import registry
+
+            found: dict[str, dict[str, str]] = {}
+            for task in self.tasks():
+                spec = registry.benchmark_of(task)
+                hook = spec.reporting.task_settings if spec is not None else None
+                if hook is None:
+                    continue
+                config = (self.results.get("configs") or {}).get(task) or {}
+                try:
+                    own = _hook(hook)(config)
+                except MedevalDataError as exc:
+                    raise MedevalDataError(f"{self.results_path}: configs.{_shown(task)}: {exc}") from None
+                if own:
+                    found[task] = {str(name): redact(text) for name, text in own.items()}
+            self._task_settings = found
+        return self._task_settings
 
     def _has_few_shot(self) -> bool:
         shots = self.results.get("n-shot") or {}
@@ -192,6 +217,14 @@ class Run:
                     return True  # a task whose output type is unknown may generate
             types.append(output_type)
         return not types or "generate_until" in types
+
+
+def _hook(name: str) -> Any:
+    """The function a spec names as "module:function"."""
+    import importlib
+
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def scored_samples(run: Run, task: str) -> list[dict[str, Any]]:
@@ -339,7 +372,8 @@ def _samples_for(results_path: Path, tasks: list[str]) -> dict[str, Path]:
 
 def _settings_key(run: Run) -> str:
     """What makes two runs in one folder the same evaluation: model, command-line config, tasks, their
-    versions, few-shot counts, chat template and system instruction (not the date, nor settings that do
+    versions, few-shot counts, chat template, system instruction and each task's own settings (the spec's
+    ``task_settings``: a retrieval task's retriever, k, mode...) (not the date, nor settings that do
     not change scores: batch size, device, the answer cache); where two runs agree on all of this, the
     items they evaluated are compared too (``_items_key``)."""
     results = run.results
@@ -358,6 +392,7 @@ def _settings_key(run: Run) -> str:
             results.get("chat_template_sha"),
             results.get("system_instruction_sha"),
             results.get("fewshot_as_multiturn"),
+            run.task_settings(),  # e.g. another retriever, k or mode: another evaluation
         ],
         sort_keys=True,
         default=str,

@@ -759,9 +759,43 @@ def version_notes(runs: list[Run]) -> list[str]:
     return notes
 
 
+NOT_RECORDED = "not recorded"
+
+
+def task_settings_rows(runs: list[Run]) -> list[tuple[str, str, list[str]]]:
+    """The tasks' own settings side by side (``Run.task_settings``, e.g. a retrieval task's retriever, k and mode):
+    (task, setting, one text per run); "–" where a run did not evaluate the task, "not recorded" where it did
+    without recording the setting (an earlier version's run)."""
+    own = [run.task_settings() for run in runs]
+    names = sorted({(task, name) for settings in own for task, found in settings.items() for name in found})
+    rows = []
+    for task, name in names:
+        cells = [
+            settings[task][name]
+            if name in settings.get(task, {})
+            else (NOT_RECORDED if task in run.results.get("results", {}) else "–")
+            for run, settings in zip(runs, own)
+        ]
+        rows.append((task, name, cells))
+    return rows
+
+
+def task_settings_notes(runs: list[Run]) -> list[str]:
+    """One line per task whose own settings differ between the runs that evaluated it: its scores were measured
+    differently (another retriever, k or mode), not only by another model."""
+    notes = []
+    for task, name, cells in task_settings_rows(runs):
+        if len({cell for cell in cells if cell != "–"}) > 1:
+            notes.append(
+                f"`{task}` was run with different {name} settings (settings per task, above): its scores are not "
+                "comparable as if measured the same way"
+            )
+    return notes
+
+
 def comparison_table(runs: list[Run]) -> str:
-    """One row per (task, metric, filter), one column per run: value ± stderr (n); below it, a note for each task
-    run at different task versions."""
+    """One row per (task, metric, filter), one column per run: value ± stderr (n); below it, the tasks' own settings
+    side by side (``task_settings_rows``) and a note for each task run at different task versions or settings."""
     from medeval_metrics import registry
     from medeval_metrics.report.metric_info import reading_of
 
@@ -799,7 +833,16 @@ def comparison_table(runs: list[Run]) -> str:
         if key[0] in several:
             shown_filter = filter_text(replace(found[key], filter=key[2]), {key[0]: filters[key[0]] or [key[2]]})
         lines.append(f"| `{key[0]}` | {key[1]} | {shown_filter} | " + " | ".join(cells) + " |")
-    notes = version_notes(runs)
+    own = task_settings_rows(runs)
+    if own:
+        lines += ["", "Settings per task that change its scores:", ""]
+        lines += ["| Task | Setting | " + " | ".join(run.label.replace("|", "/") for run in runs) + " |"]
+        lines += ["|---|---|" + "---|" * len(runs)]
+        lines += [
+            f"| `{task}` | {name} | " + " | ".join(cell.replace("|", "/") for cell in cells) + " |"
+            for task, name, cells in own
+        ]
+    notes = version_notes(runs) + task_settings_notes(runs)
     if notes:
         lines += ["", "Notes: " + "; ".join(notes) + "."]
     return "\n".join(lines)
