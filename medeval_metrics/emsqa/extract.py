@@ -1347,8 +1347,8 @@ def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bo
     is "b".\nThe answer is "a".\nThe answer is "c".', a model looping to its budget): it names different
     answers in turn and commits to none. The same answer repeated is one answer; a revision ("Wait, that is
     wrong. ["b"]") or an answer stated another way after the loop ("So the final answer is B") is read as usual.
-    A letter alone on its line counts only in a run of three or more ("B\nC\nB\nC"): "A.\nAspirin is given
-    first.\nC." names two letters, not a loop."""
+    Letters alone on their lines loop only in a row that comes back to a letter ("B\nC\nB"): "The correct
+    answers are:\nA.\nB.\nC." lists three, and "A.\nAspirin is given first.\nC." names two, not a loop."""
     text = _CUE_OVER_LINE.sub(r"\1 ", body[-_FREE_TEXT_WINDOW:])  # "Answer:\nC" is one statement
     statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
     if len({_form(statement) for statement in statements}) == len(statements):
@@ -1372,7 +1372,8 @@ def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bo
                 break
             else:
                 gap += 1
-        return len(set(said)) > 1 and (not bare or len(said) >= 3)
+        # letters alone must come back to one already said ("B\nC\nB"): "A.\nB.\nC." under a frame lists answers
+        return len(set(said)) > 1 and (not bare or len(set(said)) < len(said))
     return False
 
 

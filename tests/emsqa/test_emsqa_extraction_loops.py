@@ -183,7 +183,7 @@ def test_an_answer_among_the_echoes_is_still_read(output, expected):
         ('{"answer": ["b"]}\n{"answer": ["a"]}\n{"answer": ["c"]}', None),
         ("Answer: B\nAnswer: A\nAnswer: C", None),
         ("\nB\nAnswer:\nC\nAnswer:\nB\nAnswer:\nC\n", None),  # the letter under each cue
-        ("B\nC\nB\nC", None),  # letters alone, three or more in a row
+        ("B\nC\nB\nC", None),  # letters alone, coming back to one already said
         ("The answer is B. This is because the pulse is first.\nThe answer is C. This is because the pupils", None),
         ("Option A is correct.\nOption B is correct.", None),
         # the same answer repeated is one answer
@@ -191,8 +191,10 @@ def test_an_answer_among_the_echoes_is_still_read(output, expected):
         ('["d"]\n["d"]\n["d"]', ["d"]),
         ("Answer: B\nAnswer: B\nAnswer: B\nAnswer:", ["b"]),
         ("\nB\nAnswer:\nB\nAnswer:\nB\nAnswer:\nB\n", ["b"]),
-        # two letters alone, apart, are no loop: the opening letter line is read (as before)
+        # two letters alone, apart, are no loop: the opening letter line is read (as before); a column of
+        # different letters under a frame lists the answers
         ("A.\nAspirin is given first.\nC.", ["a"]),
+        ("The correct answers are:\nA.\nB.\nC.", ["a", "b", "c"]),
         # a single revision is read as before
         ("The answer is B. Wait, actually the answer is C.", ["c"]),
         ('["a"]\nWait, that is wrong. ["b"]', ["b"]),
