@@ -47,7 +47,11 @@ def task_settings(config: Mapping[str, Any]) -> dict[str, str]:
 
     external = rag.get("external_retriever")
     _need(isinstance(external, (str, type(None))), "metadata.rag.external_retriever", external, "a name or null")
-    parts = [f"retriever: {_retriever(retriever, external, settings)}", f"k: {k}", f"mode: {_mode(mode, rag)}"]
+    parts = [
+        f"retriever: {_retriever(retriever, external, settings)}",
+        f"k: {k}",
+        f"mode: {_mode(mode, rag, external is None)}",
+    ]
     read_from = rag.get("retrievals_from")
     _need(isinstance(read_from, (str, type(None))), "metadata.rag.retrievals_from", read_from, "a file or null")
     if read_from:
@@ -77,9 +81,9 @@ def _retriever(retriever: str, external: str | None, settings: Mapping[str, Any]
     return " ".join(retriever.split())
 
 
-def _mode(mode: str, rag: Mapping[str, Any]) -> str:
+def _mode(mode: str, rag: Mapping[str, Any], searched_by_the_pack: bool) -> str:
     text = MODE_WORDS[mode]
-    if mode == "global":
+    if mode == "global" or not searched_by_the_pack:  # an external file's documents are its retriever's, as given
         return text
     details = []
     pool = (rag.get("settings") or {}).get("pool_factor")

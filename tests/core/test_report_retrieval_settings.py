@@ -132,6 +132,12 @@ KNOWLEDGE = "knowledge: sha256 abababababab; chunks: 512 tokens, overlap 128"
             "retriever: bm25; k: 8; mode: filter-then-retrieve (subject areas predicted in predicted.json); "
             "prompt: the pack's; " + KNOWLEDGE,
         ),
+        # with another retriever's file the task's mode is the file's to have applied: the pack neither searched
+        # nor filtered, so no pool or subject areas are claimed
+        (
+            {**external_record(), "settings": {**external_record()["settings"], "mode": "filter_then_retrieve"}},
+            EXTERNAL_LINE.replace("mode: global", "mode: filter-then-retrieve"),
+        ),
         (
             rtf(),
             "retriever: bm25; k: 8; mode: retrieve-then-filter (the top 10 x k searched, the items' own subject "
@@ -250,7 +256,7 @@ def test_results_card_and_html_say_how_each_run_retrieved(tmp_path):
     results, card = _read(out, "results.md"), _read(out, "card_section.md")
     assert f"| retrieval, `{TASK}` | {PACK_LINE} |" in results
     assert f"| retrieval, `{TASK}` | {EXTERNAL_LINE} |" in results
-    assert f"| retrieval, `{TASK}` | {PACK_LINE} |" in card or f"| retrieval, `{TASK}` | {EXTERNAL_LINE} |" in card
+    assert f"| retrieval, `{TASK}` | {PACK_LINE} |" in card and f"| retrieval, `{TASK}` | {EXTERNAL_LINE} |" in card
     # the row sits in the "Settings that change scores" table, after the limit and before the versions
     section = results.split("Settings that change scores:")[1]
     rows = [line.split(" | ")[0] for line in section.splitlines() if line.startswith("| ")]
