@@ -796,7 +796,12 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
             kinds.append("cut")  # the instruction line cut short: echo, but no evidence of echoing by itself
         elif _ANSWER_CUE.fullmatch(line):
             kinds.append("cue")
-        elif entry and not entry[2] and not entry[1].lstrip("\x00").strip(" \t*_"):
+        elif (
+            entry
+            and not entry[2]
+            and not entry[1].lstrip("\x00").strip(" \t*_")
+            and (_OPTION_LINE.match(line) or _CUT_OPTION_LINE.fullmatch(line))
+        ):  # lettered as the prompt letters them: a list the reply numbers itself is its own
             kinds.append("option " + entry[0])
         elif re.fullmatch(r"[ \t]{0,6}\(?[A-Ha-h]\)?[ \t]*", line):  # a label alone, its period dropped ("C")
             kinds.append("option " + line.strip(" \t()").lower())
