@@ -835,17 +835,16 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
     if not echoing:
         return body
     masked = {number for number, kind in enumerate(kinds) if kind in ("instruction", "cut")}
-    restart = ("end", "cue", "instruction", "cut", "option " + order[0], "label " + order[0])
     for start, end, whole, exact in runs:
-        following = next_kind(end)
-        if exact:
-            # the options again, or restarting into the budget, the next cue or the next restart; one line
-            # before a cue or a restart may be the model's pick ("A. pulse\nAnswer:\nA. pulse")
-            echo = whole or following in ("end", "instruction", "cut") or (end - start >= 2 and following in restart)
+        # two lines or more from the first option in prompt order, once the reply echoes, are the block again
+        # (whole, or cut by the budget or by the next echo), also with a text miscopied ("B. blood presure");
+        # a whole list over other words is the model's own (one verdict per option: "A - False\nB - True ...").
+        # One exact line is echo only at the end or before the instruction: before a cue or another restart
+        # it may be the model's pick ("A. pulse\nAnswer:\nA. pulse")
+        if end - start >= 2:
+            echo = exact or not whole
         else:
-            # with a text miscopied ("B. blood presure"): two lines or more cut short by the budget or by the
-            # next echo; a whole list over other words is the model's own (one verdict per option: "A - False ...")
-            echo = not whole and end - start >= 2 and following in restart
+            echo = exact and (whole or next_kind(end) in ("end", "instruction", "cut"))
         if echo:
             masked.update(range(start, end))
     for number in range(len(lines) - 1, -1, -1):  # a cue over echo, another cue or the end answers nothing

@@ -364,3 +364,21 @@ def test_an_echo_after_any_labelled_output_leaves_its_reading(restarts):
                 changed.append(f"{corpus} {row_id}: alone {alone}, with the echo {echoed}")
     assert total > 600
     assert changed == [], "\n".join(changed)
+
+
+def test_any_labelled_output_repeated_reads_as_it_reads_once():
+    """A model looping on its own reply: every labelled output that commits to an answer, written three times
+    over, reads as it reads once (the same answer repeated is one answer, and nothing in a repeat is taken
+    for an echo or a cycle)."""
+    changed, total = [], 0
+    for path in sorted(DATA.glob("*.jsonl")):
+        for corpus, row_id, doc, label, output in _labelled(path):
+            if label is None:
+                continue
+            once = extract_answer(output, doc["letters"], doc["options"], doc["question"])
+            thrice = extract_answer((output.strip() + "\n\n") * 3, doc["letters"], doc["options"], doc["question"])
+            total += 1
+            if thrice != once:
+                changed.append(f"{corpus} {row_id}: once {once}, three times {thrice}")
+    assert total > 500
+    assert changed == [], "\n".join(changed)
