@@ -125,6 +125,8 @@ def test_the_echo_commits_to_nothing_wherever_the_budget_cuts_it(block, restarts
         (f"\n{BLOCK} D. skin temperature\n{BLOCK}\nA", ["d"]),
         # the same answer after every restart is one answer ...
         (f"\n{BLOCK} D\n{BLOCK} D\n{BLOCK} D\n{BLOCK}\nA. pul", ["d"]),
+        # ... also an option's line under each cue, not cut (one line is a pick, not a restart) ...
+        (f"\n{OPTIONS_BLOCK}\nAnswer:\nA. pulse\nAnswer:\nA. pulse\nAnswer:", ["a"]),
         # ... different answers in turn are none
         (f"\n{BLOCK} B\n{BLOCK} C\n{BLOCK} A\n{BLOCK}\nA. pul", None),
         # the prompt's question and options restated with an answer, twice over: that answer
