@@ -934,7 +934,7 @@ def _free_text(
         line_start = body.rfind("\n", 0, match.start()) + 1
         if _negation_reaches(body[line_start : match.start()]):
             continue
-        letters = span.read(body, match.end()) or _numbered_pick(body, match.end(), numbering)
+        letters = span.read(body, match.end()) or _numbered_pick(body, match.end(), numbering, keys)
         offer(4, match.start(), letters)
     for match in _last(_PHRASE.finditer(body)):
         phrase = match.group(0)
@@ -952,7 +952,7 @@ def _free_text(
             r"(?i)[ \t*]*(?:not\b|n't)", body[match.end() : match.end() + 8]
         ):
             continue
-        letters = letters or _numbered_pick(body, match.end(), numbering)
+        letters = letters or _numbered_pick(body, match.end(), numbering, keys)
         offer(3 if not re.search(r"(?i)could|might", phrase) else 1, match.start(), letters)
     for match in _last(_LETTER_FIRST.finditer(body)):
         # walk back over "Options B and C" / "C" / "**B**" to the start of the letter list
@@ -1100,9 +1100,16 @@ _NUMBER_PICK = re.compile(
 )
 
 
-def _numbered_pick(body: str, pos: int, numbering: Mapping[str, str]) -> list[str] | None:
+def _numbered_pick(body: str, pos: int, numbering: Mapping[str, str], keys: Mapping[str, str]) -> list[str] | None:
     found = _NUMBER_PICK.match(body, pos) if numbering else None
-    return [numbering[found.group(1)]] if found and found.group(1) in numbering else None
+    if not found or found.group(1) not in numbering:
+        return None
+    letter = numbering[found.group(1)]
+    line_end = body.find("\n", found.end())
+    said = _key(body[found.end() : line_end if line_end >= 0 else len(body)])
+    if any(said.startswith(text) for other, text in keys.items() if other != letter and text):
+        return None  # "Answer: 2. 13%" where 13% is the third: the number says one option, the text another
+    return [letter]
 
 
 # Where an option's text is asserted as the answer: "The risk ... is elevated blood pressure.", "Diagnosis:

@@ -290,6 +290,9 @@ NUMBERED = "1. pulse\n2. blood pressure\n3. pupil size\n4. skin temperature\n"
         (NUMBERED + "The answer is 2.", ["b"]),
         (NUMBERED + "Answer: 3", ["c"]),
         (NUMBERED + "The correct answer is option 1, because the pulse comes first.", ["a"]),
+        (NUMBERED + "Answer: 2. blood pressure", ["b"]),
+        # the number with another option's text: the number says one option, the text another
+        (NUMBERED + "Answer: 2. pupil size", None),
         # no list of its own, another list, a partial one, another order: a number names nothing
         ("The answer is 2.", None),
         ("1. airway\n2. breathing\n3. circulation\n4. disability\nThe answer is 2.", None),
