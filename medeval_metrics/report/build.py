@@ -200,7 +200,7 @@ def build_report(
         comparison = tables.comparison_table(runs)
         out.write("comparison.md", "# medeval comparison\n\n" + comparison + "\n")
         results_md += ["## Comparison", "", comparison, ""]
-        notes += tables.version_notes(runs)
+        notes += tables.version_notes(runs) + tables.task_settings_notes(runs)
     results_md += _left_out_section(left_out)
     out.write("results.md", "\n".join(results_md).rstrip() + "\n")
 

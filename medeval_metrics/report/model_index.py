@@ -45,8 +45,14 @@ def _dataset_of(task: str) -> tuple[str, str, str | None]:
     return f"medeval/{entry.source.removesuffix('_path')}", f"{display} ({task}, the evaluator's own copy)", entry.split
 
 
-def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, source_url: str = DEFAULT_SOURCE_URL):
-    """``huggingface_hub.EvalResult`` per reportable metric row."""
+def eval_results(
+    rows: list[ScoreRow],
+    source_name: str = DEFAULT_SOURCE_NAME,
+    source_url: str = DEFAULT_SOURCE_URL,
+    task_settings: dict[str, dict[str, str]] | None = None,
+):
+    """``huggingface_hub.EvalResult`` per reportable metric row. ``task_settings``: each task's own settings that
+    change its scores (``Run.task_settings``: how a retrieval task retrieved), published in its dataset args."""
     from huggingface_hub import EvalResult
 
     out = []
@@ -69,7 +75,11 @@ def eval_results(rows: list[ScoreRow], source_name: str = DEFAULT_SOURCE_NAME, s
                 dataset_name=dataset_name,
                 dataset_split=split,
                 # the Hub's convention for few-shot counts (as on the Open LLM Leaderboard cards)
-                dataset_args={"num_few_shot": row.n_shot} if isinstance(row.n_shot, int) else None,
+                dataset_args={
+                    **({"num_few_shot": row.n_shot} if isinstance(row.n_shot, int) else {}),
+                    **(task_settings or {}).get(row.task, {}),  # e.g. "retrieval": "retriever: external: ...; k: 4"
+                }
+                or None,
                 metric_type=info.hub_type,
                 metric_name=name,
                 metric_config=None if row.filter == "none" else row.filter,
@@ -133,7 +143,7 @@ def runs_eval_results(runs: list[Run], **source: str) -> list:
     """Eval results of several runs of one model; a later run's value replaces an earlier one's."""
     merged: list = []
     for run in runs:
-        merged = merge_eval_results(merged, eval_results(score_rows(run), **source))
+        merged = merge_eval_results(merged, eval_results(score_rows(run), **source, task_settings=run.task_settings()))
     return merged
 
 

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from medeval_metrics.data import MedevalDataError
 from medeval_metrics.emsqa.report_settings import task_settings
@@ -276,8 +277,14 @@ def test_the_comparison_puts_the_retrievals_side_by_side_and_says_they_differ(tm
     write_run(tmp_path / "pack", OLD, rag_record())
     write_run(tmp_path / "external", NEW, external_record(), acc=0.75)
     out = tmp_path / "report"
-    build_report([tmp_path / "pack", tmp_path / "external"], out, figures=False)
+    summary = build_report([tmp_path / "pack", tmp_path / "external"], out, figures=False)
     comparison = _read(out, "comparison.md")
+    # the console's notes (report.json) say it too
+    assert any(f"`{TASK}` was run with different retrieval settings" in note for note in summary["notes"])
+    # the model-index (the newest run's numbers) says how they were retrieved, in the dataset's args
+    index = yaml.safe_load(_read(out, "model_index.yaml"))
+    (entry,) = [r for r in index["model-index"][0]["results"] if r["task"]["name"] == TASK]
+    assert entry["dataset"]["args"]["retrieval"] == EXTERNAL_LINE
     first, second = "org/model (2026-03-01T10-00-00)", "org/model (2026-03-02T10-00-00)"
     assert (
         "Settings per task that change its scores:\n\n"
