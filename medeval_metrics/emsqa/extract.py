@@ -1123,6 +1123,9 @@ _HEDGE = re.compile(
     r"(?i)\b(?:may|might|could|would|should|possibly|perhaps|probably|maybe|unlikely|if|whether|unless|either"
     r"|not|n't|never|no|nor|neither|instead|rather|except|or|than)\b|n't\b|\?"
 )
+_TAKEN_BACK = re.compile(
+    r"(?i)\b(?:not|never|unlikely|incorrect|wrong|false|ruled[ \t]+out|excluded|doubtful)\b|n't\b|\?"
+)
 _NEGATIVE_STEM = re.compile(r"(?i)\b(?:not|except|least|false|incorrect|never|contraindicated)\b|n't\b")
 # words a sentence shares with any question: not evidence that it answers this one
 _COMMON_WORDS = frozenset(
@@ -1158,7 +1161,9 @@ def _asserted_option_text(body: str, options: Mapping[str, str], question: str |
         about = question is None or any(
             word in asked or word.rstrip("s") in asked for word in _key(before).split() if len(word) >= 4
         )
-        if about and not _HEDGE.search(before):
+        # and what goes on after the text in its sentence does not take it back ("..., which is unlikely")
+        going_on = _sentence_around(body, stop.start())[len(_sentence_before(body, stop.start())) :] if stop else ""
+        if about and not _HEDGE.search(before) and not _TAKEN_BACK.search(going_on):
             present = _texts_in(body, options) if present is None else present
             if present == set(named):
                 return verb.end(), named

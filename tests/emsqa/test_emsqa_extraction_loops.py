@@ -268,6 +268,7 @@ SHOCK_NOT = (["tachycardia", "cool skin", "bradycardia", "anxiety"], "which is n
         ("If the troponin were raised, the diagnosis is myocarditis.", DIAGNOSES, None),
         ("Is the diagnosis myocarditis?", DIAGNOSES, None),
         ("The diagnosis is myocarditis or something else.", DIAGNOSES, None),
+        ("The diagnosis is myocarditis, which is unlikely here.", DIAGNOSES, None),  # taken back after it
         # a sentence that only mentions the text, or states a fact about something the question does not ask
         ("Myocarditis is an inflammation of the heart muscle.", DIAGNOSES, None),
         ("The usual cause here is myocarditis.", DIAGNOSES, None),
