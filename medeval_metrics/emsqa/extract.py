@@ -35,13 +35,15 @@ stay unreadable may go to the opt-in model fallback (``emsqa.fallback``).
 Base and looping models (issue 31): a restated prompt block (the options, the instruction line, ``Answer:``)
 started again and cut anywhere by the token budget is no answer, nor are bare labels through the options or
 the alphabet ("A.\nB.\nC.\nD.\nAnswer:", "A: B: C: ..."); a letter written between the echoes is read. A
-statement repeated with different letters ('The answer is "b".\nThe answer is "a".') commits to none; the
-same answer repeated is one answer, and a last word revising to a letter ("B... wait, actually C") wins.
-One option's text asserted in a sentence about what the question asks ("The most likely diagnosis is
-myocarditis.") is that option, unless another option's text appears, the text is part of a longer word,
-the sentence hedges or negates, or the question asks for what is NOT so. A number is an option only in a
-reply that numbered the item's own options 1, 2, 3, ... itself ("1. pulse\n2. blood pressure ... The
-answer is 2").
+reply opening with a question other than this item's is another item. A statement repeated with different
+letters ('The answer is "b".\nThe answer is "a".') commits to none; the same answer repeated is one answer,
+and a last word revising to a letter ("B... wait, actually C") wins. One option's text asserted in a
+sentence about what the question asks ("The most likely diagnosis is myocarditis.", "Diagnosis:
+myocarditis", "Myocarditis is the answer.") is that option, unless another option's text appears, the text
+is part of a longer word, the sentence hedges, negates or takes it back, or the question asks for what is
+NOT so. A number is an option only in a reply that numbered the item's own options 1, 2, 3, ... itself
+("1. pulse\n2. blood pressure ... The answer is 2"), and not with another option's text. In a list covering
+every option, a verdict counts only where it opens what follows the label ("B – True").
 
 Every pattern is linear-time (bounded repeats, no nested quantifiers over the same characters):
 the hardening tests run 1 MB adversarial outputs through it.
