@@ -752,11 +752,32 @@ def _mask_option_lists(
     return "\n".join(lines), marked
 
 
-# The prompt's own tail, echoed by a base model: its instruction line (every generative EMSQA prompt's
-# begins so) and the bare "Answer:" cue the zero-shot prompt ends with.
-_INSTRUCTION_ECHO = "one or more options may be correct"
-# ... and its second sentence echoed alone (the zero-shot and the CoT prompt's)
-_INSTRUCTION_TAIL = ("reply with a json list of the lowercase letters", "think step by step then finish with the final")
+# The prompt's own tail, echoed by a base model: the instruction line of the zero-shot and the CoT prompts
+# (prompts.py; the loops test checks these against it) and the bare "Answer:" cue the zero-shot prompt ends with.
+_INSTRUCTIONS = (
+    "One or more options may be correct. Reply with a JSON list of the lowercase letters of all correct options,"
+    ' e.g. ["b"] or ["a", "c"].',
+    "One or more options may be correct. Think step by step, then finish with the final answer as a JSON object"
+    ' on its own line, e.g. {"answer": ["b"]} or {"answer": ["a", "c"]}.',
+)
+_INSTRUCTION_KEYS = tuple(_key(text) for text in _INSTRUCTIONS)
+# ... echoed whole, from its first sentence on, or from its second ("Reply with a JSON list ...")
+_INSTRUCTION_STARTS = tuple(
+    start for text in _INSTRUCTION_KEYS for start in (text, text[len("one or more options may be correct ") :])
+)
+
+
+def _echoes_instruction(line: str, cut: bool) -> bool:
+    """Whether a line is the prompt's instruction line (or its second sentence) as the prompt words it; a
+    line the budget cut (``cut``) may stop anywhere, another must run at least through the first sentence."""
+    said = _key(line)
+    if not said:
+        return False
+    return any(start.startswith(said) for start in _INSTRUCTION_STARTS) and (
+        cut or len(said) >= len("one or more options may be correct")
+    )
+
+
 _ANSWER_CUE = re.compile(r"(?i)[ \t>*#_]{0,6}answer[ \t*_]{0,4}:[ \t*_]{0,4}")
 
 
@@ -792,9 +813,9 @@ def _mask_prompt_echo(body: str, valid: set[str], keys: Mapping[str, str]) -> st
         entry = parsed[number]
         if not said:
             kinds.append("blank" if not line.strip() else "other")
-        elif said.startswith(_INSTRUCTION_ECHO) or _key(line).startswith(_INSTRUCTION_TAIL):
+        elif _echoes_instruction(line, cut=False):
             kinds.append("instruction")
-        elif number == last and len(said) >= 3 and _INSTRUCTION_ECHO.startswith(said):
+        elif number == last and len(said) >= 3 and _echoes_instruction(line, cut=True):
             kinds.append("cut")  # the instruction line cut short: echo, but no evidence of echoing by itself
         elif _ANSWER_CUE.fullmatch(line):
             kinds.append("cue")

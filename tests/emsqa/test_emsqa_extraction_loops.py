@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from medeval_metrics.emsqa import doc_to_text, doc_to_text_cot, extract_answer, normalise_record
+from medeval_metrics.emsqa.extract import _INSTRUCTIONS
 
 FOUR = ["a", "b", "c", "d"]
 VITALS = ["pulse", "blood pressure", "pupil size", "skin temperature"]
@@ -50,6 +51,19 @@ def test_the_echoed_lines_are_the_prompts_own():
     )
     assert doc_to_text(doc).endswith(f"{OPTIONS_BLOCK}\n{INSTRUCTION}\nAnswer:")
     assert doc_to_text_cot(doc).endswith(f"{OPTIONS_BLOCK}\n{COT_INSTRUCTION}\n")
+    assert _INSTRUCTIONS == (INSTRUCTION, COT_INSTRUCTION)  # the lines the reader knows as the prompt's echo
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # the model's own sentence that begins like the instruction is no echo: its list stays its answer
+        ("One or more options may be correct. The correct answers are:\nA. pulse\nB. blood pressure", ["a", "b"]),
+        ("One or more options may be correct. The answer is B.", ["b"]),
+    ],
+)
+def test_only_the_prompts_own_instruction_line_is_echo(output, expected):
+    assert read(output) == expected
 
 
 @pytest.mark.parametrize(
