@@ -1392,7 +1392,7 @@ def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bo
     statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
     if len({_form(statement) for statement in statements}) == len(statements):
         return False  # no statement repeated: the common case, decided without reading
-    keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
+    keys = {letter: _key(option) for letter, option in (options or {}).items() if _key(option)}
     text = _mask_option_lists(text, valid, keys)[0]  # an option list marked line by line is no loop
     statements = [part.strip() for part in _STATEMENT_END.split(text)[-400:] if part.strip()]
     forms = [_form(statement) for statement in statements]
