@@ -154,7 +154,8 @@ def right(index: int) -> bool:
 
 def answer_table(metadata: dict[str, Any]) -> dict[str, Any]:
     """The scripted model's replies to the demo's items, read from the docs the tasks will load: about two in
-    three right, the rest wrong, and EMSQA's last item a reply that names no option (unparseable)."""
+    three right, the rest wrong, and EMSQA's last item a reply that names no option (unparseable); EMSQA's
+    even items answer in the requested format, the odd ones in prose."""
     from medeval_metrics.emrqa.tasks import evidence_target, load_evidence
     from medeval_metrics.emsqa import load_private
     from medeval_metrics.medicationqa import load_medicationqa
@@ -163,7 +164,8 @@ def answer_table(metadata: dict[str, Any]) -> dict[str, Any]:
     emsqa = list(load_private(**metadata)["test"])
     for index, doc in enumerate(emsqa):
         letters = doc["gold"] if right(index) else [next(l for l in doc["letters"] if l not in doc["gold"])]
-        reply = f"The answer is {', '.join(l.upper() for l in letters)}."
+        # even items in the requested JSON list, odd ones in prose: the report's two readings then differ
+        reply = json.dumps(letters) if index % 2 == 0 else f"The answer is {', '.join(l.upper() for l in letters)}."
         generate[doc["question"]] = reply if index < len(emsqa) - 1 else "I would need to examine the patient first."
     for index, doc in enumerate(load_medicationqa(**metadata)["test"]):
         generate[doc["question"]] = doc["answer"] if right(index) else "Ask your pharmacist about that medicine."

@@ -34,6 +34,14 @@ def test_demo_runs_every_benchmark_end_to_end_offline(tmp_path):
         assert f"`{task}`" in results
     judges = json.loads((report / "judges.json").read_text())
     assert set(next(iter(judges.values()))["medicationqa"]) == {"scripted-judge-a", "scripted-judge-b"}
+    # EMSQA's two readings: items 0, 1, 3, 4, 6, 7, 9, 10 right; the even ones (0, 2, ..., 10) in the requested
+    # JSON list, so strict-match reads 6 of 12 and scores 0, 4, 6, 10 right; item 11 names no option
+    emsqa = json.loads(next((out / "run").rglob("results_*.json")).read_text())["results"]["emsqa_private"]
+    assert emsqa["acc,flexible-extract"] == pytest.approx(8 / 12) and emsqa["acc,strict-match"] == pytest.approx(4 / 12)
+    assert emsqa["requested_format,strict-match"] == emsqa["requested_format,flexible-extract"] == 0.5
+    assert emsqa["unparseable,flexible-extract"] == pytest.approx(1 / 12) and emsqa["unparseable,strict-match"] == 0.5
+    card = (report / "card_section.md").read_text()
+    assert "Exact set-match accuracy, flexible-extract (headline)" in card and "0.3333 ± " in card
     # issue 33: the synthetic items are shown, each scripted verdict says so, and the run says what is synthetic
     page = (report / "report.html").read_text()
     assert "private data, hidden" not in page and "I would need to examine the patient first." in page
