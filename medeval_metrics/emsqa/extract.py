@@ -30,7 +30,8 @@ the answer; an option's text counts wherever its letter does (exact after normal
 written with another option's text is no answer, several texts named as the answer give all of them; a
 run through the alphabet or a base model's next numbered item ends the answer; curly quotes, full-width
 forms and the common Chinese and Spanish answer phrases are folded to what the rules read. Outputs that
-stay unreadable may go to the opt-in model fallback (``emsqa.fallback``).
+stay unreadable may go to the opt-in model fallback (``emsqa.fallback``); those the rules find commit to
+no option (below: an echo, a label run, a loop, another item) do not, and ``commits_to_nothing`` says why.
 
 Base and looping models (issue 31): a restated prompt block (the options, the instruction line, ``Answer:``)
 started again and cut anywhere by the token budget is no answer, nor are bare labels through the options or
@@ -54,6 +55,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from medeval_metrics.emsqa.reasoning import strip_reasoning
@@ -1287,13 +1289,60 @@ def extract_answer(
         empty JSON list is an answer (the empty set), distinct from ``None``. See the module docstring
         for the precedence of the rules.
     """
+    found = _extract(text, valid_letters, options, question)
+    return found if isinstance(found, list) else None
+
+
+def commits_to_nothing(
+    text: str,
+    valid_letters: Sequence[str],
+    options: Mapping[str, str] | Sequence[str] | None = None,
+    question: str | None = None,
+) -> str | None:
+    """Why ``extract_answer`` (same arguments) reads no answer where it found that the reply commits to none
+    (``RESTATES_PROMPT``, ``COUNTS_ALPHABET``, ``NAMES_ANSWERS_IN_TURN``, ``ANOTHER_ITEM``); ``None`` where it
+    reads an answer or merely cannot read the reply. The opt-in model fallback asks a model only about the
+    latter: about the former it could only guess (pick one of a loop's answers, or an echoed example)."""
+    found = _extract(text, valid_letters, options, question)
+    return found.reason if isinstance(found, _Nothing) else None
+
+
+RESTATES_PROMPT = "it restates the prompt (its options, instruction or Answer: cue) and nothing more"
+COUNTS_ALPHABET = "it runs through the option labels or the alphabet"
+NAMES_ANSWERS_IN_TURN = "it names different answers in turn"
+ANOTHER_ITEM = "it opens with another item's question"
+
+
+@dataclass(frozen=True)
+class _Nothing:
+    """The reader's finding that a reply commits to no option (``reason``): ``extract_answer`` gives ``None``
+    for it as for a reply it cannot read; ``commits_to_nothing`` tells the two apart."""
+
+    reason: str
+
+
+def _extract(
+    text: str,
+    valid_letters: Sequence[str],
+    options: Mapping[str, str] | Sequence[str] | None,
+    question: str | None,
+) -> list[str] | _Nothing | None:
     if not isinstance(text, str) or not text:
         return None
     valid = {letter.lower() for letter in valid_letters}
     if options is not None and not isinstance(options, Mapping):
         options = dict(zip(sorted(valid), options))
     body = strip_reasoning(_fold(text))
-    body = _before_alphabet_run(body, valid)
+    before_run = _before_alphabet_run(body, valid)
+    found = _extract_from(before_run, valid, options, question)
+    if found is None and len(before_run) < len(body) and _says_nothing(before_run):
+        return _Nothing(COUNTS_ALPHABET)  # nothing but a cue before the run: "Answer: A: B: C: ... G:"
+    return found
+
+
+def _extract_from(
+    body: str, valid: set[str], options: Mapping[str, str] | None, question: str | None
+) -> list[str] | _Nothing | None:
     markers = list(_CONTINUATION.finditer(body, 0)) if "uestion" in body or "Q" in body else []
     markers = sorted(markers + _next_numbered_items(body, options), key=lambda m: m.start())
     if markers and not body[: markers[0].start()].strip():
@@ -1301,14 +1350,15 @@ def extract_answer(
         if question is not None and not _normal(body[markers[0].end() : markers[0].end() + 400]).startswith(
             _normal(question)[:40]
         ):
-            return None
+            return _Nothing(ANOTHER_ITEM)
         markers = markers[1:]
     if markers:
         found = _read(body[: markers[0].start()], valid, options, question=question)
-        if found is not None or markers[0].re is _NEXT_ITEM:
+        if isinstance(found, list) or markers[0].re is _NEXT_ITEM:
             return found  # a numbered next item with its options ends the answer: nothing past it is read
         # past a question the closing line may be the next item's answer ("Q: ...\nA."): not read
-        return _read(body, valid, options, closing_letters=False, question=question)
+        whole = _read(body, valid, options, closing_letters=False, question=question)
+        return found if whole is None else whole  # an echo, then another item: still nothing
     return _read(body, valid, options, question=question)
 
 
@@ -1351,9 +1401,9 @@ def _read(
     closing_letters: bool = True,
     alone: bool = False,
     question: str | None = None,
-) -> list[str] | None:
+) -> list[str] | _Nothing | None:
     keys = {letter: _key(text) for letter, text in (options or {}).items() if _key(text)}
-    body = _mask_prompt_echo(body, valid, keys)
+    said, body = body, _mask_prompt_echo(body, valid, keys)
     try:
         structured = _structured(body, valid, keys)
     except _NoAnswer:
@@ -1364,8 +1414,66 @@ def _read(
         else _free_text(body, valid, options, closing_letters, question)
     )
     if answer is not None and not alone and _cycles(body, valid, options):
-        return None
+        return _Nothing(NAMES_ANSWERS_IN_TURN)
+    if answer is None and not alone and _only_restates(said, body, valid, keys, question):
+        return _Nothing(RESTATES_PROMPT)
     return answer
+
+
+def _says_nothing(text: str) -> bool:
+    """No words or numbers left once "Answer:" cues are taken out."""
+    return not re.search(r"[A-Za-z0-9]", _ANSWER_CUE.sub("", text))
+
+
+_QUESTION_LABEL = re.compile(r"(?i)[ \t>#*]{0,6}(?:(?:question|q)[ \t]{0,3}\d{0,4}[ \t]{0,3}[:.][ \t*]*)?")
+
+
+def _cut_label(line: str) -> bool:
+    """A line the budget cut inside "Answer:" (from "An") or "Question:" (from "Q")."""
+    said = line.strip(" \t>*#_").lower()
+    return bool(said) and (("answer".startswith(said) and len(said) >= 2) or "question".startswith(said))
+
+
+def _only_restates(said: str, echo_masked: str, valid: set[str], keys: Mapping[str, str], question: str | None) -> bool:
+    """Whether a reply read as no answer is the prompt restated and nothing more: each line masked as the
+    prompt's echo, an option list restating the options with nothing after their texts ("A. pulse", "A."),
+    the item's own question, or a bare "Answer:" cue. A list that goes on with the model's own words
+    ("A. pulse - likely") is a reply the rules cannot read, not an echo."""
+    if len(said) > 2 * _FREE_TEXT_WINDOW or not valid:
+        return False  # bounded work: a reply this long is left to whoever reads what the rules cannot
+    left = _mask_option_lists(echo_masked, valid, keys)[0]
+    lines, echoed, kept = said.split("\n"), echo_masked.split("\n"), left.split("\n")
+    if not len(lines) == len(echoed) == len(kept):
+        return False
+    parsed = _option_lines(lines, valid, keys)
+    own_question = _normal(question or "")
+    last = max((number for number, line in enumerate(lines) if line.strip()), default=-1)
+    restated = False
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if _ANSWER_CUE.fullmatch(line):
+            restated = True  # the prompt's closing cue, over nothing (unmasked where no other echo came)
+            continue
+        if kept[number].strip() and _says_nothing(kept[number]):
+            continue  # a cue the echo rule left over, or punctuation alone
+        asked = _normal(line[_QUESTION_LABEL.match(line).end() :])
+        if not asked:
+            continue  # a bare "Question:" label
+        if own_question and (asked == own_question or (number == last and own_question.startswith(asked))):
+            restated = True  # this item's question restated (a block restarted from its top), or cut there
+            continue
+        if number == last and restated and (_echoes_instruction(line, cut=True) or _cut_label(line)):
+            continue  # the instruction, the cue or the next block's label, cut by the budget ("...\nOne", "Ques")
+        if kept[number].strip():
+            return False  # the model's own words
+        restated = True
+        if echoed[number].strip() and not (
+            _restated_on_one_line(line, sorted(valid), keys)
+            or (parsed[number] is not None and not parsed[number][1].lstrip("\x00").strip(" \t*_.:"))
+        ):
+            return False  # an option list over the model's own words, which only the option-list rule masked
+    return restated
 
 
 # A statement's form with its letters taken out: 'The answer is "b".' and 'The answer is "a".' share one.
@@ -1399,7 +1507,7 @@ def _cycles(body: str, valid: set[str], options: Mapping[str, str] | None) -> bo
     for last in range(len(statements) - 1, max(-1, len(statements) - 51), -1):  # the last statement that answers
         form = forms[last]
         bare = "\x01" in form and not _STATEMENT_WORDS.search(form)
-        if "\x01" not in form or _read(statements[last], valid, options, alone=True) is None:
+        if "\x01" not in form or not isinstance(_read(statements[last], valid, options, alone=True), list):
             continue
         said = [tuple(_STATEMENT_LETTER.findall(statements[last].lower()))]
         gap = 0

@@ -5,9 +5,11 @@ names one model in the judges-config format (a JSON/YAML file or inline JSON: ``
 "backend": ..., "model": ...}], "cache": ..., "max_retries": ...}``) with exactly one entry. Outputs the
 extraction rules read as no answer go to it through the judge's machinery (``judge.runner``: its
 transport, verdict cache, per-item request budget, redaction), with one question: which option letters
-does this reply commit to? Its answer is used only where the rules found none, is counted per item in
-the metric ``extracted_by_model``, and is dropped where it names a letter that is not an option. A reply
-of the model that cannot be read leaves the output unparseable, as without the fallback.
+does this reply commit to? Replies the rules found to commit to no option (``extract.commits_to_nothing``:
+a restated prompt block, a run through the labels, a reply naming different answers in turn, another
+item's question) are not asked. The model's answer is used only where the rules found none, is counted
+per item in the metric ``extracted_by_model``, and is dropped where it names a letter that is not an
+option. A reply of the model that cannot be read leaves the output unparseable, as without the fallback.
 
 The task's loader checks the config before any generation and holds it once in this module
 (``register``); lm-eval gives filters no metadata, so each document carries only a short key naming it
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medeval_metrics.data import MedevalDataError, setting
+from medeval_metrics.emsqa.extract import commits_to_nothing
 from medeval_metrics.emsqa.reasoning import strip_reasoning
 from medeval_metrics.judge.rubric import ParsedVerdict, Rubric, ShownObjects, answer_id
 
@@ -185,21 +188,31 @@ def fill_in(
     if not carried:
         return answers
     panel = registered(carried)
-    todo = [
+    unread = [
         i
         for i, (found, responses) in enumerate(zip(answers, resps))
         if found and found[0] is None and responses and isinstance(responses[0], str) and responses[0].strip()
     ]
-    if not todo:
+    if not unread:
         return answers
-    read = read_with_model([resps[i][0] for i in todo], [docs[i] for i in todo], panel)
+    # a reply the rules found to commit to nothing (a loop, an echoed prompt, another item) stays unparseable:
+    # a model asked about it could only guess one of its answers
+    todo = [i for i in unread if commits_to_nothing(resps[i][0], *_item(docs[i])) is None]
+    read = read_with_model([resps[i][0] for i in todo], [docs[i] for i in todo], panel) if todo else []
     for i, letters in zip(todo, read):
         if letters is not None:
             answers[i] = [letters, *answers[i][1:]]
     log.info(
-        "medeval: EMSQA extraction fallback: %d of %d outputs the rules could not read were read by %s",
+        "medeval: EMSQA extraction fallback: %d of %d outputs the rules could not read were read by %s "
+        "(%d more commit to no answer and were not asked)",
         sum(letters is not None for letters in read),
         len(todo),
         panel.judges[0].name,
+        len(unread) - len(todo),
     )
     return answers
+
+
+def _item(doc: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """The item's letters, options and question, as the flexible reader is given them."""
+    return doc["letters"], doc.get("options"), doc.get("question")

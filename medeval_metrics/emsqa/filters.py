@@ -51,7 +51,7 @@ class StrictAnswerFilter:
 class ExtractAnswerFilter:
     """lm-eval filter ``flexible-extract``: the strict reading where there is one (so a reply in the requested
     format scores the same under both), else the heuristic reader's letters, else ``None``; the opt-in
-    extraction model then reads what is still ``None``."""
+    extraction model then reads what is still ``None``, except replies the reader found to commit to nothing."""
 
     def __init__(self, answer_format: str = "list", **unknown: Any) -> None:
         self.answer_format = _format(answer_format, **unknown)

@@ -14,7 +14,7 @@ import pytest
 
 import medeval_metrics.testing.scripted  # noqa: F401  (registers the medeval-scripted backend)
 from medeval_metrics.data import MedevalDataError
-from medeval_metrics.emsqa import ExtractAnswerFilter, fallback, process_results
+from medeval_metrics.emsqa import ExtractAnswerFilter, extract, fallback, process_results
 from medeval_metrics.emsqa.fallback import QUESTION, ModelRead
 
 DRUGS = ["ibuprofen", "aspirin", "acetaminophen", "morphine"]
@@ -95,12 +95,12 @@ def test_off_by_default_and_one_model_at_most(tmp_path, monkeypatch):
 
 def test_only_outputs_the_rules_cannot_read_go_to_the_model_and_its_readings_are_counted(tmp_path):
     unread = "Aspirin helps, I think, though morphine is used too; hard to say which."
-    restated = "A. ibuprofen\nB. aspirin\nC. acetaminophen\nD. morphine"
+    undecided = "Hard to say which; each has its uses."
     cfg = held(
-        config(tmp_path, {unread: '{"letters": ["b"]}', restated: '{"letters": []}', '["b"]': '{"letters": ["d"]}'})
+        config(tmp_path, {unread: '{"letters": ["b"]}', undecided: '{"letters": []}', '["b"]': '{"letters": ["d"]}'})
     )  # would change a read answer: must never be asked
     docs = [doc(cfg), doc(cfg), doc(cfg)]
-    answers = ExtractAnswerFilter().apply([[unread], [restated], ['["b"]']], docs)
+    answers = ExtractAnswerFilter().apply([[unread], [undecided], ['["b"]']], docs)
     assert answers == [[["b"]], [None], [["b"]]]
     assert isinstance(answers[0][0], ModelRead) and not isinstance(answers[2][0], ModelRead)
     assert requests_made(tmp_path) == 2  # the rules read the third: it is never asked
@@ -108,6 +108,77 @@ def test_only_outputs_the_rules_cannot_read_go_to_the_model_and_its_readings_are
     assert [m["extracted_by_model"] for m in metrics] == [1.0, 0.0, 0.0]
     assert [m["acc"] for m in metrics] == [1.0, 0.0, 1.0]
     assert [m["unparseable"] for m in metrics] == [0.0, 1.0, 0.0]
+
+
+# Replies the rules find commit to no option (issue 31): asking a model about them could only get a guess
+# (one of a loop's answers, the echoed example, another item's answer), so they are never sent.
+QUESTION_TEXT = "which medication is given first for chest pain?"
+OPTIONS_BLOCK = "A. ibuprofen\nB. aspirin\nC. acetaminophen\nD. morphine"
+INSTRUCTION = (
+    "One or more options may be correct. Reply with a JSON list of the lowercase letters of all correct options,"
+    ' e.g. ["b"] or ["a", "c"].'
+)
+BLOCK = f"{OPTIONS_BLOCK}\n{INSTRUCTION}\nAnswer:"  # the prompt's tail, which a base model repeats
+COMMITS_TO_NOTHING = {  # output -> why the reader reads no answer
+    # a reply naming different answers in turn, to its budget
+    'The answer is "b".\nThe answer is "a".\nThe answer is "d".\nThe answer is "b".\nThe answer is': (
+        extract.NAMES_ANSWERS_IN_TURN
+    ),
+    "Answer: B\nAnswer: A\nAnswer: C": extract.NAMES_ANSWERS_IN_TURN,
+    # the prompt block restarted and cut by the budget; with the question; bare labels; the options alone
+    f" {BLOCK}\n{BLOCK}\nA. ibuprofen\nB": extract.RESTATES_PROMPT,
+    f"\nQuestion: {QUESTION_TEXT}\n{BLOCK}\nQuestion: {QUESTION_TEXT}\n{OPTIONS_BLOCK}\nAns": extract.RESTATES_PROMPT,
+    "\nA.\nB.\nC.\nD.\nAnswer:\nA.\nB.\nC": extract.RESTATES_PROMPT,
+    OPTIONS_BLOCK: extract.RESTATES_PROMPT,
+    "\nAnswer:\nAnswer:\nAnswer:\nAnsw": extract.RESTATES_PROMPT,
+    # counting through the alphabet past the options
+    " A: B: C: D: E: F: G: H: I: J:": extract.COUNTS_ALPHABET,
+    '["A"] ["B"] ["C"] ["D"] ["E"] ["F"] ["G"]': extract.COUNTS_ALPHABET,
+    # the block, then another item: nothing past the echo is this item's
+    f" {BLOCK}\nQuestion: what is the first step in treating a burn?\nA. stop the burning process\nAnswer: the first": (
+        extract.RESTATES_PROMPT
+    ),
+    # another item's question, with its own answer
+    '\n\nQuestion: what is the first step in treating a burn?\nA. stop the burning process\nB. apply ice\nAnswer: ["a"]': (
+        extract.ANOTHER_ITEM
+    ),
+}
+UNREADABLE = [  # the rules cannot read these, and found no reason they commit to nothing: the model is asked
+    "Aspirin helps, I think, though morphine is used too; hard to say which.",
+    "The answer is either B or C.",
+    f"{OPTIONS_BLOCK}\nHard to say; the second one, I think.",  # the options restated, then the model's own words
+    "A. ibuprofen - no\nB. aspirin - probably\nC. acetaminophen - unsure\nD. morphine - later",  # a list of its own
+    "<think>The patient has chest pain, so aspirin",  # cut inside its reasoning
+]
+
+
+@pytest.mark.parametrize(
+    "output, reason, letters",
+    [
+        *((output, reason, None) for output, reason in COMMITS_TO_NOTHING.items()),
+        *((output, None, None) for output in UNREADABLE),
+        ('["b"]', None, ["b"]),  # an answer has no reason either
+        ("It is B.", None, ["b"]),
+    ],
+)
+def test_the_reader_says_why_a_reply_commits_to_nothing(output, reason, letters):
+    assert extract.commits_to_nothing(output, ["a", "b", "c", "d"], DRUGS, QUESTION_TEXT) == reason
+    assert extract.extract_answer(output, ["a", "b", "c", "d"], DRUGS, QUESTION_TEXT) == letters  # public: as before
+
+
+def test_replies_that_commit_to_nothing_are_never_sent_to_the_model(tmp_path):
+    """The model would read every reply it is asked about as "a" (a guess on the replies that commit to
+    nothing): only the unreadable ones are asked, and only they count as extracted by the model."""
+    outputs = [*COMMITS_TO_NOTHING, *UNREADABLE]
+    cfg = held(config(tmp_path, {"Options:\nA. ibuprofen": '{"letters": ["a"]}'}))  # in every request
+    docs = [doc(cfg, gold=("a",)) for _ in outputs]
+    answers = ExtractAnswerFilter().apply([[output] for output in outputs], docs)
+    assert answers == [[None]] * 11 + [[["a"]]] * 5
+    assert requests_made(tmp_path) == 5
+    metrics = [process_results(d, a) for d, a in zip(docs, answers)]
+    assert [m["extracted_by_model"] for m in metrics] == [0.0] * 11 + [1.0] * 5
+    assert [m["unparseable"] for m in metrics] == [1.0] * 11 + [0.0] * 5
+    assert [m["acc"] for m in metrics] == [0.0] * 11 + [1.0] * 5
 
 
 def test_a_letter_outside_the_options_or_an_unusable_reply_leaves_the_output_unparseable(tmp_path):
@@ -176,11 +247,16 @@ def test_through_lm_eval_only_unread_outputs_are_read_by_the_model_and_counted(t
     items = json.loads(synthetic.read_text(encoding="utf-8"))
     gold = [[item["answer"]] if isinstance(item["answer"], str) else sorted(item["answer"]) for item in items]
     # even items answered in the requested format; odd items in prose the rules cannot read, which the
-    # extraction model reads as the gold answer for items 1 and 3 and as no answer for the rest
+    # extraction model reads as the gold answer for items 1 and 3 and as no answer for the rest; item 5
+    # names different answers in turn: the rules find it commits to none, and the model (which would read
+    # it as the gold answer) is never asked
     outputs, replies = {}, {}
     for index, (item, answer) in enumerate(zip(items, gold)):
         if index % 2 == 0:
             outputs[item["question"]] = json.dumps(answer)
+        elif index == 5:
+            outputs[item["question"]] = 'The answer is "a".\nThe answer is "b".\nThe answer is "a".\nThe answer is "b".'
+            replies['The answer is "a".'] = json.dumps({"letters": answer})
         else:
             outputs[item["question"]] = f"Hard to say for item {index}; several look right to me."
             replies[f"item {index};"] = json.dumps({"letters": answer if index in (1, 3) else []})
@@ -196,7 +272,7 @@ def test_through_lm_eval_only_unread_outputs_are_read_by_the_model_and_counted(t
     assert metrics["extracted_by_model,flexible-extract"] == pytest.approx(2 / n)
     assert metrics["acc,flexible-extract"] == pytest.approx((n // 2 + 2) / n)
     assert metrics["unparseable,flexible-extract"] == pytest.approx((n // 2 - 2) / n)
-    assert requests_made(tmp_path) == n // 2  # only the unread half was asked
+    assert requests_made(tmp_path) == n // 2 - 1  # only the unread half was asked, less the looping item 5
     samples = results["samples"]["emsqa_private"]
     assert sum(s["extracted_by_model"] for s in samples) == 2  # the logged samples carry the same count
 
