@@ -1354,8 +1354,10 @@ def _extract_from(
         markers = markers[1:]
     if markers:
         found = _read(body[: markers[0].start()], valid, options, question=question)
-        if isinstance(found, list) or markers[0].re is _NEXT_ITEM:
-            return found  # a numbered next item with its options ends the answer: nothing past it is read
+        if isinstance(found, (list, _Nothing)) or markers[0].re is _NEXT_ITEM:
+            # a numbered next item with its options ends the answer: nothing past it is read; nor past a question
+            # after a reply that committed to nothing (an echo, then another item's own "Answer: [...]")
+            return found
         # past a question the closing line may be the next item's answer ("Q: ...\nA."): not read
         whole = _read(body, valid, options, closing_letters=False, question=question)
         return found if whole is None else whole  # an echo, then another item: still nothing

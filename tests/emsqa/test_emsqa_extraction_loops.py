@@ -127,6 +127,25 @@ def test_the_echo_commits_to_nothing_wherever_the_budget_cuts_it(block, restarts
     assert misread == {}
 
 
+NEXT_ITEM = "Question: what is the normal adult respiratory rate?\nA. 12-20 breaths/min\nB. 30-40 breaths/min\nAnswer: "
+
+
+@pytest.mark.parametrize(
+    "output, expected",
+    [
+        # an echo, then an item of the model's own with its own answer: that answer is the other item's
+        (f' {BLOCK}\n{NEXT_ITEM}["a"]', None),
+        (f" {OPTIONS_BLOCK}\nAnswer:\n{NEXT_ITEM}A", None),
+        (f' {BARE}\n{NEXT_ITEM}["b"]', None),
+        # an answer before the next item is this item's, and stays
+        (f' ["c"]\n{NEXT_ITEM}["a"]', ["c"]),
+        (f" The answer is C.\n{NEXT_ITEM}A", ["c"]),
+    ],
+)
+def test_after_an_echo_another_items_answer_is_not_this_ones(output, expected):
+    assert read(output) == expected
+
+
 @pytest.mark.parametrize(
     "output, expected",
     [
