@@ -76,6 +76,31 @@ def test_extract_answer(output, expected):
     assert extract_answer(output, FOUR) == expected
 
 
+@pytest.mark.parametrize(
+    "output, answer_format, expected",
+    [
+        # the rows above, read strictly (strict-match): only the requested format, the rest is no answer
+        ('["a", "c"]', "list", ["a", "c"]),
+        ("['C', 'A']", "list", None),  # not JSON
+        ("[a, d]", "list", None),
+        ('```json\n["b"]\n```', "list", ["b"]),
+        ('Answer: ["d"]', "list", None),  # prose before the list
+        ('{"answer": ["a", "d"]}', "object", ["a", "d"]),
+        ('{"answer": "c"}', "object", ["c"]),
+        ('Reasoning: shock lowers perfusion.\n{"answer": ["a","b","d"]}', "object", ["a", "b", "d"]),
+        # the authors' CoT object reads the same strictly: the answer field, never the reasoning or rejected list
+        ('{"step_by_step_thinking": "A and D are wrong", "answer": ["b", "c"]}', "object", ["b", "c"]),
+        ('{"answer": ["b"], "rejected": ["a"]}', "object", ["b"]),
+        ('The answer is A.\nWait, re-reading: {"answer": ["c"]}', "object", None),  # not on its own line
+        ("The answer is (B).", "list", None),
+    ],
+)
+def test_the_strict_reading_of_the_same_rows(output, answer_format, expected):
+    from medeval_metrics.emsqa.strict import read_strict
+
+    assert read_strict(output, answer_format, FOUR) == expected
+
+
 def test_range_depends_on_the_item():
     assert extract_answer('["e"]', ["a", "b", "c", "d", "e"]) == ["e"]
     assert extract_answer("F", ["a", "b", "c", "d", "e", "f"]) == ["f"]
