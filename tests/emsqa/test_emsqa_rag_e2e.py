@@ -345,11 +345,16 @@ def test_the_authors_prompt_sends_their_system_message(tmp_path):
         "JSON schema provided.\n\nCertification Level: ['emt']" in prompt
         or "JSON schema provided.\n\nCertification Level: [" in prompt
     )
-    assert results["results"]["emsqa_public_expertrag_ftr"]["acc,flexible-extract"] == 1.0  # documents reach it
-    _, pack_model = evaluate_public(
+    authors = results["results"]["emsqa_public_expertrag_ftr"]
+    assert authors["acc,flexible-extract"] == 1.0  # documents reach it
+    # their Expert-CoT template asks for a JSON list; the model wrote the CoT object: not the requested format
+    assert authors["requested_format,strict-match"] == 0.0 and authors["acc,strict-match"] == 0.0
+    pack, pack_model = evaluate_public(
         ["emsqa_public_expertrag_ftr"], {**metadata, "rag_prompt": "pack"}, tmp_path / "data"
     )
     assert pack_model.requests_seen[1].args[0].startswith("You are a certified ")  # no system message
+    pack = pack["results"]["emsqa_public_expertrag_ftr"]
+    assert pack["requested_format,strict-match"] == 1.0 and pack["acc,strict-match"] == 1.0  # the pack's asks for it
 
 
 def test_a_private_rag_run_retrieves_only_its_items_and_its_examples_show_no_documents(tmp_path, monkeypatch):

@@ -101,12 +101,28 @@ def test_the_flexible_filter_takes_the_strict_reading_first():
     assert process_results(doc, [flexible])["requested_format"] == 1.0
 
 
+def test_an_item_shown_the_authors_expert_rag_prompt_is_read_in_the_list_it_asks_for():
+    # tasks/emsqa/_template_rag_expert_yaml: the CoT object, or with rag_prompt "authors" their ["a"] list
+    settings = {"answer_format": "object", "authors_format": "list"}
+    base = {"letters": FOUR, "gold": ["b"], "options": ["w", "x", "y", "z"], "question": "Q?"}
+    pack = {**base, "rag_prompt": "pack", "rag_context": "Relevant documents: ..."}
+    authors = {**base, "rag_prompt": "authors", "rag_context": "EMS Knowledge:\n- t: text"}
+    example = {**base, "rag_prompt": "authors", "rag_context": None}  # a few-shot example: the pack's prompt
+    replies = [['["b"]'], ['Thinking.\n{"answer": ["b"]}']]
+    for doc, expected in ((pack, [None, ["b"]]), (authors, [["b"], None]), (example, [None, ["b"]])):
+        read = StrictAnswerFilter(**settings).apply(replies, [doc, doc])
+        assert [r[0] for r in read] == expected, doc["rag_prompt"]
+        flexible = ExtractAnswerFilter(**settings).apply(replies, [doc, doc])
+        assert [getattr(r[0], "in_format", False) for r in flexible] == [e is not None for e in expected]
+
+
 @pytest.mark.parametrize(
     "settings, message",
     [
         ({"answer_format": "json"}, "answer_format is 'json'; set it to 'list'"),
         ({"answer_format": None}, "answer_format is None"),
         ({"answer_format": "list", "regex_pattern": "x"}, "unknown setting 'regex_pattern'"),
+        ({"answer_format": "object", "authors_format": "json"}, "authors_format is 'json'"),
     ],
 )
 @pytest.mark.parametrize("filter_class", [StrictAnswerFilter, ExtractAnswerFilter])
