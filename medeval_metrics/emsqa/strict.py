@@ -63,7 +63,7 @@ def _final_object(body: str) -> Any:
         if body[:start].rstrip(" \t").endswith("\n") or not body[:start].strip():
             try:
                 value, end = _DECODER.raw_decode(body, start)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
                 continue
             if end == len(body) and isinstance(value, dict):
                 return value
@@ -89,7 +89,7 @@ def read_strict(text: Any, answer_format: str, valid_letters: Sequence[str] | No
             return None
         try:
             value = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
             return None
         letters = _letters(value) if isinstance(value, list) else None
     else:

@@ -62,9 +62,16 @@ def budget_hits(results: Mapping[str, Any], count_tokens: Callable[[str], int]) 
             continue
         hit = total = 0
         budgets: set[int] = set()
+        seen: set[Any] = set()
         for sample in samples or []:
             if not isinstance(sample, Mapping):
                 continue
+            # lm-eval logs an item once per filter (EMSQA's two readings), with the same outputs: count it once
+            doc_id = sample.get("doc_id")
+            if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+                if doc_id in seen:
+                    continue
+                seen.add(doc_id)
             budget = _budget(sample, config)
             if budget is None:
                 continue

@@ -203,6 +203,17 @@ def test_the_share_of_outputs_that_ran_to_the_budget_is_counted_per_task():
     )
 
 
+def test_an_item_logged_once_per_reading_is_counted_once():
+    """lm-eval logs each item once per filter (EMSQA's strict-match and flexible-extract) with the same outputs."""
+    items = [("w " * 10, 0), ("w " * 9, 1), ("w " * 20, 2)]
+    logged = [
+        {**sample(text), "doc_id": doc_id, "filter": reading}
+        for reading in ("strict-match", "flexible-extract")
+        for text, doc_id in items
+    ]
+    assert budget_hits(results_with({"a": logged}), words) == {"a": (2, 3, {10})}
+
+
 def test_the_budget_is_read_from_a_samples_file_s_arguments_or_the_task_config():
     """A samples file writes a request's arguments as {"gen_args_0": {"arg_0": ..., "arg_1": ...}}; a request without
     max_gen_toks falls back on the task config's generation_kwargs; a log-likelihood task is not counted."""

@@ -33,6 +33,7 @@ LIST_ROWS = [
     ('[["b"]]', None),
     ('{"answer": ["b"]}', None),  # the other prompt family's format
     ("B", None),
+    ("[" * 100_000 + "]" * 100_000, None),  # nesting past the interpreter's recursion limit: no crash
     ("", None),
     ("   \n", None),
 ]
@@ -61,6 +62,7 @@ OBJECT_ROWS = [
     ('Reasoning.\n{"answer": ["b"]', None),
     ('["b"]', None),  # the list family's format
     ('{"answer": ["a", "b", "c", "d", "e", "f", "g"]}', None),  # counting
+    ("Deep.\n" + '{"a": ' * 100_000 + "1" + "}" * 100_000, None),
 ]
 
 
