@@ -91,3 +91,19 @@ def test_an_item_in_two_subject_areas_counts_in_both():
     assert result["level"]["emt"]["acc"]["n"] == 2
     assert set(result["level x subject_area"]) == {"emt x airway", "emt x cardiology"}
     assert result["level x subject_area"]["emt x cardiology"]["f1"]["value"] == 1.0
+
+
+def test_the_breakdown_of_a_task_read_two_ways_puts_its_headline_reading_first():
+    """lm-eval logs the YAML's first filter first (strict-match); medeval run's breakdowns lead with the headline."""
+    from medeval_metrics.breakdown import breakdown_markdown, task_breakdown
+
+    doc = {"level": ["emt"], "category": ["airway"]}
+    samples = [
+        {"doc": doc, "filter": "strict-match", "acc": 0.0, "requested_format": 0.0},
+        {"doc": doc, "filter": "flexible-extract", "acc": 1.0, "requested_format": 0.0},
+    ]
+    result = task_breakdown("emsqa_public", samples)
+    assert list(result) == ["flexible-extract", "strict-match"]
+    assert result["strict-match"]["level"]["emt"]["acc"]["value"] == 0.0
+    text = breakdown_markdown("emsqa_public", result)
+    assert text.index("(filter `flexible-extract`)") < text.index("(filter `strict-match`)")
