@@ -25,8 +25,9 @@ from pathlib import Path
 
 import pytest
 from conftest import labelled_rows
+from test_emsqa_smollm2_corpus import load_rows  # the same row format
 
-from medeval_metrics.emsqa import extract_answer, normalise_record
+from medeval_metrics.emsqa import extract_answer
 
 CORPUS = Path(__file__).parent / "data" / "gemma3_outputs.jsonl"
 EARLIER = Path(__file__).parent / "data" / "smollm2_outputs.jsonl"
@@ -38,18 +39,7 @@ FIRST_UNUSED_ITEM = 400  # the reference results run the first 400 public test i
 EXPECTED_FIXES: dict[str, str] = {}  # cot-plain-2594 (read a, c) is read as labelled since the reader of issue 31
 
 
-def load_rows(path: Path = CORPUS) -> list[dict]:
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            row = json.loads(line)
-            record = {"question": row["question"], "choices": row["choices"], "answer": row["gold"]}
-            row["doc"] = normalise_record(record, number, path)
-            rows.append(row)
-    return rows
-
-
-ROWS = load_rows()
+ROWS = load_rows(CORPUS)
 
 
 def pack_reading(row: dict) -> list[str] | None:

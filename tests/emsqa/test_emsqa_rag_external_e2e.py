@@ -11,7 +11,8 @@ import sys
 
 import pytest
 from conftest import FIXTURES, find_results, run_cli
-from test_emsqa_rag import make_kb, planted_text
+from test_emsqa_rag import make_kb
+from test_emsqa_rag_e2e import prompt_reading_model  # the same items (the synthetic set), the same oracle
 
 pytestmark = pytest.mark.e2e
 SYNTHETIC = FIXTURES / "emsqa_synthetic.json"
@@ -70,25 +71,6 @@ def write_file(path, header_line, by_title, drop=()):
 
 def block(by_title, index):
     return "Relevant documents:\n" + "\n".join(f"- {c['title']}: {c['text']}" for c in picked(by_title, index))
-
-
-def prompt_reading_model():
-    from medeval_metrics.testing.scripted import ScriptedLM
-
-    class PromptReadingLM(ScriptedLM):
-        """Right answer when the item's planted section is in the prompt, a wrong one otherwise."""
-
-        def generate_until(self, requests, disable_tqdm=False):
-            self.requests_seen.extend(requests)
-            outputs = []
-            for request in requests:
-                index = next(i for i, item in enumerate(ITEMS) if item["question"] == request.doc["question"])
-                wrong = next(c[0] for c in ITEMS[index]["choices"] if c[0] not in gold(ITEMS[index]))
-                letters = gold(ITEMS[index]) if planted_text(index) in request.args[0] else [wrong]
-                outputs.append("Using the documents.\n" + json.dumps({"answer": letters}))
-            return outputs
-
-    return PromptReadingLM()
 
 
 @pytest.fixture
