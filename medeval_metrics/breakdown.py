@@ -50,7 +50,7 @@ def task_breakdown(task: str, samples: Iterable[dict[str, Any]]) -> dict[str, An
     if spec is None:
         return None
     breakdown = compute_breakdown(samples, spec)
-    # a task read two ways (EMSQA's strict-match and flexible-extract): its headline reading first, as the report
+    # a task read two ways (several filters, as lm-eval's gsm8k): its headline reading first, as the report
     reporting = getattr(registry.benchmark_of(task), "reporting", None)
     order = reporting.ordered_filters(breakdown) if reporting is not None else list(breakdown)
     return {name: breakdown[name] for name in order}

@@ -28,6 +28,14 @@ def _interrupt(*args, **kwargs):
     raise KeyboardInterrupt
 
 
+# `python -m medeval_metrics.cli ARGS` with Python's own Ctrl-C handler: a test run started in the background
+# (`cmd &` without job control) ignores SIGINT, and a Python child keeps an ignored SIGINT ignored
+_MEDEVAL_WITH_CTRL_C = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'medeval'; runpy.run_module('medeval_metrics.cli', run_name='__main__', alter_sys=True)"
+)
+
+
 def _one_line(proc) -> str:
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
@@ -113,7 +121,7 @@ def test_sigint_to_medeval_judge_is_exit_130_and_one_line(tmp_path):
         panel = {"judges": [{"name": "b", "backend": "local-chat-completions", "model": "b", "base_url": slow.url}],
                  "cache": str(cache)}  # fmt: skip
         child = subprocess.Popen(
-            [sys.executable, "-m", "medeval_metrics.cli", "judge", str(out), "--judges", json.dumps(panel),
+            [sys.executable, "-c", _MEDEVAL_WITH_CTRL_C, "judge", str(out), "--judges", json.dumps(panel),
              "--skip-judge-check", "--quiet"],
             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
@@ -143,7 +151,7 @@ def test_sigint_to_emrqa_prepare_is_exit_130_one_line_and_leaves_nothing_behind(
     )
     cache = tmp_path / "cache"
     child = subprocess.Popen(
-        [sys.executable, "-m", "medeval_metrics.cli", "emrqa-prepare", "--data-json", str(info.data_json),
+        [sys.executable, "-c", _MEDEVAL_WITH_CTRL_C, "emrqa-prepare", "--data-json", str(info.data_json),
          "--data-ql-csv", str(info.data_ql_csv), "--cache-dir", str(cache)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
