@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medeval_metrics.emsqa.reasoning import strip_reasoning
+from medeval_metrics.emsqa.strict import COT_INSTRUCTION, LIST_INSTRUCTION, RUN_PAST_OPTIONS
 
 # --- the requested formats -------------------------------------------------------------------------
 _LETTER_IN_LIST = r"\s*[\"'`]?\s*([a-zA-Z])\s*[\"'`]?\s*"
@@ -756,12 +757,7 @@ def _mask_option_lists(
 
 # The prompt's own tail, echoed by a base model: the instruction line of the zero-shot and the CoT prompts
 # (prompts.py; the loops test checks these against it) and the bare "Answer:" cue the zero-shot prompt ends with.
-_INSTRUCTIONS = (
-    "One or more options may be correct. Reply with a JSON list of the lowercase letters of all correct options,"
-    ' e.g. ["b"] or ["a", "c"].',
-    "One or more options may be correct. Think step by step, then finish with the final answer as a JSON object"
-    ' on its own line, e.g. {"answer": ["b"]} or {"answer": ["a", "c"]}.',
-)
+_INSTRUCTIONS = (LIST_INSTRUCTION, COT_INSTRUCTION)
 _INSTRUCTION_KEYS = tuple(_key(text) for text in _INSTRUCTIONS)
 # ... echoed whole, from its first sentence on, or from its second ("Reply with a JSON list ...")
 _INSTRUCTION_STARTS = tuple(
@@ -1382,7 +1378,7 @@ def _next_numbered_items(body: str, options: Mapping[str, str] | None) -> list[r
 def _before_alphabet_run(body: str, valid: set[str]) -> str:
     """The reply up to a run through the alphabet past the options (``["A"] ["B"] ... ["Z"]``, "A\nB\n...G",
     ``["a", ..., "j"]``): a model counting, not choosing, and what follows is no answer either."""
-    match = _alphabet_run(len(valid) + 2).search(body)
+    match = _alphabet_run(len(valid) + RUN_PAST_OPTIONS).search(body)
     if match is None:
         return body
     line_start = body.rfind("\n", 0, match.start()) + 1

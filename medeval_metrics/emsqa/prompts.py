@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from medeval_metrics.emsqa.data import LEVEL_NAMES
+from medeval_metrics.emsqa.strict import COT_INSTRUCTION, LIST_INSTRUCTION
 
 
 def _options_block(doc: dict[str, Any]) -> str:
@@ -14,11 +15,7 @@ def _options_block(doc: dict[str, Any]) -> str:
 
 def doc_to_text(doc: dict[str, Any]) -> str:
     """Zero-/few-shot prompt: the answer is a JSON list of lowercase letters (the authors' format)."""
-    return (
-        f"Question: {doc['question']}\n{_options_block(doc)}\n"
-        "One or more options may be correct. Reply with a JSON list of the lowercase letters of all "
-        'correct options, e.g. ["b"] or ["a", "c"].\nAnswer:'
-    )
+    return f"Question: {doc['question']}\n{_options_block(doc)}\n{LIST_INSTRUCTION}\nAnswer:"
 
 
 def doc_to_target(doc: dict[str, Any]) -> str:
@@ -26,11 +23,7 @@ def doc_to_target(doc: dict[str, Any]) -> str:
 
 
 def doc_to_text_cot(doc: dict[str, Any]) -> str:
-    return (
-        f"Question: {doc['question']}\n{_options_block(doc)}\n"
-        "One or more options may be correct. Think step by step, then finish with the final answer as "
-        'a JSON object on its own line, e.g. {"answer": ["b"]} or {"answer": ["a", "c"]}.\n'
-    )
+    return f"Question: {doc['question']}\n{_options_block(doc)}\n{COT_INSTRUCTION}\n"
 
 
 def expert_standpoint(doc: dict[str, Any]) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from medeval_metrics.emsqa.extract import extract_answer, is_invalid_letter_answer
+from medeval_metrics.emsqa.extract import is_invalid_letter_answer
+from medeval_metrics.emsqa.filters import read_flexible
 from medeval_metrics.emsqa.strict import read_strict
 
 
@@ -48,9 +49,7 @@ def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, fl
     if isinstance(predicted, str):  # an unfiltered raw response (a user's own filter list): either format counts
         text = predicted
         predicted = read_strict(text, "list", doc["letters"])
-        predicted = read_strict(text, "object", doc["letters"]) if predicted is None else predicted
-        if predicted is None:
-            predicted = extract_answer(text, doc["letters"], doc.get("options"), doc.get("question"))
+        predicted = read_flexible(text, doc, "object") if predicted is None else predicted
     # the filters mark how they read: in the requested format (strict.FormatRead, the same under both filters)
     # or by the opt-in extraction model (fallback.ModelRead), counted so a reader sees how many
     return {

@@ -23,6 +23,17 @@ from typing import Any
 from medeval_metrics.emsqa.reasoning import strip_reasoning
 
 FORMATS = ("list", "object")
+# the instruction lines that ask for each format, which the prompts end with (prompts.py; the flexible reader knows
+# their echo, extract.py)
+LIST_INSTRUCTION = (
+    "One or more options may be correct. Reply with a JSON list of the lowercase letters of all correct options, "
+    'e.g. ["b"] or ["a", "c"].'
+)
+COT_INSTRUCTION = (
+    "One or more options may be correct. Think step by step, then finish with the final answer as a JSON object on "
+    'its own line, e.g. {"answer": ["b"]} or {"answer": ["a", "c"]}.'
+)
+RUN_PAST_OPTIONS = 2  # a run through the alphabet this many letters past the options is counting (extract.py too)
 _FENCE = re.compile(r"\A```[A-Za-z]*[ \t]*\n(?P<body>.*?)\n?```\Z", re.DOTALL)
 _FINAL_FENCE = re.compile(r"(?:\A|\n)[ \t]*```[A-Za-z]*[ \t]*\n(?P<body>[^`]*?)\n?[ \t]*```\Z")
 _DECODER = json.JSONDecoder()
@@ -46,7 +57,7 @@ def _letters(value: Any) -> list[str] | None:
 
 
 def _unwrapped(text: str) -> str:
-    body = strip_reasoning(text).strip() if "think>" in text.lower() else text.strip()
+    body = strip_reasoning(text).strip()
     fenced = _FENCE.match(body)
     return fenced.group("body").strip() if fenced else body
 
@@ -73,7 +84,7 @@ def _final_object(body: str) -> Any:
 def _counting(letters: list[str], options: int) -> bool:
     """``["a", "b", ..., "j"]``: the alphabet run past the item's options is a model counting, not choosing (the
     flexible reader's rule too, so a reply reads the same under both)."""
-    return len(letters) >= options + 2 and letters == [chr(ord("a") + i) for i in range(len(letters))]
+    return len(letters) >= options + RUN_PAST_OPTIONS and letters == [chr(ord("a") + i) for i in range(len(letters))]
 
 
 def read_strict(text: Any, answer_format: str, valid_letters: Sequence[str] | None = None) -> FormatRead | None:
