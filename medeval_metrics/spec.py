@@ -105,6 +105,15 @@ def _category_values(value: Any) -> list[str]:
     return [str(value)]
 
 
+def named_function(name: str) -> Callable[..., Any]:
+    """The function a spec names as "module:function" (``MetricInfo.sample_stderr``, ``Reporting.task_settings``):
+    named, not imported, so that a spec stays light."""
+    import importlib
+
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def doc_field(name: str) -> Categories:
     """Categories from a doc field (a list field puts an item in each of its categories)."""
     return lambda doc: _category_values(doc.get(name))

@@ -903,8 +903,7 @@ def retrievals_file_problems(metadata: Mapping[str, Any]) -> list[str]:
         sections = read_sections(path)
         if not sections or any(external_name(s.header) is None for s in sections):
             return []
-        files, _ = knowledge_files(metadata)
-        ours = {"knowledge": corpus_version(files), "chunking": retrieval_settings(metadata).chunking()}
+        ours = _made_on(metadata)
         if all(section_difference(s.header, ours) for s in sections):
             return [_other_chunks(path, None, sections[0].header, ours)]
     except MedevalDataError as exc:
@@ -989,14 +988,14 @@ def precomputed_section(path: Path, header: Mapping[str, Any], ids: Sequence[str
 def external_header(metadata: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The first line of a retrievals file made by another retriever (``name``) on the knowledge base and
     chunking these settings give: what ``rag_retrievals`` checks such a file against."""
-    settings = retrieval_settings(metadata)
+    return {"medeval_retrievals": FORMAT, "retriever": {"external": name}, **_made_on(metadata)}
+
+
+def _made_on(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The knowledge base's digest and the chunking these settings give: what an external file must be made on."""
+    chunking = retrieval_settings(metadata).chunking()  # a bad setting is named before a missing knowledge base
     files, _ = knowledge_files(metadata)
-    return {
-        "medeval_retrievals": FORMAT,
-        "retriever": {"external": name},
-        "knowledge": corpus_version(files),
-        "chunking": settings.chunking(),
-    }
+    return {"knowledge": corpus_version(files), "chunking": chunking}
 
 
 def write_chunks(metadata: Mapping[str, Any], path: Path) -> int:

@@ -182,6 +182,7 @@ class Run:
         results config (``Reporting.task_settings``), redacted: task -> {name: text}; tasks with none left out."""
         if self._task_settings is None:  # read once: the settings table, the comparison and the run's key use it
             from medeval_metrics import registry
+            from medeval_metrics.spec import named_function
 
             found: dict[str, dict[str, str]] = {}
             for task in self.tasks():
@@ -191,7 +192,7 @@ class Run:
                     continue
                 config = (self.results.get("configs") or {}).get(task) or {}
                 try:
-                    own = _hook(hook)(config)
+                    own = named_function(hook)(config)
                 except MedevalDataError as exc:
                     raise MedevalDataError(f"{self.results_path}: configs.{_shown(task)}: {exc}") from None
                 if own:
@@ -204,27 +205,22 @@ class Run:
         known = [v for v in shots.values() if isinstance(v, int) and not isinstance(v, bool)]
         return not shots or len(known) < len(shots) or any(v > 0 for v in known)
 
-    def _generates(self) -> bool:
+    def output_type(self, task: str) -> str | None:
+        """The task's lm-eval output type: its results config's, else its pack YAML's; None where neither says."""
         from medeval_metrics import registry
 
-        types = []
-        for task in self.tasks():
-            output_type = ((self.results.get("configs") or {}).get(task) or {}).get("output_type")
-            if not isinstance(output_type, str):
-                try:
-                    output_type = registry.task(task).output_type
-                except KeyError:
-                    return True  # a task whose output type is unknown may generate
-            types.append(output_type)
-        return not types or "generate_until" in types
+        output_type = ((self.results.get("configs") or {}).get(task) or {}).get("output_type")
+        if isinstance(output_type, str):
+            return output_type
+        try:
+            return registry.task(task).output_type
+        except KeyError:  # a task outside the pack whose config is not in the results
+            return None
 
-
-def _hook(name: str) -> Any:
-    """The function a spec names as "module:function"."""
-    import importlib
-
-    module, _, function = name.partition(":")
-    return getattr(importlib.import_module(module), function)
+    def _generates(self) -> bool:
+        types = [self.output_type(task) for task in self.tasks()]
+        # a task whose output type is unknown may generate
+        return not types or None in types or "generate_until" in types
 
 
 def scored_samples(run: Run, task: str) -> list[dict[str, Any]]:

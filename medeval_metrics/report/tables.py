@@ -270,9 +270,8 @@ def _from_samples(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, Any
 def _corpus_stderrs(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, float]:
     """Stderrs of the corpus statistics whose spec names a sample_stderr function, from the logged per-item
     values (lm-eval writes "N/A" for an aggregation it does not know); none without two logged items."""
-    import importlib
-
     from medeval_metrics import registry
+    from medeval_metrics.spec import named_function
 
     spec = registry.benchmark_of(task)
     out: dict[str, float] = {}
@@ -287,8 +286,7 @@ def _corpus_stderrs(run: Run, task: str, metrics: dict[str, Any]) -> dict[str, f
             if str(sample.get("filter") or "none") == filter_name and sample.get(metric) is not None
         ]
         if len(items) > 1:
-            module, _, function = info.sample_stderr.partition(":")
-            out[f"{metric}_stderr,{filter_name}"] = float(getattr(importlib.import_module(module), function)(items))
+            out[f"{metric}_stderr,{filter_name}"] = float(named_function(info.sample_stderr)(items))
     return out
 
 
@@ -338,9 +336,6 @@ def samples_text(row: ScoreRow) -> str:
     if row.samples is not None and row.samples_total is not None and row.samples_total != row.samples:
         return f"{count} of {row.samples_total:,}"
     return count
-
-
-_samples_text = samples_text  # the name this module used before
 
 
 # Per-item bookkeeping the tasks emit as metrics, not scores: said in a note below the table, not as a row.
@@ -533,14 +528,7 @@ _REQUEST_TYPE = {"multiple_choice": "loglikelihood"}
 
 
 def _request_type(run: Run, task: str) -> str:
-    from medeval_metrics import registry
-
-    output_type = (run.results.get("configs", {}).get(task) or {}).get("output_type")
-    if not isinstance(output_type, str):
-        try:
-            output_type = registry.task(task).output_type
-        except KeyError:  # a task outside the pack whose config is not in the results: its calls are unknown
-            output_type = "?"
+    output_type = run.output_type(task) or "?"  # "?": a task whose model calls are unknown
     return _REQUEST_TYPE.get(output_type, output_type)
 
 
